@@ -1,0 +1,77 @@
+-- name: CreateSubscription :one
+INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
+VALUES (@tenant_id, @url, @description, @event_types, @headers, @rate_limit_per_second)
+RETURNING *;
+
+-- name: AddSubscriptionSecret :exec
+INSERT INTO subscription_secrets (subscription_id, secret) VALUES (@subscription_id, @secret);
+
+-- name: ExpireSubscriptionSecrets :exec
+-- Called on rotation, before the new secret is added: every current secret keeps signing until expires_at.
+UPDATE subscription_secrets SET expires_at = @expires_at
+WHERE subscription_id = @subscription_id AND (expires_at IS NULL OR expires_at > @expires_at);
+
+-- name: GetSubscription :one
+SELECT * FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL;
+
+-- name: ListSubscriptions :many
+SELECT * FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL ORDER BY created_at, id;
+
+-- name: UpdateSubscription :one
+UPDATE subscriptions
+SET url = @url, description = @description, event_types = @event_types, headers = @headers,
+    rate_limit_per_second = @rate_limit_per_second, updated_at = now()
+WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL
+RETURNING *;
+
+-- name: SetSubscriptionState :one
+-- Moves a subscription between states; from_states guards the transition.
+UPDATE subscriptions
+SET state = @state, disabled_reason = @disabled_reason, updated_at = now()
+WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL AND state = ANY(@from_states::text[])
+RETURNING *;
+
+-- name: DeleteSubscription :one
+UPDATE subscriptions SET deleted_at = now(), state = 'disabled', disabled_reason = 'deleted', updated_at = now()
+WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL
+RETURNING id;
+
+-- name: FailPendingDeliveriesOfSubscription :execrows
+-- A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.
+UPDATE webhook_deliveries
+SET state = 'failed', dead_reason = 'subscription_deleted', lease_expires_at = NULL, lease_id = NULL, updated_at = now()
+WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND state = 'pending';
+
+-- name: SubscriptionAttemptStats :one
+-- Endpoint health over a window: counts and latency percentiles of the attempts since @since.
+SELECT count(*)::int AS attempts,
+       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
+       max(started_at) FILTER (WHERE outcome = 'delivered')::timestamptz AS last_success_at,
+       max(started_at) FILTER (WHERE outcome <> 'delivered')::timestamptz AS last_failure_at
+FROM webhook_attempts
+WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND started_at >= @since;
+
+-- name: SubscriptionConsecutiveFailures :one
+-- Failed attempts since the last success (within the window), newest run only.
+SELECT count(*)::int FROM webhook_attempts a
+WHERE a.subscription_id = @subscription_id AND a.tenant_id = @tenant_id AND a.started_at >= @since
+  AND a.started_at > coalesce((SELECT max(b.started_at) FROM webhook_attempts b
+                               WHERE b.subscription_id = @subscription_id AND b.tenant_id = @tenant_id
+                                 AND b.started_at >= @since AND b.outcome = 'delivered'), '-infinity');
+
+-- name: SubscriptionHourlyOutcomes :many
+-- Successes and failures per hour since @since, for the health chart.
+SELECT date_trunc('hour', started_at)::timestamptz AS hour,
+       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
+       count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
+FROM webhook_attempts
+WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND started_at >= @since
+GROUP BY 1 ORDER BY 1;
+
+-- name: CountDeadDeliveriesBySubscription :many
+SELECT subscription_id, count(*)::int AS dead
+FROM webhook_deliveries
+WHERE tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
+GROUP BY subscription_id;
