@@ -55,7 +55,7 @@ type ClaimDeliveriesRow struct {
 	CreatedAt          time.Time
 	Body               []byte
 	EventCreatedAt     time.Time
-	Url                string
+	URL                string
 	Headers            []byte
 	RateLimitPerSecond *int32
 	Secrets            []string
@@ -90,7 +90,7 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 			&i.CreatedAt,
 			&i.Body,
 			&i.EventCreatedAt,
-			&i.Url,
+			&i.URL,
 			&i.Headers,
 			&i.RateLimitPerSecond,
 			&i.Secrets,
@@ -135,8 +135,8 @@ SELECT delivery_id FROM inserted
 `
 
 type CompleteAttemptsParams struct {
-	DeliveryIds    []uuid.UUID
-	LeaseIds       []uuid.UUID
+	DeliveryIDs    []uuid.UUID
+	LeaseIDs       []uuid.UUID
 	StartedAt      []time.Time
 	DurationMs     []int32
 	Status         []int32
@@ -146,7 +146,7 @@ type CompleteAttemptsParams struct {
 	NewState       []string
 	NextAttemptAt  []time.Time
 	DeadReason     []string
-	RequestUrl     []string
+	RequestURL     []string
 	RequestHeaders [][]byte
 	Now            time.Time
 }
@@ -156,8 +156,8 @@ type CompleteAttemptsParams struct {
 // claimed again): that attempt's outcome no longer owns the row.
 func (q *Queries) CompleteAttempts(ctx context.Context, arg CompleteAttemptsParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, completeAttempts,
-		arg.DeliveryIds,
-		arg.LeaseIds,
+		arg.DeliveryIDs,
+		arg.LeaseIDs,
 		arg.StartedAt,
 		arg.DurationMs,
 		arg.Status,
@@ -167,7 +167,7 @@ func (q *Queries) CompleteAttempts(ctx context.Context, arg CompleteAttemptsPara
 		arg.NewState,
 		arg.NextAttemptAt,
 		arg.DeadReason,
-		arg.RequestUrl,
+		arg.RequestURL,
 		arg.RequestHeaders,
 		arg.Now,
 	)
@@ -332,7 +332,7 @@ type GetDeliveryDetailRow struct {
 	UpdatedAt       time.Time
 	Body            []byte
 	EventCreatedAt  time.Time
-	SubscriptionUrl string
+	SubscriptionURL string
 }
 
 func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailParams) (GetDeliveryDetailRow, error) {
@@ -363,7 +363,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.UpdatedAt,
 		&i.Body,
 		&i.EventCreatedAt,
-		&i.SubscriptionUrl,
+		&i.SubscriptionURL,
 	)
 	return i, err
 }
@@ -398,7 +398,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 			&i.ResponseSnippet,
 			&i.Error,
 			&i.Outcome,
-			&i.RequestUrl,
+			&i.RequestURL,
 			&i.RequestHeaders,
 		); err != nil {
 			return nil, err
@@ -518,8 +518,8 @@ WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
 
 type ReleaseDeliveriesParams struct {
 	Now           time.Time
-	DeliveryIds   []uuid.UUID
-	LeaseIds      []uuid.UUID
+	DeliveryIDs   []uuid.UUID
+	LeaseIDs      []uuid.UUID
 	NextAttemptAt []time.Time
 }
 
@@ -528,8 +528,8 @@ type ReleaseDeliveriesParams struct {
 func (q *Queries) ReleaseDeliveries(ctx context.Context, arg ReleaseDeliveriesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseDeliveries,
 		arg.Now,
-		arg.DeliveryIds,
-		arg.LeaseIds,
+		arg.DeliveryIDs,
+		arg.LeaseIDs,
 		arg.NextAttemptAt,
 	)
 	if err != nil {

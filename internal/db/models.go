@@ -53,7 +53,7 @@ type Session struct {
 type Subscription struct {
 	ID                  uuid.UUID
 	TenantID            uuid.UUID
-	Url                 string
+	URL                 string
 	Description         string
 	EventTypes          []string
 	State               string
@@ -107,7 +107,7 @@ type WebhookAttempt struct {
 	ResponseSnippet string
 	Error           string
 	Outcome         string
-	RequestUrl      string
+	RequestURL      string
 	RequestHeaders  []byte
 }
 

@@ -66,7 +66,7 @@ RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, 
 
 type CreateSubscriptionParams struct {
 	TenantID           uuid.UUID
-	Url                string
+	URL                string
 	Description        string
 	EventTypes         []string
 	Headers            []byte
@@ -76,7 +76,7 @@ type CreateSubscriptionParams struct {
 func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscriptionParams) (Subscription, error) {
 	row := q.db.QueryRow(ctx, createSubscription,
 		arg.TenantID,
-		arg.Url,
+		arg.URL,
 		arg.Description,
 		arg.EventTypes,
 		arg.Headers,
@@ -86,7 +86,7 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
 		&i.EventTypes,
 		&i.State,
@@ -175,7 +175,7 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
 		&i.EventTypes,
 		&i.State,
@@ -211,7 +211,7 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantID,
-			&i.Url,
+			&i.URL,
 			&i.Description,
 			&i.EventTypes,
 			&i.State,
@@ -266,7 +266,7 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
 		&i.EventTypes,
 		&i.State,
@@ -400,7 +400,7 @@ RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, 
 `
 
 type UpdateSubscriptionParams struct {
-	Url                string
+	URL                string
 	Description        string
 	EventTypes         []string
 	Headers            []byte
@@ -411,7 +411,7 @@ type UpdateSubscriptionParams struct {
 
 func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscriptionParams) (Subscription, error) {
 	row := q.db.QueryRow(ctx, updateSubscription,
-		arg.Url,
+		arg.URL,
 		arg.Description,
 		arg.EventTypes,
 		arg.Headers,
@@ -423,7 +423,7 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
 		&i.EventTypes,
 		&i.State,
