@@ -135,3 +135,6 @@ RETURNING *;
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
 RETURNING id;
+
+-- name: ListenForDeliveries :exec
+LISTEN hookline_deliveries;

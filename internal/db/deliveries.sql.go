@@ -495,6 +495,15 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 	return items, nil
 }
 
+const listenForDeliveries = `-- name: ListenForDeliveries :exec
+LISTEN hookline_deliveries
+`
+
+func (q *Queries) ListenForDeliveries(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, listenForDeliveries)
+	return err
+}
+
 const nextDueAt = `-- name: NextDueAt :one
 SELECT min(next_attempt_at)::timestamptz FROM webhook_deliveries WHERE state = 'pending'
 `

@@ -1,0 +1,175 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// eventTypeRE is the event type syntax: letters, digits and . _ - : /, starting with a letter or digit.
+var eventTypeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
+
+// ValidEventType reports whether s is a well-formed event type.
+func ValidEventType(s string) bool { return eventTypeRE.MatchString(s) }
+
+// PublishInput is one event to publish.
+type PublishInput struct {
+	TenantID  uuid.UUID
+	EventType string
+	// Payload is the event's data as published: a JSON object.
+	Payload json.RawMessage
+	// IdempotencyKey, when set, makes a repeated publish return the first answer and create nothing.
+	IdempotencyKey string
+	// OnlySubscription limits the fan-out to one subscription (the dashboard's "Send test event").
+	OnlySubscription *uuid.UUID
+}
+
+// Published is the answer to a publish.
+type Published struct {
+	ID         string              `json:"id"`
+	EventType  string              `json:"event_type"`
+	CreatedAt  time.Time           `json:"created_at"`
+	Deliveries []PublishedDelivery `json:"deliveries"`
+}
+
+// PublishedDelivery is one delivery a publish created.
+type PublishedDelivery struct {
+	ID             string `json:"id"`
+	SubscriptionID string `json:"subscription_id"`
+	State          string `json:"state"`
+}
+
+// Publisher stores events and fans them out into deliveries.
+type Publisher struct {
+	pool   *pgxpool.Pool
+	policy RetryPolicy
+	now    func() time.Time
+}
+
+// NewPublisher returns a Publisher. now is the clock (time.Now in production).
+func NewPublisher(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) *Publisher {
+	return &Publisher{pool: pool, policy: policy, now: now}
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// Publish validates and stores an event and one pending delivery per matching subscription in one
+// transaction, then wakes the workers (the notification is sent at commit). With an Idempotency-Key
+// already used for the same request it returns the first answer and creates nothing.
+func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, error) {
+	if !ValidEventType(in.EventType) {
+		return Published{}, fault.Invalid("event_type must be 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
+	}
+	payload := bytes.TrimSpace(in.Payload)
+	if len(payload) == 0 || payload[0] != '{' || !json.Valid(payload) {
+		return Published{}, fault.Invalid("payload must be a JSON object")
+	}
+	if len(in.IdempotencyKey) > maxIdempotencyKey {
+		return Published{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, payload); err != nil {
+		return Published{}, fault.Invalid("payload must be a JSON object")
+	}
+	// The request hash tells a retried publish from another request that reuses the key.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", in.EventType)
+	h.Write(compact.Bytes())
+	if in.OnlySubscription != nil {
+		h.Write(in.OnlySubscription[:])
+	}
+	reqHash := h.Sum(nil)
+
+	var out Published
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		body, err := eventBody(in.EventType, now, compact.Bytes())
+		if err != nil {
+			return err
+		}
+		var key *string
+		if in.IdempotencyKey != "" {
+			key = &in.IdempotencyKey
+		}
+		_, err = q.InsertEvent(ctx, db.InsertEventParams{
+			ID: id, TenantID: in.TenantID, EventType: in.EventType, Body: body,
+			IdempotencyKey: key, RequestHash: reqHash, CreatedAt: now,
+		})
+		if errors.Is(err, pgx.ErrNoRows) && key != nil {
+			// The key was used before (or by a concurrent publish that committed first).
+			prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: key})
+			if err != nil {
+				return fmt.Errorf("read idempotent event: %w", err)
+			}
+			if !bytes.Equal(prev.RequestHash, reqHash) {
+				return fault.Invalid("Idempotency-Key %q was already used for a different request", in.IdempotencyKey)
+			}
+			if len(prev.Response) == 0 {
+				return fmt.Errorf("idempotent event %s has no stored answer", prev.ID)
+			}
+			return json.Unmarshal(prev.Response, &out)
+		}
+		if err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+		rows, err := q.FanOutEvent(ctx, db.FanOutEventParams{
+			TenantID: in.TenantID, EventID: id, EventType: in.EventType, Now: now,
+			GiveUpAt: p.policy.GiveUpAt(now), OnlySubscriptionID: in.OnlySubscription,
+		})
+		if err != nil {
+			return fmt.Errorf("fan out event: %w", err)
+		}
+		out = Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+		for _, r := range rows {
+			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.ID.String(), SubscriptionID: r.SubscriptionID.String(), State: r.State})
+		}
+		answer, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		if err := q.SetEventResponse(ctx, db.SetEventResponseParams{ID: id, TenantID: in.TenantID, Response: answer}); err != nil {
+			return fmt.Errorf("store publish answer: %w", err)
+		}
+		if len(rows) > 0 {
+			return q.NotifyDeliveriesReady(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		if fe := fault.As(err); fe != nil {
+			return Published{}, fe
+		}
+		return Published{}, fmt.Errorf("publish: %w", err)
+	}
+	return out, nil
+}
+
+// eventBody is what receivers get: {"type", "timestamp", "data"}, data being the payload as published.
+func eventBody(eventType string, created time.Time, payload []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the payload's strings byte for byte as published
+	err := enc.Encode(struct {
+		Type      string          `json:"type"`
+		Timestamp string          `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}{eventType, created.UTC().Format(time.RFC3339Nano), payload})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
