@@ -48,8 +48,8 @@ SELECT count(*)::int AS attempts,
        count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
-       max(started_at) FILTER (WHERE outcome = 'delivered')::timestamptz AS last_success_at,
-       max(started_at) FILTER (WHERE outcome <> 'delivered')::timestamptz AS last_failure_at
+       max(started_at) FILTER (WHERE outcome = 'delivered') AS last_success_at,
+       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at
 FROM webhook_attempts
 WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND started_at >= @since;
 

@@ -291,8 +291,8 @@ SELECT count(*)::int AS attempts,
        count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
-       max(started_at) FILTER (WHERE outcome = 'delivered')::timestamptz AS last_success_at,
-       max(started_at) FILTER (WHERE outcome <> 'delivered')::timestamptz AS last_failure_at
+       max(started_at) FILTER (WHERE outcome = 'delivered') AS last_success_at,
+       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at
 FROM webhook_attempts
 WHERE subscription_id = $1 AND tenant_id = $2 AND started_at >= $3
 `
@@ -308,8 +308,8 @@ type SubscriptionAttemptStatsRow struct {
 	Successes     int32
 	LatencyP50    float64
 	LatencyP95    float64
-	LastSuccessAt time.Time
-	LastFailureAt time.Time
+	LastSuccessAt interface{}
+	LastFailureAt interface{}
 }
 
 // Endpoint health over a window: counts and latency percentiles of the attempts since @since.

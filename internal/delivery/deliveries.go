@@ -1,0 +1,396 @@
+package delivery
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
+)
+
+// Delivery is one event to one subscription, as the API and the dashboard show it.
+type Delivery struct {
+	ID             uuid.UUID  `json:"id"`
+	EventID        uuid.UUID  `json:"event_id"`
+	SubscriptionID uuid.UUID  `json:"subscription_id"`
+	EventType      string     `json:"event_type"`
+	State          State      `json:"state"`
+	AttemptCount   int        `json:"attempt_count"`
+	TotalAttempts  int        `json:"total_attempts"`
+	ManualRetries  int        `json:"manual_retries"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	GiveUpAt       time.Time  `json:"give_up_at"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	LastStatus     *int       `json:"last_status"`
+	LastError      *string    `json:"last_error"`
+	LastResponse   *string    `json:"last_response,omitempty"`
+	DeadReason     *string    `json:"dead_reason"`
+	Discarded      bool       `json:"discarded"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+// Retrying reports whether the delivery waits for a retry (pending, tried before).
+func (d Delivery) Retrying() bool { return d.State == Pending && d.TotalAttempts > 0 }
+
+// Detail is a delivery with the request it sends and every attempt.
+type Detail struct {
+	Delivery
+	Request  SentRequest `json:"request"`
+	Attempts []Attempt   `json:"attempts"`
+}
+
+// SentRequest is the request as sent, without secrets: custom headers are never shown.
+type SentRequest struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body"`
+}
+
+// Attempt is one HTTP request of a delivery.
+type Attempt struct {
+	Attempt         int               `json:"attempt"`
+	StartedAt       time.Time         `json:"started_at"`
+	DurationMs      int               `json:"duration_ms"`
+	Status          *int              `json:"status"`
+	ResponseSnippet string            `json:"response_snippet"`
+	Error           string            `json:"error"`
+	Outcome         Outcome           `json:"outcome"`
+	RequestURL      string            `json:"request_url"`
+	RequestHeaders  map[string]string `json:"request_headers,omitempty"`
+}
+
+func fromRow(r db.WebhookDelivery) Delivery {
+	d := Delivery{
+		ID: r.ID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType, State: State(r.State),
+		AttemptCount: int(r.AttemptCount), TotalAttempts: int(r.TotalAttempts), ManualRetries: int(r.ManualRetries),
+		GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastError: r.LastError, LastResponse: r.LastResponse,
+		DeadReason: r.DeadReason, Discarded: r.DiscardedAt != nil, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if d.State == Pending {
+		t := r.NextAttemptAt
+		d.NextAttemptAt = &t
+	}
+	if r.LastStatus != nil {
+		s := int(*r.LastStatus)
+		d.LastStatus = &s
+	}
+	return d
+}
+
+// Filter selects deliveries for a list.
+type Filter struct {
+	SubscriptionID *uuid.UUID
+	// States are states to include; "retrying" is pending with earlier attempts, "dead" failed + expired.
+	States    []string
+	EventType string
+	Since     *time.Time
+	Until     *time.Time
+	Limit     int
+	Cursor    string
+	// WithTotal asks for the count of all matches.
+	WithTotal bool
+}
+
+// Page is one page of a list.
+type Page struct {
+	Items      []Delivery `json:"items"`
+	NextCursor string     `json:"next_cursor"`
+	Total      *int64     `json:"total,omitempty"`
+}
+
+// Service reads deliveries and carries out customers' and operators' actions on them.
+type Service struct {
+	pool      *pgxpool.Pool
+	q         *db.Queries
+	policy    RetryPolicy
+	now       func() time.Time
+	maxManual int
+	perMinute int
+
+	mu       sync.Mutex
+	limiters map[uuid.UUID]*rate.Limiter
+}
+
+// NewService returns a Service. maxManual caps a tenant's manual retries of one delivery;
+// resendPerMinute limits manual resends per subscription.
+func NewService(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time, maxManual, resendPerMinute int) *Service {
+	return &Service{pool: pool, q: db.New(pool), policy: policy, now: now, maxManual: maxManual,
+		perMinute: resendPerMinute, limiters: map[uuid.UUID]*rate.Limiter{}}
+}
+
+// ParseStates turns the API's comma list (with "dead" and "retrying") into states and a retrying flag.
+func ParseStates(list string) (states []string, retrying *bool, err error) {
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			states = append(states, s)
+		}
+	}
+	onlyRetrying := false
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+		case s == "dead":
+			add(string(Failed))
+			add(string(Expired))
+		case s == "retrying":
+			onlyRetrying = true
+		case State(s).Valid():
+			add(s)
+		default:
+			return nil, nil, fault.Invalid("state %q is not one of pending, retrying, in_flight, delivered, failed, expired, dead", s)
+		}
+	}
+	if onlyRetrying {
+		if len(states) == 0 {
+			t := true
+			return []string{string(Pending)}, &t, nil
+		}
+		add(string(Pending)) // retrying among other states: all pending ones are a superset
+	}
+	return states, nil, nil
+}
+
+type cursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        uuid.UUID `json:"i"`
+}
+
+func encodeCursor(d Delivery) string {
+	b, _ := json.Marshal(cursor{d.CreatedAt, d.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ID == uuid.Nil {
+		return c, fault.Invalid("cursor is not one this API returned")
+	}
+	return c, nil
+}
+
+// MaxPageSize is the largest page a list returns.
+const MaxPageSize = 100
+
+// List returns a tenant's deliveries newest first.
+func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page, error) {
+	states, retrying, err := ParseStates(strings.Join(f.States, ","))
+	if err != nil {
+		return Page{}, err
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	if f.Limit > MaxPageSize {
+		return Page{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	}
+	var eventType *string
+	if f.EventType != "" {
+		eventType = &f.EventType
+	}
+	p := db.ListDeliveriesParams{
+		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying,
+		EventType: eventType, Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
+	}
+	if states == nil {
+		p.States = []string{}
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		p.AfterCreatedAt, p.AfterID = &c.CreatedAt, &c.ID
+	}
+	rows, err := s.q.ListDeliveries(ctx, p)
+	if err != nil {
+		return Page{}, fmt.Errorf("list deliveries: %w", err)
+	}
+	page := Page{Items: make([]Delivery, 0, min(len(rows), f.Limit))}
+	for i, r := range rows {
+		if i == f.Limit {
+			page.NextCursor = encodeCursor(page.Items[len(page.Items)-1])
+			break
+		}
+		page.Items = append(page.Items, fromRow(r))
+	}
+	if f.WithTotal {
+		n, err := s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
+			TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: p.States, Retrying: retrying,
+			EventType: eventType, Since: f.Since, Until: f.Until,
+		})
+		if err != nil {
+			return Page{}, fmt.Errorf("count deliveries: %w", err)
+		}
+		page.Total = &n
+	}
+	return page, nil
+}
+
+// Get returns one delivery with its request and attempts.
+func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, error) {
+	r, err := s.q.GetDeliveryDetail(ctx, db.GetDeliveryDetailParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Detail{}, fault.Missing("delivery")
+	}
+	if err != nil {
+		return Detail{}, fmt.Errorf("get delivery: %w", err)
+	}
+	d := Detail{Delivery: fromRow(db.WebhookDelivery{
+		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType,
+		State: r.State, AttemptCount: r.AttemptCount, TotalAttempts: r.TotalAttempts, ManualRetries: r.ManualRetries,
+		NextAttemptAt: r.NextAttemptAt, GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastStatus: r.LastStatus,
+		LastResponse: r.LastResponse, LastError: r.LastError, DeadReason: r.DeadReason, DiscardedAt: r.DiscardedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	})}
+	rows, err := s.q.ListAttempts(ctx, db.ListAttemptsParams{DeliveryID: id, TenantID: tenantID})
+	if err != nil {
+		return Detail{}, fmt.Errorf("list attempts: %w", err)
+	}
+	d.Attempts = make([]Attempt, 0, len(rows))
+	for _, a := range rows {
+		at := Attempt{Attempt: int(a.Attempt), StartedAt: a.StartedAt, DurationMs: int(a.DurationMs),
+			ResponseSnippet: a.ResponseSnippet, Error: a.Error, Outcome: Outcome(a.Outcome), RequestURL: a.RequestURL}
+		if a.Status != nil {
+			st := int(*a.Status)
+			at.Status = &st
+		}
+		_ = json.Unmarshal(a.RequestHeaders, &at.RequestHeaders)
+		d.Attempts = append(d.Attempts, at)
+	}
+	// The request as it is sent: the last attempt's headers when there was one, else the ones the next
+	// attempt will carry (timestamp and signature are made per attempt).
+	d.Request = SentRequest{URL: r.SubscriptionURL, Body: json.RawMessage(r.Body)}
+	if n := len(d.Attempts); n > 0 {
+		d.Request.URL = d.Attempts[n-1].RequestURL
+		d.Request.Headers = d.Attempts[n-1].RequestHeaders
+	} else {
+		d.Request.Headers = map[string]string{
+			"content-type": "application/json", "user-agent": UserAgent, "webhook-id": r.EventID.String(),
+		}
+	}
+	return d, nil
+}
+
+// Actor says who asks for a manual action: admins are not capped.
+type Actor struct {
+	Admin bool
+}
+
+// Retry puts a delivered, failed or expired delivery back in the queue with a fresh schedule and deadline.
+// Of several concurrent calls on one delivery exactly one succeeds; the rest get INVALID_STATE.
+func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
+	cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, fault.Missing("delivery")
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("get delivery: %w", err)
+	}
+	if err := s.retryAllowed(fromRow(cur), actor); err != nil {
+		return Delivery{}, err
+	}
+	if wait := s.reserveResend(cur.SubscriptionID); wait > 0 {
+		secs := int(wait.Seconds() + 0.999)
+		return Delivery{}, fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
+	}
+	maxManual := int32(s.maxManual)
+	if actor.Admin {
+		maxManual = -1
+	}
+	now := s.now()
+	var out db.WebhookDelivery
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.RetryDelivery(ctx, db.RetryDeliveryParams{
+			ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
+		})
+		if err != nil {
+			return err
+		}
+		out = row
+		return q.NotifyDeliveriesReady(ctx)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Lost a race, or the row changed since we read it: say why from its state now.
+		cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+		if err != nil {
+			return Delivery{}, fault.Missing("delivery")
+		}
+		if err := s.retryAllowed(fromRow(cur), actor); err != nil {
+			return Delivery{}, err
+		}
+		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("retry delivery: %w", err)
+	}
+	return fromRow(out), nil
+}
+
+func (s *Service) retryAllowed(d Delivery, actor Actor) error {
+	switch {
+	case d.Discarded:
+		return fault.New(fault.InvalidState, "the delivery was discarded")
+	case d.State == Pending || d.State == InFlight:
+		return fault.New(fault.InvalidState, "the delivery is %s: it is already queued", d.State)
+	case !actor.Admin && d.ManualRetries >= s.maxManual:
+		return fault.New(fault.MaxRetries, "the delivery was retried by hand %d times, the most allowed", d.ManualRetries)
+	}
+	return nil
+}
+
+// reserveResend takes a token from the subscription's resend limiter and returns how long to wait when
+// there is none.
+func (s *Service) reserveResend(subID uuid.UUID) time.Duration {
+	s.mu.Lock()
+	l := s.limiters[subID]
+	if l == nil {
+		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(max(s.perMinute, 1))), max(s.perMinute, 1))
+		s.limiters[subID] = l
+	}
+	s.mu.Unlock()
+	now := s.now()
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// Discard removes a dead delivery from lists; it stays stored for audit.
+func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
+	_, err := s.q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: s.now()})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("discard delivery: %w", err)
+	}
+	cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+	if err != nil {
+		return fault.Missing("delivery")
+	}
+	if cur.DiscardedAt != nil {
+		return fault.New(fault.InvalidState, "the delivery was already discarded")
+	}
+	return fault.New(fault.InvalidState, "only dead (failed or expired) deliveries can be discarded; this one is %s", cur.State)
+}

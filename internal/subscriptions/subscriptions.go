@@ -1,0 +1,430 @@
+// Package subscriptions owns tenants' endpoints: their validation, signing secrets and rotation,
+// pause/resume, and endpoint health.
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// States of a subscription.
+const (
+	// Active subscriptions receive deliveries.
+	Active = "active"
+	// Paused subscriptions keep collecting deliveries, which wait until Resume.
+	Paused = "paused"
+	// Disabled subscriptions get no new deliveries (deleted, or disabled for failing).
+	Disabled = "disabled"
+)
+
+// SecretOverlap is how long a rotated-out secret keeps signing.
+const SecretOverlap = 24 * time.Hour
+
+// Subscription is a tenant's endpoint as shown to its owner. Custom header values and secrets are never
+// part of it.
+type Subscription struct {
+	ID                 uuid.UUID `json:"id"`
+	TenantID           uuid.UUID `json:"tenant_id"`
+	URL                string    `json:"url"`
+	Description        string    `json:"description"`
+	EventTypes         []string  `json:"event_types"`
+	State              string    `json:"state"`
+	DisabledReason     string    `json:"disabled_reason,omitempty"`
+	HeaderNames        []string  `json:"header_names"`
+	RateLimitPerSecond *int      `json:"rate_limit_per_second"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+func fromRow(r db.Subscription) Subscription {
+	s := Subscription{
+		ID: r.ID, TenantID: r.TenantID, URL: r.URL, Description: r.Description, EventTypes: r.EventTypes,
+		State: r.State, DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		HeaderNames: []string{},
+	}
+	if s.EventTypes == nil {
+		s.EventTypes = []string{}
+	}
+	var h map[string]string
+	if json.Unmarshal(r.Headers, &h) == nil {
+		for k := range h {
+			s.HeaderNames = append(s.HeaderNames, k)
+		}
+		sort.Strings(s.HeaderNames)
+	}
+	if r.RateLimitPerSecond != nil {
+		n := int(*r.RateLimitPerSecond)
+		s.RateLimitPerSecond = &n
+	}
+	return s
+}
+
+// Input creates or changes a subscription. A nil field is left as it is (PATCH); on create, URL is required.
+type Input struct {
+	URL         *string            `json:"url"`
+	EventTypes  *[]string          `json:"event_types"`
+	Description *string            `json:"description"`
+	Headers     *map[string]string `json:"headers"`
+	// RateLimitPerSecond: absent leaves it, null or 0 removes the limit.
+	RateLimitPerSecond *int `json:"rate_limit_per_second"`
+	// ClearRateLimit is set when the request sent rate_limit_per_second: null.
+	ClearRateLimit bool `json:"-"`
+}
+
+// Service manages subscriptions.
+type Service struct {
+	pool         *pgxpool.Pool
+	q            *db.Queries
+	now          func() time.Time
+	allowPrivate bool
+}
+
+// NewService returns a Service. allowPrivate mirrors HOOKLINE_ALLOW_PRIVATE_NETWORKS: without it, URLs
+// naming an internal address are refused up front (the sender checks resolved addresses again).
+func NewService(pool *pgxpool.Pool, now func() time.Time, allowPrivate bool) *Service {
+	return &Service{pool: pool, q: db.New(pool), now: now, allowPrivate: allowPrivate}
+}
+
+// Limits on what a subscription may hold.
+const (
+	maxURL         = 2048
+	maxDescription = 500
+	maxEventTypes  = 100
+	maxHeaders     = 20
+	maxHeaderValue = 1024
+	maxRatePerSec  = 10000
+)
+
+// reservedHeaders are set by Hookline and may not be overridden by custom headers.
+var reservedHeaders = map[string]bool{
+	"content-type": true, "content-length": true, "user-agent": true, "host": true, "connection": true,
+	"transfer-encoding": true, "te": true, "upgrade": true, "trailer": true, "keep-alive": true,
+	"proxy-authorization": true, "proxy-connection": true, "expect": true,
+}
+
+// ValidateURL checks an endpoint URL: absolute http(s), a host, no user info, and, unless private networks
+// are allowed, not a literal internal address or localhost.
+func (s *Service) ValidateURL(raw string) error {
+	if raw == "" {
+		return fault.Invalid("url is required")
+	}
+	if len(raw) > maxURL {
+		return fault.Invalid("url is longer than %d characters", maxURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return fault.Invalid("url must be an absolute http:// or https:// URL")
+	}
+	if u.User != nil {
+		return fault.Invalid("url must not contain user info; use custom headers for credentials")
+	}
+	if u.Fragment != "" {
+		return fault.Invalid("url must not contain a fragment")
+	}
+	if !s.allowPrivate {
+		host := strings.ToLower(u.Hostname())
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			return fault.Invalid("url points to localhost, which is not allowed")
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && !delivery.PublicAddr(ip) {
+			return fault.Invalid("url points to an internal address (%s), which is not allowed", ip)
+		}
+	}
+	return nil
+}
+
+func validateEventTypes(types []string) error {
+	if len(types) > maxEventTypes {
+		return fault.Invalid("at most %d event types", maxEventTypes)
+	}
+	for _, t := range types {
+		if !delivery.ValidEventType(t) {
+			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /", t)
+		}
+	}
+	return nil
+}
+
+func validateHeaders(h map[string]string) error {
+	if len(h) > maxHeaders {
+		return fault.Invalid("at most %d custom headers", maxHeaders)
+	}
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") || !validToken(k) {
+			return fault.Invalid("custom header name %q is not a valid HTTP header name", k)
+		}
+		if reservedHeaders[lk] || strings.HasPrefix(lk, "webhook-") {
+			return fault.Invalid("custom header %q is set by Hookline and cannot be overridden", k)
+		}
+		if len(v) > maxHeaderValue || strings.ContainsAny(v, "\r\n\x00") {
+			return fault.Invalid("custom header %q has an invalid value", k)
+		}
+	}
+	return nil
+}
+
+func validToken(s string) bool {
+	for _, c := range s {
+		if c > 126 || c <= 32 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", c) {
+			return false
+		}
+	}
+	return true
+}
+
+func canonicalHeaders(h map[string]string) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[http.CanonicalHeaderKey(k)] = v
+	}
+	return out
+}
+
+// validate checks every field given.
+func (s *Service) validate(in Input) error {
+	if in.URL != nil {
+		if err := s.ValidateURL(*in.URL); err != nil {
+			return err
+		}
+	}
+	if in.EventTypes != nil {
+		if err := validateEventTypes(*in.EventTypes); err != nil {
+			return err
+		}
+	}
+	if in.Description != nil && len(*in.Description) > maxDescription {
+		return fault.Invalid("description is longer than %d characters", maxDescription)
+	}
+	if in.Headers != nil {
+		if err := validateHeaders(*in.Headers); err != nil {
+			return err
+		}
+	}
+	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 0 || *in.RateLimitPerSecond > maxRatePerSec) {
+		return fault.Invalid("rate_limit_per_second must be between 1 and %d (0 or null for none)", maxRatePerSec)
+	}
+	return nil
+}
+
+// Create adds a subscription and returns it with its first signing secret, shown only here.
+func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Subscription, string, error) {
+	if in.URL == nil {
+		return Subscription{}, "", fault.Invalid("url is required")
+	}
+	if err := s.validate(in); err != nil {
+		return Subscription{}, "", err
+	}
+	p := db.CreateSubscriptionParams{TenantID: tenantID, URL: *in.URL, EventTypes: []string{}, Headers: []byte("{}")}
+	if in.EventTypes != nil {
+		p.EventTypes = dedupe(*in.EventTypes)
+	}
+	if in.Description != nil {
+		p.Description = *in.Description
+	}
+	if in.Headers != nil {
+		p.Headers, _ = json.Marshal(canonicalHeaders(*in.Headers))
+	}
+	if in.RateLimitPerSecond != nil && *in.RateLimitPerSecond > 0 {
+		n := int32(*in.RateLimitPerSecond)
+		p.RateLimitPerSecond = &n
+	}
+	secret := delivery.NewSecret()
+	var row db.Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if row, err = q.CreateSubscription(ctx, p); err != nil {
+			return err
+		}
+		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: secret})
+	})
+	if err != nil {
+		return Subscription{}, "", fmt.Errorf("create subscription: %w", err)
+	}
+	return fromRow(row), secret, nil
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Get returns one of a tenant's subscriptions.
+func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
+	row, err := s.q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Subscription{}, fault.Missing("subscription")
+	}
+	if err != nil {
+		return Subscription{}, fmt.Errorf("get subscription: %w", err)
+	}
+	return fromRow(row), nil
+}
+
+// List returns a tenant's subscriptions, oldest first.
+func (s *Service) List(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
+	rows, err := s.q.ListSubscriptions(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	out := make([]Subscription, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, fromRow(r))
+	}
+	return out, nil
+}
+
+// Update changes the fields given.
+func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) (Subscription, error) {
+	if err := s.validate(in); err != nil {
+		return Subscription{}, err
+	}
+	var out db.Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		cur, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID})
+		if err != nil {
+			return err
+		}
+		p := db.UpdateSubscriptionParams{
+			ID: id, TenantID: tenantID, URL: cur.URL, Description: cur.Description, EventTypes: cur.EventTypes,
+			Headers: cur.Headers, RateLimitPerSecond: cur.RateLimitPerSecond,
+		}
+		if in.URL != nil {
+			p.URL = *in.URL
+		}
+		if in.Description != nil {
+			p.Description = *in.Description
+		}
+		if in.EventTypes != nil {
+			p.EventTypes = dedupe(*in.EventTypes)
+		}
+		if in.Headers != nil {
+			p.Headers, _ = json.Marshal(canonicalHeaders(*in.Headers))
+		}
+		if in.ClearRateLimit || (in.RateLimitPerSecond != nil && *in.RateLimitPerSecond == 0) {
+			p.RateLimitPerSecond = nil
+		} else if in.RateLimitPerSecond != nil {
+			n := int32(*in.RateLimitPerSecond)
+			p.RateLimitPerSecond = &n
+		}
+		out, err = q.UpdateSubscription(ctx, p)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Subscription{}, fault.Missing("subscription")
+	}
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription: %w", err)
+	}
+	return fromRow(out), nil
+}
+
+// Delete removes a subscription. Its queued deliveries are dead-lettered (reason subscription_deleted)
+// rather than dropped; its history stays readable.
+func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
+			return err
+		}
+		_, err := q.FailPendingDeliveriesOfSubscription(ctx, db.FailPendingDeliveriesOfSubscriptionParams{SubscriptionID: id, TenantID: tenantID})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.Missing("subscription")
+	}
+	if err != nil {
+		return fmt.Errorf("delete subscription: %w", err)
+	}
+	return nil
+}
+
+// Pause stops deliveries to a subscription; new ones are stored and wait. Pausing a paused one is a no-op.
+func (s *Service) Pause(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
+	return s.setState(ctx, tenantID, id, Paused, "", []string{Active, Paused})
+}
+
+// Resume sends a paused (or disabled) subscription's waiting deliveries again.
+func (s *Service) Resume(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
+	return s.setState(ctx, tenantID, id, Active, "", []string{Paused, Disabled, Active})
+}
+
+func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reason string, from []string) (Subscription, error) {
+	var out db.Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		out, err = q.SetSubscriptionState(ctx, db.SetSubscriptionStateParams{
+			ID: id, TenantID: tenantID, State: to, DisabledReason: reason, FromStates: from,
+		})
+		if err != nil {
+			return err
+		}
+		if to == Active {
+			return q.NotifyDeliveriesReady(ctx) // its waiting deliveries are claimable now
+		}
+		return nil
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, gerr := s.Get(ctx, tenantID, id)
+		if gerr != nil {
+			return Subscription{}, gerr
+		}
+		return Subscription{}, fault.New(fault.InvalidState, "the subscription is %s and cannot become %s", cur.State, to)
+	}
+	if err != nil {
+		return Subscription{}, fmt.Errorf("set subscription state: %w", err)
+	}
+	return fromRow(out), nil
+}
+
+// RotateSecret adds a new signing secret and returns it. Every older secret keeps signing for SecretOverlap.
+func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
+	secret := delivery.NewSecret()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
+			return err
+		}
+		if err := q.ExpireSubscriptionSecrets(ctx, db.ExpireSubscriptionSecretsParams{
+			SubscriptionID: id, ExpiresAt: ptr(s.now().Add(SecretOverlap)),
+		}); err != nil {
+			return err
+		}
+		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: secret})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fault.Missing("subscription")
+	}
+	if err != nil {
+		return "", fmt.Errorf("rotate secret: %w", err)
+	}
+	return secret, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
