@@ -32,3 +32,6 @@ SELECT * FROM users WHERE lower(email) = lower(@email);
 
 -- name: GetUser :one
 SELECT * FROM users WHERE id = @id;
+
+-- name: GetTenantByName :one
+SELECT * FROM tenants WHERE name = @name ORDER BY created_at LIMIT 1;

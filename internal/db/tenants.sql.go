@@ -119,6 +119,17 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 	return i, err
 }
 
+const getTenantByName = `-- name: GetTenantByName :one
+SELECT id, name, created_at FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1
+`
+
+func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, error) {
+	row := q.db.QueryRow(ctx, getTenantByName, name)
+	var i Tenant
+	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	return i, err
+}
+
 const getUser = `-- name: GetUser :one
 SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at FROM users WHERE id = $1
 `

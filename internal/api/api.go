@@ -1,0 +1,155 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/tenants"
+)
+
+// API holds the services the handlers call.
+type API struct {
+	Tenants       *tenants.Service
+	Subscriptions *subscriptions.Service
+	Deliveries    *delivery.Service
+	Publisher     *delivery.Publisher
+}
+
+type principalKey struct{}
+
+func principal(r *http.Request) tenants.Principal {
+	p, _ := r.Context().Value(principalKey{}).(tenants.Principal)
+	return p
+}
+
+// Routes returns the /api/v1 router.
+func (a *API) Routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(a.authenticate)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.New(fault.NotFound, "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.Invalid("method %s is not allowed here", r.Method))
+	})
+
+	r.With(adminOnly).Post("/tenants", a.createTenant)
+	r.With(adminOnly).Get("/tenants", a.listTenants)
+	r.Route("/tenants/{tenantID}", func(r chi.Router) {
+		r.Use(a.tenantAccess)
+		r.With(adminOnly).Get("/", a.getTenant)
+		r.With(adminOnly).Post("/tokens", a.createToken)
+		r.With(adminOnly).Post("/users", a.createUser)
+
+		r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/subscriptions", a.createSubscription)
+		r.With(need(tenants.ScopeSubscriptionsRead)).Get("/subscriptions", a.listSubscriptions)
+		r.Route("/subscriptions/{subscriptionID}", func(r chi.Router) {
+			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/", a.getSubscription)
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Patch("/", a.updateSubscription)
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Delete("/", a.deleteSubscription)
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/pause", a.pauseSubscription)
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/resume", a.resumeSubscription)
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/rotate-secret", a.rotateSecret)
+			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
+		})
+
+		r.With(need(tenants.ScopeEventsWrite)).Post("/events", a.publish)
+
+		r.With(need(tenants.ScopeDeliveriesRead)).Get("/deliveries", a.listDeliveries)
+		r.Route("/deliveries/{deliveryID}", func(r chi.Router) {
+			r.With(need(tenants.ScopeDeliveriesRead)).Get("/", a.getDelivery)
+			r.With(need(tenants.ScopeDeliveriesWrite)).Delete("/", a.discardDelivery)
+			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry", a.retryDelivery)
+		})
+	})
+	return r
+}
+
+// authenticate resolves the bearer token of every API request.
+func (a *API) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			token, ok = strings.CutPrefix(h, "bearer ")
+		}
+		if !ok || strings.TrimSpace(token) == "" {
+			writeError(w, r, fault.New(fault.Unauthenticated, "send Authorization: Bearer <token>"))
+			return
+		}
+		p, err := a.Tenants.Authenticate(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !principal(r).Admin {
+			writeError(w, r, fault.New(fault.Forbidden, "this call needs an admin token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type tenantKey struct{}
+
+func tenantID(r *http.Request) uuid.UUID {
+	id, _ := r.Context().Value(tenantKey{}).(uuid.UUID)
+	return id
+}
+
+// tenantAccess resolves {tenantID}: another tenant's, a malformed or an unknown id is NOT_FOUND.
+func (a *API) tenantAccess(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := uuid.Parse(chi.URLParam(r, "tenantID"))
+		if err != nil {
+			writeError(w, r, fault.Missing("tenant"))
+			return
+		}
+		p := principal(r)
+		if err := p.Can(id, ""); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if p.Admin {
+			if _, err := a.Tenants.GetTenant(r.Context(), id); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, id)))
+	})
+}
+
+// need requires a scope of tenant tokens (admins have every scope).
+func need(scope string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := principal(r).Can(tenantID(r), scope); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// pathID parses an id from the path; a malformed one is NOT_FOUND like an unknown one.
+func pathID(r *http.Request, name, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(chi.URLParam(r, name))
+	if err != nil {
+		return uuid.Nil, fault.Missing(what)
+	}
+	return id, nil
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+)
+
+// listFilter parses the list's query parameters; any malformed one is INVALID_REQUEST.
+func listFilter(r *http.Request) (delivery.Filter, error) {
+	q := r.URL.Query()
+	var f delivery.Filter
+	for key := range q {
+		switch key {
+		case "subscription_id", "state", "event_type", "since", "until", "limit", "cursor", "include_totals":
+		default:
+			return f, fault.Invalid("unknown query parameter %q", key)
+		}
+	}
+	if v := q.Get("subscription_id"); v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return f, fault.Invalid("subscription_id is not a valid id")
+		}
+		f.SubscriptionID = &id
+	}
+	if v := q.Get("state"); v != "" {
+		f.States = strings.Split(v, ",")
+	}
+	f.EventType = q.Get("event_type")
+	for _, p := range []struct {
+		name string
+		dst  **time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, fault.Invalid("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", p.name)
+			}
+			*p.dst = &t
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > delivery.MaxPageSize {
+			return f, fault.Invalid("limit must be a whole number from 1 to %d", delivery.MaxPageSize)
+		}
+		f.Limit = n
+	}
+	f.Cursor = q.Get("cursor")
+	if v := q.Get("include_totals"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fault.Invalid("include_totals must be true or false")
+		}
+		f.WithTotal = b
+	}
+	return f, nil
+}
+
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	f, err := listFilter(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	page, err := a.Deliveries.List(r.Context(), tenantID(r), f)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "deliveryID", "delivery")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d, err := a.Deliveries.Get(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "deliveryID", "delivery")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d, err := a.Deliveries.Retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": d.ID, "state": d.State, "manual_retries": d.ManualRetries,
+		"next_attempt_at": d.NextAttemptAt, "give_up_at": d.GiveUpAt})
+}
+
+func (a *API) discardDelivery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "deliveryID", "delivery")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := a.Deliveries.Discard(r.Context(), tenantID(r), id); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,129 @@
+// Package api serves Hookline's JSON API (/api/v1). Handlers are thin: parse, authorize, call a domain
+// service, render. Errors render in the contract's shape with its codes.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 256 << 10
+
+// writeJSON renders v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code          fault.Code `json:"code"`
+	Message       string     `json:"message"`
+	CorrelationID string     `json:"correlation_id"`
+	Timestamp     string     `json:"timestamp"`
+}
+
+// writeError renders err in the contract's error shape. Errors that are not a *fault.Error are logged
+// and shown as INTERNAL without detail.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	fe := fault.As(err)
+	if fe == nil {
+		httpx.Logger(r.Context()).Error("request failed", "err", err)
+		fe = fault.New(fault.Internal, "internal error; quote the correlation id when reporting it")
+	}
+	if fe.Code == fault.RateLimited {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(fe.RetryAfter.Seconds(), 1)))))
+	}
+	if fe.Code == fault.Unauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hookline"`)
+	}
+	writeJSON(w, fe.Code.Status(), errorBody{Error: errorDetail{
+		Code: fe.Code, Message: fe.Message, CorrelationID: httpx.CorrelationID(r.Context()),
+		Timestamp: time.Now().UTC().Format(time.RFC3339),
+	}})
+}
+
+// decode reads a JSON body into v: one object, no unknown fields, at most MaxBody bytes.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return fault.New(fault.PayloadTooLarge, "request body is larger than %d KiB", MaxBody>>10)
+	}
+	if err != nil {
+		return fault.Invalid("could not read the request body")
+	}
+	return decodeBytes(body, v)
+}
+
+func decodeBytes(body []byte, v any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return fault.Invalid("request body must be a JSON object")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fault.Invalid("request body is not valid: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return fault.Invalid("request body must hold one JSON object")
+	}
+	return nil
+}
+
+// jsonProblem says what is wrong with a body in words a client can act on.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s", te.Field, jsonType(te.Type.Kind().String()))
+		}
+		return "it must be a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "malformed JSON: unexpected end"
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "malformed JSON"
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "bool":
+		return "true or false"
+	case "int", "int32", "int64", "float64":
+		return "a number"
+	}
+	return "of another type"
+}
+
+// logger is a short hand for the request's logger.
+func logger(r *http.Request) *slog.Logger { return httpx.Logger(r.Context()) }

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
+)
+
+// subscriptionBody is a subscription create or PATCH body. rate_limit_per_second is kept raw so that an
+// explicit null (remove the limit) differs from an absent field (leave it).
+type subscriptionBody struct {
+	URL                *string            `json:"url"`
+	EventTypes         *[]string          `json:"event_types"`
+	Description        *string            `json:"description"`
+	Headers            *map[string]string `json:"headers"`
+	RateLimitPerSecond json.RawMessage    `json:"rate_limit_per_second"`
+}
+
+func (b subscriptionBody) input() (subscriptions.Input, error) {
+	in := subscriptions.Input{URL: b.URL, EventTypes: b.EventTypes, Description: b.Description, Headers: b.Headers}
+	switch raw := string(b.RateLimitPerSecond); raw {
+	case "":
+	case "null":
+		in.ClearRateLimit = true
+	default:
+		var n int
+		if err := json.Unmarshal(b.RateLimitPerSecond, &n); err != nil {
+			return in, fault.Invalid("rate_limit_per_second must be a whole number or null")
+		}
+		in.RateLimitPerSecond = &n
+	}
+	return in, nil
+}
+
+func (a *API) readSubscriptionBody(r *http.Request) (subscriptions.Input, error) {
+	var b subscriptionBody
+	if err := decode(r, &b); err != nil {
+		return subscriptions.Input{}, err
+	}
+	return b.input()
+}
+
+// subscriptionWithSecret is the answer to create: the only time besides rotation the secret is shown.
+type subscriptionWithSecret struct {
+	subscriptions.Subscription
+	Secret string `json:"secret"`
+}
+
+func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) {
+	in, err := a.readSubscriptionBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, secret, err := a.Subscriptions.Create(r.Context(), tenantID(r), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, subscriptionWithSecret{s, secret})
+}
+
+func (a *API) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	subs, err := a.Subscriptions.List(r.Context(), tenantID(r))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": subs})
+}
+
+func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := a.Subscriptions.Get(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *API) updateSubscription(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	in, err := a.readSubscriptionBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := a.Subscriptions.Update(r.Context(), tenantID(r), id, in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *API) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := a.Subscriptions.Delete(r.Context(), tenantID(r), id); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) pauseSubscription(w http.ResponseWriter, r *http.Request) {
+	a.changeSubscription(w, r, a.Subscriptions.Pause)
+}
+
+func (a *API) resumeSubscription(w http.ResponseWriter, r *http.Request) {
+	a.changeSubscription(w, r, a.Subscriptions.Resume)
+}
+
+func (a *API) changeSubscription(w http.ResponseWriter, r *http.Request,
+	change func(ctx context.Context, tenant, id uuid.UUID) (subscriptions.Subscription, error)) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := change(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	secret, err := a.Subscriptions.RotateSecret(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "secret": secret,
+		"previous_secrets_expire_in_seconds": int(subscriptions.SecretOverlap.Seconds())})
+}
+
+func (a *API) subscriptionHealth(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h, err := a.Subscriptions.Health(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}

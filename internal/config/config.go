@@ -1,0 +1,167 @@
+// Package config reads Hookline's configuration from the environment (shared/API.md), with command-line
+// flags mirroring each variable.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Config is the whole configuration. Each field names its variable.
+type Config struct {
+	DatabaseURL          string        // DATABASE_URL
+	Addr                 string        // HOOKLINE_ADDR
+	AdminToken           string        // HOOKLINE_ADMIN_TOKEN
+	AdminEmail           string        // HOOKLINE_ADMIN_EMAIL
+	AdminPassword        string        // HOOKLINE_ADMIN_PASSWORD
+	RetryBase            time.Duration // HOOKLINE_RETRY_BASE
+	RetryMaxDelay        time.Duration // HOOKLINE_RETRY_MAX_DELAY
+	RetryMaxAttempts     int           // HOOKLINE_RETRY_MAX_ATTEMPTS
+	RetryWindow          time.Duration // HOOKLINE_RETRY_WINDOW
+	AttemptTimeout       time.Duration // HOOKLINE_ATTEMPT_TIMEOUT
+	AllowPrivateNetworks bool          // HOOKLINE_ALLOW_PRIVATE_NETWORKS
+	ResendPerMinute      int           // HOOKLINE_RESEND_PER_MINUTE
+	MaxManualRetries     int           // HOOKLINE_MAX_MANUAL_RETRIES
+	RetentionDelivered   time.Duration // HOOKLINE_RETENTION_DELIVERED
+	RetentionDead        time.Duration // HOOKLINE_RETENTION_DEAD
+	ArchiveDir           string        // HOOKLINE_ARCHIVE_DIR
+	AutoDisableAfter     time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
+	SMTPURL              string        // HOOKLINE_SMTP_URL
+	OperatorWebhookURL   string        // HOOKLINE_OPERATOR_WEBHOOK_URL
+	SecretKey            string        // HOOKLINE_SECRET_KEY
+	Workers              int           // HOOKLINE_WORKERS: concurrent attempts per process
+	LogFormat            string        // HOOKLINE_LOG_FORMAT: json (default) or text
+	Demo                 bool          // HOOKLINE_DEMO: seed a demo tenant and run the demo receiver
+	DataDir              string        // HOOKLINE_DATA_DIR: where the project-managed PostgreSQL lives
+}
+
+type field struct {
+	env, help, def string
+	set            func(string) error
+}
+
+// Load reads the environment and then args (flags override variables). It returns flag.ErrHelp for -h.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
+	dur := func(p *time.Duration) func(string) error {
+		return func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("not a Go duration such as 5s or 6h: %q", v)
+			}
+			*p = d
+			return nil
+		}
+	}
+	num := func(p *int, lo int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo {
+				return fmt.Errorf("not a whole number of at least %d: %q", lo, v)
+			}
+			*p = n
+			return nil
+		}
+	}
+	boolean := func(p *bool) func(string) error {
+		return func(v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("not true or false: %q", v)
+			}
+			*p = b
+			return nil
+		}
+	}
+	fields := []field{
+		{"DATABASE_URL", "PostgreSQL URL; empty: a project-managed PostgreSQL under ./.data/", "", str(&c.DatabaseURL)},
+		{"HOOKLINE_ADDR", "listen address (dashboard, API, metrics)", ":8080", str(&c.Addr)},
+		{"HOOKLINE_ADMIN_TOKEN", "bearer token with the admin scope", "", str(&c.AdminToken)},
+		{"HOOKLINE_ADMIN_EMAIL", "admin dashboard user, created or updated at start", "", str(&c.AdminEmail)},
+		{"HOOKLINE_ADMIN_PASSWORD", "that user's password", "", str(&c.AdminPassword)},
+		{"HOOKLINE_RETRY_BASE", "first retry delay; later ones double, with jitter", "5s", dur(&c.RetryBase)},
+		{"HOOKLINE_RETRY_MAX_DELAY", "cap on one retry delay", "6h", dur(&c.RetryMaxDelay)},
+		{"HOOKLINE_RETRY_MAX_ATTEMPTS", "attempts before a delivery expires", "24", num(&c.RetryMaxAttempts, 1)},
+		{"HOOKLINE_RETRY_WINDOW", "give_up_at = created (or retried) + window", "72h", dur(&c.RetryWindow)},
+		{"HOOKLINE_ATTEMPT_TIMEOUT", "whole-request timeout of one attempt", "15s", dur(&c.AttemptTimeout)},
+		{"HOOKLINE_ALLOW_PRIVATE_NETWORKS", "deliver to loopback/private/link-local addresses", "false", boolean(&c.AllowPrivateNetworks)},
+		{"HOOKLINE_RESEND_PER_MINUTE", "manual resends per subscription per minute", "100", num(&c.ResendPerMinute, 1)},
+		{"HOOKLINE_MAX_MANUAL_RETRIES", "manual retries of one delivery by a tenant", "3", num(&c.MaxManualRetries, 0)},
+		{"HOOKLINE_RETENTION_DELIVERED", "delivered deliveries are deleted after this", "720h", dur(&c.RetentionDelivered)},
+		{"HOOKLINE_RETENTION_DEAD", "dead deliveries are deleted after this", "2160h", dur(&c.RetentionDead)},
+		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
+		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
+		{"HOOKLINE_SMTP_URL", "smtp://user:pass@host:port?from=... for alert emails", "", str(&c.SMTPURL)},
+		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
+		{"HOOKLINE_SECRET_KEY", "key that encrypts signing secrets and custom headers at rest", "", str(&c.SecretKey)},
+		{"HOOKLINE_WORKERS", "concurrent delivery attempts in this process", "32", num(&c.Workers, 1)},
+		{"HOOKLINE_LOG_FORMAT", "json or text", "json", str(&c.LogFormat)},
+		{"HOOKLINE_DEMO", "seed a demo tenant with a built-in demo receiver and a trickle of events", "false", boolean(&c.Demo)},
+		{"HOOKLINE_DATA_DIR", "directory of the project-managed PostgreSQL (when DATABASE_URL is empty)", ".data", str(&c.DataDir)},
+	}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n\nEvery flag mirrors an environment variable; flags win.\n\n")
+		fs.PrintDefaults()
+	}
+	for _, f := range fields {
+		if err := f.set(f.def); err != nil {
+			return c, err
+		}
+		if v := getenv(f.env); v != "" {
+			if err := f.set(v); err != nil {
+				return c, fmt.Errorf("%s: %w", f.env, err)
+			}
+		}
+		fs.Func(flagName(f.env), f.help+" ("+f.env+")", f.set)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != "migrate") {
+		return c, fmt.Errorf("unknown command %q; the only command is migrate", fs.Arg(0))
+	}
+	if c.DatabaseURL != "" {
+		if _, err := url.Parse(c.DatabaseURL); err != nil {
+			return c, fmt.Errorf("DATABASE_URL: %w", err)
+		}
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")
+	}
+	return c, nil
+}
+
+// MigrateOnly reports whether args ask for `server migrate`.
+func MigrateOnly(args []string) bool {
+	return len(args) > 0 && args[len(args)-1] == "migrate"
+}
+
+// flagName turns HOOKLINE_RETRY_BASE into retry-base and DATABASE_URL into database-url.
+func flagName(env string) string {
+	out := []byte{}
+	name := env
+	if len(name) > 9 && name[:9] == "HOOKLINE_" {
+		name = name[9:]
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_':
+			out = append(out, '-')
+		case c >= 'A' && c <= 'Z':
+			out = append(out, c+'a'-'A')
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// Getenv is os.Getenv, for Load.
+var Getenv = os.Getenv

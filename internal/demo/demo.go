@@ -1,0 +1,222 @@
+// Package demo makes `make run` show something real: a built-in receiver with a healthy and a flaky
+// endpoint, a demo tenant subscribed to both, a dashboard login, and a trickle of events.
+package demo
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/jackc/pgx/v5"
+)
+
+// Receiver is the built-in demo receiver: /healthy always answers 200 after a short delay; /flaky answers
+// 500 about a quarter of the time and 400 now and then, so retries and dead letters show up.
+type Receiver struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// StartReceiver listens on a free loopback port.
+func StartReceiver() (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo receiver: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /healthy", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(time.Duration(5+rand.IntN(60)) * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"received":true}`))
+	})
+	mux.HandleFunc("POST /flaky", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(time.Duration(20+rand.IntN(200)) * time.Millisecond)
+		switch n := rand.IntN(100); {
+		case n < 8:
+			http.Error(w, `{"error":"unknown order id"}`, http.StatusBadRequest)
+		case n < 35:
+			http.Error(w, `{"error":"database timeout"}`, http.StatusInternalServerError)
+		default:
+			_, _ = w.Write([]byte(`{"ok":true}`))
+		}
+	})
+	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// Addr is the receiver's ip:port.
+func (r *Receiver) Addr() string { return r.ln.Addr().String() }
+
+// URL is the receiver's URL for a path.
+func (r *Receiver) URL(path string) string { return "http://" + r.Addr() + path }
+
+// Close stops the receiver.
+func (r *Receiver) Close() { _ = r.srv.Close() }
+
+// credentials are generated once per data directory and kept there.
+type credentials struct {
+	AdminToken    string `json:"admin_token"`
+	AdminEmail    string `json:"admin_email"`
+	AdminPassword string `json:"admin_password"`
+	DemoEmail     string `json:"demo_email"`
+	DemoPassword  string `json:"demo_password"`
+}
+
+var creds credentials
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// PrepareCredentials fills in an admin token and admin login when the configuration has none, from
+// <data dir>/demo-credentials.json (made on first use), so the printed logins stay the same across runs.
+func PrepareCredentials(cfg *config.Config) error {
+	path := filepath.Join(cfg.DataDir, "demo-credentials.json")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &creds)
+	}
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		creds = credentials{
+			AdminToken: "hl_admin_" + randomString(24), AdminEmail: "admin@hookline.localhost", AdminPassword: randomString(12),
+			DemoEmail: "demo@hookline.localhost", DemoPassword: randomString(12),
+		}
+		b, _ := json.MarshalIndent(creds, "", "  ")
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = creds.AdminToken
+	}
+	if cfg.AdminEmail == "" && cfg.AdminPassword == "" {
+		cfg.AdminEmail, cfg.AdminPassword = creds.AdminEmail, creds.AdminPassword
+	}
+	return nil
+}
+
+// DemoTenant is the demo tenant's name.
+const DemoTenant = "Demo Shop"
+
+// Seeded is what Seed made or found.
+type Seeded struct {
+	TenantID uuid.UUID
+	Healthy  uuid.UUID
+	Flaky    uuid.UUID
+}
+
+// Seed makes (or finds, on later runs) the demo tenant, its login and two subscriptions, pointing them at
+// this run's receiver.
+func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error) {
+	q := db.New(srv.Pool)
+	var out Seeded
+	t, err := q.GetTenantByName(ctx, DemoTenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		nt, err := srv.Tenants.CreateTenant(ctx, DemoTenant)
+		if err != nil {
+			return out, err
+		}
+		t.ID = nt.ID
+		if _, err := srv.Tenants.CreateUser(ctx, nt.ID, creds.DemoEmail, creds.DemoPassword); err != nil {
+			return out, err
+		}
+	} else if err != nil {
+		return out, err
+	}
+	out.TenantID = t.ID
+	subs, err := srv.Subscriptions.List(ctx, t.ID)
+	if err != nil {
+		return out, err
+	}
+	ensure := func(desc, path string, types []string) (uuid.UUID, error) {
+		url := rcv.URL(path)
+		for _, s := range subs {
+			if s.Description == desc {
+				_, err := srv.Subscriptions.Update(ctx, t.ID, s.ID, subscriptions.Input{URL: &url})
+				return s.ID, err
+			}
+		}
+		s, _, err := srv.Subscriptions.Create(ctx, t.ID, subscriptions.Input{URL: &url, Description: &desc, EventTypes: &types})
+		return s.ID, err
+	}
+	if out.Healthy, err = ensure("Order service (healthy demo endpoint)", "/healthy", []string{}); err != nil {
+		return out, err
+	}
+	if out.Flaky, err = ensure("Billing service (flaky demo endpoint)", "/flaky", []string{"invoice.paid", "invoice.failed", "order.created"}); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// PrintWelcome tells the person who ran `make run` where to go.
+func PrintWelcome(w io.Writer, cfg config.Config, s Seeded) {
+	host := cfg.Addr
+	if h, p, err := net.SplitHostPort(cfg.Addr); err == nil && (h == "" || h == "0.0.0.0" || h == "::") {
+		host = "localhost:" + p
+	}
+	fmt.Fprintf(w, `
+  Hookline is running.
+
+    Dashboard      http://%[1]s/
+    Demo login     %[2]s  /  %[3]s
+    Admin login    %[4]s  /  %[5]s
+    Admin token    %[6]s
+    Demo tenant    %[7]s
+
+  Try:  curl -H 'Authorization: Bearer %[6]s' http://%[1]s/api/v1/tenants/%[7]s/deliveries?state=dead
+  Stop with Ctrl-C. Credentials are kept in %[8]s.
+
+`, host, creds.DemoEmail, creds.DemoPassword, cfg.AdminEmail, cfg.AdminPassword, cfg.AdminToken, s.TenantID,
+		filepath.Join(cfg.DataDir, "demo-credentials.json"))
+}
+
+var demoTypes = []string{"order.created", "order.created", "invoice.paid", "invoice.failed", "customer.updated"}
+
+// Trickle publishes a demo event every few seconds until ctx ends.
+func Trickle(ctx context.Context, srv *server.Server, s Seeded, log *slog.Logger) {
+	n := 0
+	for {
+		n++
+		typ := demoTypes[rand.IntN(len(demoTypes))]
+		payload, _ := json.Marshal(map[string]any{
+			"id": fmt.Sprintf("demo_%d_%d", time.Now().Unix(), n), "amount": 100 + rand.IntN(9900), "currency": "EUR",
+			"customer": map[string]string{"email": fmt.Sprintf("customer%d@example.com", rand.IntN(50))},
+		})
+		if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
+			log.Warn("demo publish", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(2000+rand.IntN(3000)) * time.Millisecond):
+		}
+	}
+}

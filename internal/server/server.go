@@ -1,0 +1,223 @@
+// Package server wires Hookline together: database pool, services, HTTP routes and delivery workers.
+// cmd/server and the end-to-end tests both build a Server here.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/api"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/migrate"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/tenants"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Options are what tests (and the demo) may change beyond the configuration.
+type Options struct {
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// AllowAddrs are exact ip:port addresses the sender may dial despite the SSRF guard.
+	AllowAddrs []string
+	// Registry receives the metrics (default a new registry).
+	Registry *prometheus.Registry
+}
+
+// Server is one Hookline process.
+type Server struct {
+	Config        config.Config
+	Log           *slog.Logger
+	Pool          *pgxpool.Pool
+	Tenants       *tenants.Service
+	Subscriptions *subscriptions.Service
+	Deliveries    *delivery.Service
+	Publisher     *delivery.Publisher
+	Worker        *delivery.Worker
+	Metrics       *delivery.Metrics
+	Policy        delivery.RetryPolicy
+	Now           func() time.Time
+
+	registry *prometheus.Registry
+	handler  http.Handler
+	httpSrv  *http.Server
+	serveErr chan error
+	stopOnce sync.Once
+}
+
+// Connect opens a pool. Every statement is planned with its actual parameters (plan_cache_mode), because
+// a cached generic plan of the claim or list queries, made while a table was empty, can turn into a
+// sequential scan that stalls the queue once the table is large.
+func Connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return pool, nil
+}
+
+// New migrates the database, connects and builds every service. It starts nothing.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Server, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	pool, err := Connect(ctx, cfg.DatabaseURL, int32(max(cfg.Workers/2, 8)+8))
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Config: cfg, Log: log, Pool: pool, Now: o.Now, registry: o.Registry}
+	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
+	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
+	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
+	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
+	s.Publisher = delivery.NewPublisher(pool, s.Policy, o.Now)
+	s.Metrics = delivery.NewMetrics(o.Registry, pendingGauge(pool))
+	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks, AllowAddrs: o.AllowAddrs})
+	s.Worker = delivery.NewWorker(pool, sender, s.Policy, delivery.WorkerOptions{
+		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: o.Now,
+		Logger: log.With("component", "worker"), Metrics: s.Metrics,
+	})
+	if cfg.AdminEmail != "" || cfg.AdminPassword != "" {
+		if err := s.Tenants.EnsureAdminUser(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("HOOKLINE_ADMIN_EMAIL/PASSWORD: %w", err)
+		}
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// pendingGauge counts pending deliveries at scrape time, at most once a second.
+func pendingGauge(pool *pgxpool.Pool) func() float64 {
+	var mu sync.Mutex
+	var last time.Time
+	var value float64
+	q := db.New(pool)
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < time.Second {
+			return value
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if n, err := q.CountPendingDeliveries(ctx); err == nil {
+			value, last = float64(n), time.Now()
+		}
+		return value
+	}
+}
+
+// Handler serves everything: API, dashboard, health and metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(httpx.Middleware(s.Log, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	}))
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain")
+		if err := s.Pool.Ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("database unreachable\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Publisher: s.Publisher}
+	r.Mount("/api/v1", a.Routes())
+	s.mountWeb(r)
+	return r
+}
+
+// Start listens on the configured address and starts the workers.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln and starts the workers.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.httpSrv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
+	}
+	s.serveErr = make(chan error, 1)
+	go func() {
+		err := s.httpSrv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.serveErr <- err
+	}()
+	return s.Worker.Start(ctx)
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.Config.Addr }
+
+// Stop shuts down in order: stop accepting requests, finish the ones running, stop the workers (which
+// finish or release in-flight attempts), close the pool.
+func (s *Server) Stop(ctx context.Context) error {
+	var err error
+	s.stopOnce.Do(func() {
+		if s.httpSrv != nil {
+			err = s.httpSrv.Shutdown(ctx)
+		}
+		s.Worker.Stop()
+		s.Pool.Close()
+	})
+	return err
+}
+
+// Err reports a failure of the HTTP server after Serve.
+func (s *Server) Err() <-chan error { return s.serveErr }
+

@@ -1,0 +1,274 @@
+// Package tenants owns tenants, their API tokens and scopes, and dashboard users.
+package tenants
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Scopes a tenant token may hold.
+const (
+	ScopeSubscriptionsRead  = "subscriptions:read"
+	ScopeSubscriptionsWrite = "subscriptions:write"
+	ScopeEventsWrite        = "events:write"
+	ScopeDeliveriesRead     = "deliveries:read"
+	ScopeDeliveriesWrite    = "deliveries:write"
+)
+
+// AllScopes lists every tenant scope.
+var AllScopes = []string{ScopeSubscriptionsRead, ScopeSubscriptionsWrite, ScopeEventsWrite, ScopeDeliveriesRead, ScopeDeliveriesWrite}
+
+// Tenant is one customer account.
+type Tenant struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Principal is who is calling: an admin, or a tenant token with scopes, or a dashboard user.
+type Principal struct {
+	Admin    bool
+	TenantID uuid.UUID
+	Scopes   []string
+	// Actor names the caller in audit records and logs.
+	Actor string
+}
+
+// Can checks that p may act on tenantID with scope. Another tenant's objects are NOT_FOUND, so a token
+// cannot even learn that they exist.
+func (p Principal) Can(tenantID uuid.UUID, scope string) error {
+	if p.Admin {
+		return nil
+	}
+	if p.TenantID != tenantID {
+		return fault.Missing("tenant")
+	}
+	if scope != "" && !slices.Contains(p.Scopes, scope) {
+		return fault.New(fault.Forbidden, "this token lacks the %s scope", scope)
+	}
+	return nil
+}
+
+// Service manages tenants, tokens and users.
+type Service struct {
+	q          *db.Queries
+	adminToken string
+}
+
+// NewService returns a Service. adminToken is HOOKLINE_ADMIN_TOKEN (empty: none).
+func NewService(pool *pgxpool.Pool, adminToken string) *Service {
+	return &Service{q: db.New(pool), adminToken: adminToken}
+}
+
+// TokenPrefix starts every tenant token, so leaked tokens are easy to find by scanners.
+const TokenPrefix = "hl_"
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// Authenticate resolves a bearer token.
+func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
+	if token == "" {
+		return Principal{}, fault.New(fault.Unauthenticated, "missing bearer token")
+	}
+	if s.adminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) == 1 {
+		return Principal{Admin: true, Actor: "admin-token"}, nil
+	}
+	row, err := s.q.GetAPITokenByHash(ctx, hashToken(token))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, fault.New(fault.Unauthenticated, "invalid bearer token")
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if row.TenantID == nil {
+		return Principal{Admin: true, Actor: "token:" + row.Name}, nil
+	}
+	return Principal{TenantID: *row.TenantID, Scopes: row.Scopes, Actor: "token:" + row.Name}, nil
+}
+
+// CreateTenant adds a tenant.
+func (s *Service) CreateTenant(ctx context.Context, name string) (Tenant, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return Tenant{}, fault.Invalid("name must be 1 to 200 characters")
+	}
+	r, err := s.q.CreateTenant(ctx, name)
+	if err != nil {
+		return Tenant{}, fmt.Errorf("create tenant: %w", err)
+	}
+	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
+}
+
+// GetTenant returns one tenant.
+func (s *Service) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
+	r, err := s.q.GetTenant(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fault.Missing("tenant")
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("get tenant: %w", err)
+	}
+	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
+}
+
+// ListTenants returns every tenant, oldest first.
+func (s *Service) ListTenants(ctx context.Context) ([]Tenant, error) {
+	rows, err := s.q.ListTenants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	out := make([]Tenant, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt})
+	}
+	return out, nil
+}
+
+// CreatedToken is a new token; Token is shown only once.
+type CreatedToken struct {
+	ID     uuid.UUID `json:"id"`
+	Token  string    `json:"token"`
+	Name   string    `json:"name"`
+	Scopes []string  `json:"scopes"`
+}
+
+// CreateToken issues a tenant token with the given scopes.
+func (s *Service) CreateToken(ctx context.Context, tenantID uuid.UUID, name string, scopes []string) (CreatedToken, error) {
+	if _, err := s.GetTenant(ctx, tenantID); err != nil {
+		return CreatedToken{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return CreatedToken{}, fault.Invalid("name must be 1 to 200 characters")
+	}
+	if len(scopes) == 0 {
+		return CreatedToken{}, fault.Invalid("scopes must list at least one of %s", strings.Join(AllScopes, ", "))
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(AllScopes, sc) {
+			return CreatedToken{}, fault.Invalid("unknown scope %q; scopes are %s", sc, strings.Join(AllScopes, ", "))
+		}
+	}
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	r, err := s.q.CreateAPIToken(ctx, db.CreateAPITokenParams{TenantID: &tenantID, Name: name, TokenHash: hashToken(token), Scopes: scopes})
+	if err != nil {
+		return CreatedToken{}, fmt.Errorf("create token: %w", err)
+	}
+	return CreatedToken{ID: r.ID, Token: token, Name: name, Scopes: scopes}, nil
+}
+
+// User is a dashboard login.
+type User struct {
+	ID       uuid.UUID  `json:"id"`
+	TenantID *uuid.UUID `json:"tenant_id"`
+	Email    string     `json:"email"`
+	Admin    bool       `json:"is_admin"`
+}
+
+// MinPasswordLength is the shortest password accepted.
+const MinPasswordLength = 10
+
+func validateLogin(email, password string) (string, error) {
+	email = strings.TrimSpace(email)
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
+		return "", fault.Invalid("email is not a valid address")
+	}
+	if len(password) < MinPasswordLength || len(password) > 72 {
+		return "", fault.Invalid("password must be %d to 72 characters", MinPasswordLength)
+	}
+	return email, nil
+}
+
+// CreateUser adds a dashboard login for a tenant's customer.
+func (s *Service) CreateUser(ctx context.Context, tenantID uuid.UUID, email, password string) (User, error) {
+	email, err := validateLogin(email, password)
+	if err != nil {
+		return User{}, err
+	}
+	if _, err := s.GetTenant(ctx, tenantID); err != nil {
+		return User{}, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return User{}, err
+	}
+	r, err := s.q.CreateUser(ctx, db.CreateUserParams{TenantID: &tenantID, Email: email, PasswordHash: string(hash)})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return User{}, fault.New(fault.InvalidState, "a user with this email already exists")
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+}
+
+// EnsureAdminUser creates or updates the operator login from HOOKLINE_ADMIN_EMAIL/PASSWORD.
+func (s *Service) EnsureAdminUser(ctx context.Context, email, password string) error {
+	email, err := validateLogin(email, password)
+	if err != nil {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.UpsertUser(ctx, db.UpsertUserParams{Email: email, PasswordHash: string(hash), IsAdmin: true})
+	return err
+}
+
+// ErrBadLogin is returned for a wrong email or password, without saying which.
+var ErrBadLogin = errors.New("invalid email or password")
+
+// dummyHash is compared against when the email is unknown, so a login takes as long either way.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("hookline-dummy-password"), bcrypt.DefaultCost)
+
+// CheckLogin verifies an email and password.
+func (s *Service) CheckLogin(ctx context.Context, email, password string) (User, error) {
+	r, err := s.q.GetUserByEmail(ctx, strings.TrimSpace(email))
+	if errors.Is(err, pgx.ErrNoRows) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return User{}, ErrBadLogin
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("check login: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(r.PasswordHash), []byte(password)) != nil {
+		return User{}, ErrBadLogin
+	}
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+}
+
+// GetUser returns a user by id (for sessions).
+func (s *Service) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
+	r, err := s.q.GetUser(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return User{}, fault.Missing("user")
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("get user: %w", err)
+	}
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+}
