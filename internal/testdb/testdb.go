@@ -54,6 +54,19 @@ func AdminURL(ctx context.Context) (string, error) {
 // Create makes a new database named prefix + "_" + a random suffix on the
 // admin server, migrates it, and returns its URL and a func that drops it.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func(), err error) {
+	dbURL, drop, err = CreateEmpty(ctx, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := migrateUp(ctx, dbURL); err != nil {
+		drop()
+		return "", nil, fmt.Errorf("testdb: migrate: %w", err)
+	}
+	return dbURL, drop, nil
+}
+
+// CreateEmpty is Create without the migrations, for tests of migrating itself.
+func CreateEmpty(ctx context.Context, prefix string) (dbURL string, drop func(), err error) {
 	admin, err := AdminURL(ctx)
 	if err != nil {
 		return "", nil, err
@@ -75,10 +88,6 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func(), err 
 		if err := adminExec(dctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "testdb: drop database %s: %v\n", name, err)
 		}
-	}
-	if err := migrateUp(ctx, dbURL); err != nil {
-		drop()
-		return "", nil, fmt.Errorf("testdb: migrate %s: %w", name, err)
 	}
 	return dbURL, drop, nil
 }

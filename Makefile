@@ -1,0 +1,59 @@
+# Hookline. `make run` and `make test` are the two commands; everything else is a helper.
+# With DATABASE_URL empty, both use a project-managed PostgreSQL under ./.data/ (see internal/pgdev).
+
+GO        ?= go
+SQLC      := $(GO) tool -modfile=tools/go.mod sqlc
+TEMPL     := $(GO) tool templ
+GENERATED := internal/db web/templates
+
+.PHONY: run build test generate check-generated vet bench browser stop-db clean
+
+## run: build, start PostgreSQL if needed, migrate, seed the demo tenant and serve on :8080
+run: build
+	HOOKLINE_DEMO=true HOOKLINE_LOG_FORMAT=$${HOOKLINE_LOG_FORMAT:-text} ./bin/server
+
+build:
+	$(GO) build -o bin/server ./cmd/server
+
+## test: generated code up to date, vet, and every test with the race detector
+test: browser check-generated vet
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*') | grep -v '_templ.go$$' || true); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+
+## generate: regenerate sqlc and templ output (committed)
+generate:
+	$(SQLC) generate
+	$(TEMPL) generate -path web/templates
+
+## check-generated: fail when committed generated code differs from what the generators make now
+check-generated: generate
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  status=$$(git status --porcelain -- $(GENERATED)); \
+	  if [ -n "$$status" ]; then \
+	    echo "generated code is stale or uncommitted (run 'make generate' and commit):"; echo "$$status"; \
+	    git --no-pager diff --stat -- $(GENERATED); exit 1; \
+	  fi; \
+	else $(SQLC) diff; fi
+
+## browser: the dashboard's browser tests need Debian's chromium; install it when missing
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "chromium is missing: installing Debian's chromium package for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install it with: apt-get install chromium"; exit 1; fi; }
+
+## bench: benchmarks (figures are only comparable within one run)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+## stop-db: stop the project-managed PostgreSQL
+stop-db:
+	$(GO) run ./cmd/devdb -stop
+
+clean:
+	rm -rf bin
