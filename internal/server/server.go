@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
+	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
 	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
 	s.Publisher = delivery.NewPublisher(pool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, pendingGauge(pool))

@@ -92,6 +92,18 @@ type Service struct {
 	q            *db.Queries
 	now          func() time.Time
 	allowPrivate bool
+	allowHosts   map[string]bool
+}
+
+// AllowAddrs lets URLs name these exact ip:port addresses despite the private-network check (the sender
+// is told the same, for the built-in demo receiver).
+func (s *Service) AllowAddrs(addrs ...string) {
+	if s.allowHosts == nil {
+		s.allowHosts = map[string]bool{}
+	}
+	for _, a := range addrs {
+		s.allowHosts[a] = true
+	}
 }
 
 // NewService returns a Service. allowPrivate mirrors HOOKLINE_ALLOW_PRIVATE_NETWORKS: without it, URLs
@@ -136,7 +148,7 @@ func (s *Service) ValidateURL(raw string) error {
 	if u.Fragment != "" {
 		return fault.Invalid("url must not contain a fragment")
 	}
-	if !s.allowPrivate {
+	if !s.allowPrivate && !s.allowHosts[u.Host] {
 		host := strings.ToLower(u.Hostname())
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 			return fault.Invalid("url points to localhost, which is not allowed")
