@@ -221,4 +221,3 @@ func (s *Server) Stop(ctx context.Context) error {
 
 // Err reports a failure of the HTTP server after Serve.
 func (s *Server) Err() <-chan error { return s.serveErr }
-

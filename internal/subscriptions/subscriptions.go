@@ -439,4 +439,3 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 }
 
 func ptr[T any](v T) *T { return &v }
-
