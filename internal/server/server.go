@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/api"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/db"
@@ -106,6 +107,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
 	s.Publisher = delivery.NewPublisher(pool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, pendingGauge(pool))
+	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
+		s.Metrics.Failed.WithLabelValues(string(delivery.Failed)).Add(float64(n))
+		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
+			"subscription_id", subID, "deliveries", n, "reason", delivery.ReasonSubscriptionDeleted)
+	}
 	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks, AllowAddrs: o.AllowAddrs})
 	s.Worker = delivery.NewWorker(pool, sender, s.Policy, delivery.WorkerOptions{
 		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: o.Now,

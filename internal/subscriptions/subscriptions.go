@@ -93,6 +93,10 @@ type Service struct {
 	now          func() time.Time
 	allowPrivate bool
 	allowHosts   map[string]bool
+
+	// OnDeadLettered, when set, is told how many queued deliveries a deleted subscription dead-lettered,
+	// so they are counted in webhook_deliveries_failed_total like every other entry into the queue.
+	OnDeadLettered func(ctx context.Context, subscriptionID uuid.UUID, n int64)
 }
 
 // AllowAddrs lets URLs name these exact ip:port addresses despite the private-network check (the sender
@@ -358,14 +362,19 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 // Delete removes a subscription. Its queued deliveries are dead-lettered (reason subscription_deleted)
 // rather than dropped; its history stays readable.
 func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
+	var failed int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
 			return err
 		}
-		_, err := q.FailPendingDeliveriesOfSubscription(ctx, db.FailPendingDeliveriesOfSubscriptionParams{SubscriptionID: id, TenantID: tenantID})
+		var err error
+		failed, err = q.FailPendingDeliveriesOfSubscription(ctx, db.FailPendingDeliveriesOfSubscriptionParams{SubscriptionID: id, TenantID: tenantID})
 		return err
 	})
+	if err == nil && failed > 0 && s.OnDeadLettered != nil {
+		s.OnDeadLettered(ctx, id, failed)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("subscription")
 	}
