@@ -5,8 +5,8 @@ package config
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
 	"strconv"
 	"time"
 )
@@ -105,6 +105,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_DATA_DIR", "directory of the project-managed PostgreSQL (when DATABASE_URL is empty)", ".data", str(&c.DataDir)},
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	if flagOutput != nil {
+		fs.SetOutput(flagOutput)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n\nEvery flag mirrors an environment variable; flags win.\n\n")
 		fs.PrintDefaults()
@@ -163,5 +166,5 @@ func flagName(env string) string {
 	return string(out)
 }
 
-// Getenv is os.Getenv, for Load.
-var Getenv = os.Getenv
+// flagOutput redirects usage output in tests.
+var flagOutput io.Writer

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaultsMatchTheContract(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"addr", c.Addr, ":8080"},
+		{"retry base", c.RetryBase, 5 * time.Second},
+		{"retry max delay", c.RetryMaxDelay, 6 * time.Hour},
+		{"max attempts", c.RetryMaxAttempts, 24},
+		{"window", c.RetryWindow, 72 * time.Hour},
+		{"attempt timeout", c.AttemptTimeout, 15 * time.Second},
+		{"allow private", c.AllowPrivateNetworks, false},
+		{"resend per minute", c.ResendPerMinute, 100},
+		{"max manual retries", c.MaxManualRetries, 3},
+		{"retention delivered", c.RetentionDelivered, 720 * time.Hour},
+		{"retention dead", c.RetentionDead, 2160 * time.Hour},
+		{"auto disable", c.AutoDisableAfter, 24 * time.Hour},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s: got %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestEnvironmentAndFlags(t *testing.T) {
+	c, err := Load([]string{"-retry-max-attempts", "7"}, env(map[string]string{
+		"HOOKLINE_RETRY_BASE": "200ms", "HOOKLINE_RETRY_MAX_ATTEMPTS": "4", "HOOKLINE_ALLOW_PRIVATE_NETWORKS": "true",
+		"DATABASE_URL": "postgres://x@localhost/y",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RetryBase != 200*time.Millisecond || !c.AllowPrivateNetworks || c.DatabaseURL != "postgres://x@localhost/y" {
+		t.Errorf("environment not applied: %+v", c)
+	}
+	if c.RetryMaxAttempts != 7 {
+		t.Errorf("flag should win over the environment: max attempts %d, want 7", c.RetryMaxAttempts)
+	}
+}
+
+func TestBadValuesAreClearErrors(t *testing.T) {
+	for _, tc := range []map[string]string{
+		{"HOOKLINE_RETRY_BASE": "five seconds"},
+		{"HOOKLINE_RETRY_MAX_ATTEMPTS": "0"},
+		{"HOOKLINE_ALLOW_PRIVATE_NETWORKS": "maybe"},
+		{"HOOKLINE_LOG_FORMAT": "xml"},
+	} {
+		if _, err := Load(nil, env(tc)); err == nil {
+			t.Errorf("%v: no error", tc)
+		}
+	}
+	if _, err := Load([]string{"frobnicate"}, env(nil)); err == nil {
+		t.Error("unknown command accepted")
+	}
+}
+
+func TestMigrateCommandAndHelp(t *testing.T) {
+	if _, err := Load([]string{"migrate"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !MigrateOnly([]string{"-addr", ":1", "migrate"}) || MigrateOnly(nil) {
+		t.Error("MigrateOnly")
+	}
+	flagOutput = io.Discard
+	defer func() { flagOutput = nil }()
+	if _, err := Load([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
