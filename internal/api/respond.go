@@ -127,3 +127,8 @@ func jsonType(kind string) string {
 
 // logger is a short hand for the request's logger.
 func logger(r *http.Request) *slog.Logger { return httpx.Logger(r.Context()) }
+
+// RenderPanic answers a request whose handler panicked with the contract's INTERNAL error.
+func RenderPanic(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, fault.New(fault.Internal, "internal error; quote the correlation id when reporting it"))
+}

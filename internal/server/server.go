@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,6 +155,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.Middleware(s.Log, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			api.RenderPanic(w, r)
+			return
+		}
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}))
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
