@@ -1,0 +1,41 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+)
+
+// Test hooks for the external test package (delivery_test): they reach the worker's claim and its
+// batched completer without HTTP.
+
+// Claim claims up to n due deliveries under one new lease, as the fetcher does.
+func (w *Worker) Claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uuid.UUID, error) {
+	return w.claim(ctx, n)
+}
+
+// RecordStatus records, through Record, one synthetic attempt per row that answered status, decided by
+// the worker's policy as a real attempt would be.
+func (w *Worker) RecordStatus(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, status int) error {
+	now := w.o.Now()
+	batch := make([]attemptResult, len(rows))
+	for i, row := range rows {
+		resp := Response{StartedAt: now, Duration: time.Millisecond, Status: status, Snippet: "ok",
+			Headers: map[string]string{"webhook-id": row.EventID.String()}}
+		batch[i] = attemptResult{row: row, leaseID: leaseID, resp: resp,
+			decision: w.policy.Decide(Result{Status: status}, int(row.AttemptCount)+1, row.GiveUpAt, now, w.o.Jitter())}
+	}
+	return w.Record(ctx, batch)
+}
+
+// ClaimAndRecord claims up to BatchSize due deliveries and records a synthetic status for each: the
+// engine's database ceiling with no HTTP. It returns how many rows it handled.
+func (w *Worker) ClaimAndRecord(ctx context.Context, status int) (int, error) {
+	rows, leaseID, err := w.claim(ctx, w.o.BatchSize)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	return len(rows), w.RecordStatus(ctx, rows, leaseID, status)
+}

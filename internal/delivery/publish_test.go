@@ -1,0 +1,166 @@
+package delivery_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
+)
+
+func TestPublishFansOutToMatchingSubscriptionsOnly(t *testing.T) {
+	e := setup(t)
+	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
+	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
+	created, _ := e.subscribe("http://127.0.0.1:1/created", types("order.created", "order.paid"))
+	_, _ = e.subscribe("http://127.0.0.1:1/paid", types("order.paid"))
+	paused, _ := e.subscribe("http://127.0.0.1:1/paused", types("order.created"))
+	disabled, _ := e.subscribe("http://127.0.0.1:1/disabled", types())
+	deleted, _ := e.subscribe("http://127.0.0.1:1/deleted", types())
+	if _, err := e.subs.Pause(e.ctx, e.tenant, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, "UPDATE subscriptions SET state = 'disabled' WHERE id = $1", disabled.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.subs.Delete(e.ctx, e.tenant, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Another tenant's catch-all subscription must not get this tenant's events.
+	other := setupOtherTenant(t, e)
+	other.subscribe("http://127.0.0.1:1/other", types())
+
+	p := e.publish("order.created", `{"order":1}`)
+	got := map[string]string{}
+	for _, d := range p.Deliveries {
+		got[d.SubscriptionID] = d.State
+	}
+	want := map[string]string{all.ID.String(): "pending", created.ID.String(): "pending", paused.ID.String(): "pending"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("deliveries by subscription = %v, want %v", got, want)
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE event_id = $1", p.ID); n != 3 {
+		t.Errorf("stored %d deliveries, want 3", n)
+	}
+
+	p = e.publish("user.deleted", `{}`)
+	if len(p.Deliveries) != 1 || p.Deliveries[0].SubscriptionID != all.ID.String() {
+		t.Errorf("user.deleted went to %+v, want only the catch-all subscription", p.Deliveries)
+	}
+}
+
+// setupOtherTenant returns an env sharing e's database and clock, for a second tenant.
+func setupOtherTenant(t *testing.T, e *env) *env {
+	o := *e
+	var id string
+	if err := e.pool.QueryRow(e.ctx, "INSERT INTO tenants (name) VALUES ('other') RETURNING id::text").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.tenant.UnmarshalText([]byte(id)); err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
+func TestPublishIdempotencyKey(t *testing.T) {
+	e := setup(t)
+	e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
+	e.subscribe("http://127.0.0.1:1/b", subscriptions.Input{})
+	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "key-1"}
+	first, err := e.pub.Publish(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(1)
+	again, err := e.pub.Publish(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("same key answered\n%+v\nthen\n%+v", first, again)
+	}
+	// Whitespace is not a different request.
+	in.Payload = json.RawMessage(" { \"n\" : 1 } ")
+	if again, err = e.pub.Publish(e.ctx, in); err != nil || again.ID != first.ID {
+		t.Errorf("same payload with other whitespace: %v, %v", again.ID, err)
+	}
+	if n := e.count("SELECT count(*) FROM events"); n != 1 {
+		t.Errorf("%d events stored, want 1", n)
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries"); n != 2 {
+		t.Errorf("%d deliveries stored, want 2", n)
+	}
+
+	for name, change := range map[string]func(*delivery.PublishInput){
+		"other payload":    func(in *delivery.PublishInput) { in.Payload = json.RawMessage(`{"n":2}`) },
+		"other event type": func(in *delivery.PublishInput) { in.EventType = "order.paid" },
+	} {
+		in2 := in
+		change(&in2)
+		_, err := e.pub.Publish(e.ctx, in2)
+		if fe := wantFault(t, err, fault.InvalidRequest); !strings.Contains(fe.Message, "Idempotency-Key") {
+			t.Errorf("%s: message %q does not name the key", name, fe.Message)
+		}
+	}
+
+	// The same key from another tenant is another request.
+	other := setupOtherTenant(t, e)
+	in.TenantID = other.tenant
+	if p, err := e.pub.Publish(e.ctx, in); err != nil || p.ID == first.ID {
+		t.Errorf("other tenant, same key: %v, %v", p.ID, err)
+	}
+
+	// Concurrent publishes with one new key store one event and all get its answer.
+	in.TenantID, in.IdempotencyKey = e.tenant, "key-concurrent"
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	errs := make([]error, 8)
+	for i := range ids {
+		wg.Go(func() {
+			p, err := e.pub.Publish(e.ctx, in)
+			ids[i], errs[i] = p.ID, err
+		})
+	}
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("concurrent publish %d: id %s, err %v; first id %s", i, ids[i], errs[i], ids[0])
+		}
+	}
+	if n := e.count("SELECT count(*) FROM events WHERE idempotency_key = 'key-concurrent'"); n != 1 {
+		t.Errorf("concurrent publishes stored %d events, want 1", n)
+	}
+}
+
+func TestPublishRejectsInvalidInput(t *testing.T) {
+	e := setup(t)
+	e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
+	cases := []struct{ eventType, payload string }{
+		{"", `{}`}, {" order", `{}`}, {"order created", `{}`}, {"-order", `{}`}, {".x", `{}`},
+		{strings.Repeat("a", 129), `{}`}, {"order\n", `{}`}, {"ordér", `{}`},
+		{"order.created", ``}, {"order.created", `[]`}, {"order.created", `[{"a":1}]`}, {"order.created", `"s"`},
+		{"order.created", `1`}, {"order.created", `null`}, {"order.created", `true`}, {"order.created", `{`},
+		{"order.created", `{"a":1} {"b":2}`}, {"order.created", `{"a":}`},
+	}
+	for _, c := range cases {
+		_, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: c.eventType, Payload: json.RawMessage(c.payload)})
+		if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
+			t.Errorf("Publish(%q, %q) = %v, want INVALID_REQUEST", c.eventType, c.payload, err)
+		}
+	}
+	_, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "a", Payload: json.RawMessage(`{}`),
+		IdempotencyKey: strings.Repeat("k", 256)})
+	wantFault(t, err, fault.InvalidRequest)
+	if n := e.count("SELECT count(*) FROM events"); n != 0 {
+		t.Errorf("invalid publishes stored %d events", n)
+	}
+	for _, ok := range []string{"a", "order.created", "Order_2:v1/x-y", strings.Repeat("a", 128)} {
+		if !delivery.ValidEventType(ok) {
+			t.Errorf("ValidEventType(%q) = false", ok)
+		}
+	}
+}
