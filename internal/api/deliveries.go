@@ -32,7 +32,12 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 	if v := q.Get("state"); v != "" {
 		f.States = strings.Split(v, ",")
 	}
-	f.EventType = q.Get("event_type")
+	if v := q.Get("event_type"); v != "" {
+		if !delivery.ValidEventType(v) {
+			return f, fault.Invalid("event_type is not a valid event type")
+		}
+		f.EventType = v
+	}
 	for _, p := range []struct {
 		name string
 		dst  **time.Time
