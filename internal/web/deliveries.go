@@ -1,0 +1,102 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// delivery is one delivery's page: state in words, the request as sent and the attempt timeline.
+func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
+	tenantID, ok := tenantOf(currentUser(r))
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, err := h.dels.Get(r.Context(), tenantID, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	subName, subState := "Subscription", ""
+	if s, err := h.subs.Get(r.Context(), tenantID, d.SubscriptionID); err == nil {
+		v := h.subscriptionView(s)
+		subName, subState = v.Name(), s.State
+	}
+	subHref := "/subscriptions/" + d.SubscriptionID.String()
+	label, class := deliveryState(d.Delivery)
+	p := templates.DeliveryPage{
+		Layout: h.layout(r, "Delivery "+shortID(d.ID),
+			templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: subName, Href: subHref},
+			templates.Crumb{Label: "Delivery " + shortID(d.ID)}),
+		ID: d.ID.String(), EventID: d.EventID.String(), EventType: d.EventType, SubHref: subHref, SubName: subName,
+		State: label, StateClass: class, StateText: h.stateText(d, subState), Discarded: d.Discarded,
+		Created: h.timeView(d.CreatedAt), NextAttempt: h.timePtr(d.NextAttemptAt), GiveUp: h.timeView(d.GiveUpAt),
+		LastAttempt: h.timePtr(d.LastAttemptAt), RequestURL: d.Request.URL, Headers: headersView(d.Request.Headers),
+		Body: prettyJSON(d.Request.Body), Attempts: h.attemptsView(d.Attempts),
+		ManualRetries: d.ManualRetries, MaxManual: h.maxManual, ActionBase: "/deliveries/" + d.ID.String(),
+	}
+	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
+		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
+	}
+	switch {
+	case d.State == delivery.Pending && d.NextAttemptAt != nil:
+		p.TimelineEnd, p.EndClass = "next attempt at "+d.NextAttemptAt.UTC().Format(timeLayout)+" ("+ago(h.now(), *d.NextAttemptAt)+")", "upcoming"
+	case d.State == delivery.InFlight:
+		p.TimelineEnd, p.EndClass = "an attempt is being made now", "upcoming"
+	case d.State.Dead():
+		p.TimelineEnd, p.EndClass = "gave up: "+string(d.State), "end"
+	}
+	user := currentUser(r)
+	switch {
+	case d.Discarded:
+		p.ResendNote = "It was discarded and cannot be resent."
+	case d.State == delivery.Pending || d.State == delivery.InFlight:
+		p.ResendNote = "It is queued already; Resend is for delivered, failed and expired deliveries."
+	case !user.Admin && d.ManualRetries >= h.maxManual:
+		p.ResendNote = fmt.Sprintf("It was resent by hand %d times, the most allowed.", d.ManualRetries)
+		p.CanResend = true // the button stays, and says why when pressed
+	default:
+		p.CanResend = true
+		p.ResendNote = "Resend puts it back in the queue with a fresh schedule; it counts toward the manual resend limit."
+	}
+	h.render(w, r, http.StatusOK, templates.DeliveryView(p))
+}
+
+// resend puts a delivery back in the queue and says what happened: queued, rate-limited or not allowed.
+func (h *Handler) resend(w http.ResponseWriter, r *http.Request) {
+	u := currentUser(r)
+	tenantID, ok := tenantOf(u)
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_, err = h.dels.Retry(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
+	fe := fault.As(err)
+	switch {
+	case err == nil:
+		h.setFlash(r, "success", "Queued: the delivery is back in the queue and will be sent again shortly.")
+	case fe != nil && fe.Code == fault.RateLimited:
+		h.setFlash(r, "warning", fmt.Sprintf("Not resent: too many resends for this subscription right now. Try again in %d s.",
+			max(secondsUp(fe.RetryAfter), 1)))
+	case fe != nil && (fe.Code == fault.InvalidState || fe.Code == fault.MaxRetries):
+		h.setFlash(r, "error", "Not resent: "+fe.Message+".")
+	default:
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/deliveries/"+id.String(), http.StatusSeeOther)
+}

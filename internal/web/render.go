@@ -1,0 +1,79 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/a-h/templ"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// layout fills the frame of a page: title, breadcrumb, the signed-in user and the pending flash message.
+func (h *Handler) layout(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
+	l := templates.Layout{Title: title, Crumbs: crumbs}
+	if u := currentUser(r); u.Email != "" {
+		l.User, l.Admin = u.Email, u.Admin
+		_, l.HasTenant = tenantOf(u)
+	}
+	l.Flash = h.popFlash(r)
+	return l
+}
+
+// render writes a page; the page is rendered in full first, so a template error is a clean 500.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		httpx.Logger(r.Context()).Error("render page", "err", err, "path", r.URL.Path)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail renders an error page: a fault's own status and message, anything else as a logged 500.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	fe := fault.As(err)
+	if fe != nil && fe.Code == fault.NotFound {
+		h.notFound(w, r)
+		return
+	}
+	p := templates.ErrorPage{Layout: h.layout(r, "Error"), CorrelationID: httpx.CorrelationID(r.Context())}
+	if fe != nil && fe.Code != fault.Internal {
+		p.Status, p.Heading, p.Message = fe.Code.Status(), "That did not work", fe.Message
+	} else {
+		httpx.Logger(r.Context()).Error("dashboard error", "err", err, "method", r.Method, "path", r.URL.Path)
+		p.Status, p.Heading = http.StatusInternalServerError, "Something went wrong"
+		p.Message = "We could not show this page. Please try again in a moment; if it keeps happening, tell us the reference below."
+	}
+	p.Title = p.Heading
+	h.render(w, r, p.Status, templates.ErrorView(p))
+}
+
+// notFound is the 404 page: for unknown paths and for ids that are not the user's tenant's.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	l := h.layout(r, "Not found", templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: "Not found"})
+	h.render(w, r, http.StatusNotFound, templates.ErrorView(templates.ErrorPage{
+		Layout: l, Status: http.StatusNotFound, Heading: "Page not found",
+		Message: "There is nothing here, or it belongs to another account.",
+	}))
+}
+
+// crossOrigin answers a state-changing request from another site (CSRF) with 403.
+func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
+	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+	h.render(w, r, http.StatusForbidden, templates.ErrorView(templates.ErrorPage{
+		Layout: templates.Layout{Title: "Forbidden"}, Status: http.StatusForbidden, Heading: "Request refused",
+		Message: "This form was sent from another site, so it was not carried out. Go back to the page and try again.",
+	}))
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alexedwards/scs/pgxstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/web/templates"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Session keys.
+const (
+	keyUserID = "user_id"
+	keyFlash  = "flash"
+)
+
+// cookieName is the session cookie's name.
+const cookieName = "hookline_session"
+
+func newSessionManager(store scs.Store, idle, lifetime time.Duration, onError func(http.ResponseWriter, *http.Request, error)) *scs.SessionManager {
+	sm := scs.New()
+	sm.Store = store
+	sm.IdleTimeout = idle
+	sm.Lifetime = lifetime
+	sm.Cookie.Name = cookieName
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Path = "/"
+	sm.Cookie.Persist = false // a browser session cookie; the server enforces both timeouts
+	sm.Cookie.Secure = false  // added per request under TLS by secureCookies
+	sm.ErrorFunc = onError
+	return sm
+}
+
+// sessionStore is scs's PostgreSQL store without its background goroutine (which would outlive the
+// server's pool): expired rows are pruned at most every pruneEvery, from sign-ins.
+type sessionStore struct {
+	*pgxstore.PostgresStore
+	q   *db.Queries
+	now func() time.Time
+
+	mu        sync.Mutex
+	lastPrune time.Time
+}
+
+const pruneEvery = 10 * time.Minute
+
+func newSessionStore(pool *pgxpool.Pool, now func() time.Time) *sessionStore {
+	return &sessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, 0), q: db.New(pool), now: now}
+}
+
+// prune deletes expired sessions when it has not done so for pruneEvery.
+func (s *sessionStore) prune(ctx context.Context) {
+	s.mu.Lock()
+	now := s.now()
+	due := now.Sub(s.lastPrune) >= pruneEvery
+	if due {
+		s.lastPrune = now
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	if n, err := s.q.DeleteExpiredSessions(ctx, now); err != nil {
+		httpx.Logger(ctx).Warn("prune sessions", "err", err)
+	} else if n > 0 {
+		httpx.Logger(ctx).Info("pruned expired sessions", "count", n)
+	}
+}
+
+// secureCookies adds the Secure attribute to every cookie set on a request that came over TLS.
+func secureCookies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&secureWriter{ResponseWriter: w}, r)
+	})
+}
+
+type secureWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (w *secureWriter) fix() {
+	if w.done {
+		return
+	}
+	w.done = true
+	cookies := w.Header()["Set-Cookie"]
+	for i, c := range cookies {
+		if !strings.Contains(strings.ToLower(c), "; secure") {
+			cookies[i] = c + "; Secure"
+		}
+	}
+}
+
+func (w *secureWriter) WriteHeader(code int) {
+	w.fix()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *secureWriter) Write(b []byte) (int, error) {
+	w.fix()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *secureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// setFlash stores a one-time message shown by the next page.
+func (h *Handler) setFlash(r *http.Request, kind, msg string) {
+	h.sessions.Put(r.Context(), keyFlash, kind+"\n"+msg)
+}
+
+// popFlash takes the pending message, if any. A request whose session did not load has none.
+func (h *Handler) popFlash(r *http.Request) (f *templates.Flash) {
+	defer func() {
+		if recover() != nil { // scs panics without session data in the context
+			f = nil
+		}
+	}()
+	s := h.sessions.PopString(r.Context(), keyFlash)
+	if s == "" {
+		return nil
+	}
+	kind, msg, _ := strings.Cut(s, "\n")
+	return &templates.Flash{Kind: kind, Message: msg}
+}
+
+func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error) {
+	h.fail(w, r, err)
+}

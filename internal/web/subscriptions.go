@@ -1,0 +1,312 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// pageSize is how many deliveries a subscription page lists.
+const pageSize = 25
+
+// TestEventType is the event type "Send test event" publishes (unless the subscription filters types).
+const TestEventType = "hookline.test"
+
+// pathID reads the {id} path value; a malformed id is as missing as another tenant's.
+func pathID(r *http.Request) (uuid.UUID, error) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		return uuid.Nil, fault.Missing("page")
+	}
+	return id, nil
+}
+
+// home lists the tenant's subscriptions with their health. An operator without a tenant goes to /admin.
+func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
+	u := currentUser(r)
+	tenantID, ok := tenantOf(u)
+	if !ok {
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return
+	}
+	ctx := r.Context()
+	subs, err := h.subs.List(ctx, tenantID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	dead, err := h.subs.DeadCounts(ctx, tenantID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := templates.HomePage{Layout: h.layout(r, "Subscriptions", templates.Crumb{Label: "Subscriptions"})}
+	if t, err := h.tenants.GetTenant(ctx, tenantID); err == nil {
+		p.TenantName = t.Name
+	}
+	for _, s := range subs {
+		v, err := h.subscriptionWithHealth(r, tenantID, s, dead[s.ID])
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Subscriptions = append(p.Subscriptions, v)
+	}
+	h.render(w, r, http.StatusOK, templates.Home(p))
+}
+
+func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, dead int) (templates.Subscription, error) {
+	hl, err := h.subs.Health(r.Context(), tenantID, s.ID)
+	if err != nil {
+		return templates.Subscription{}, err
+	}
+	hours, err := h.subs.Hourly(r.Context(), tenantID, s.ID)
+	if err != nil {
+		return templates.Subscription{}, err
+	}
+	v := h.subscriptionView(s)
+	v.Health = h.healthView(hl, hours, dead)
+	return v, nil
+}
+
+// customerSubscription loads the {id} subscription of the user's tenant; anything else is NOT_FOUND.
+func (h *Handler) customerSubscription(r *http.Request) (uuid.UUID, subscriptions.Subscription, error) {
+	tenantID, ok := tenantOf(currentUser(r))
+	if !ok {
+		return uuid.Nil, subscriptions.Subscription{}, fault.Missing("subscription")
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return uuid.Nil, subscriptions.Subscription{}, err
+	}
+	s, err := h.subs.Get(r.Context(), tenantID, id)
+	return tenantID, s, err
+}
+
+// stateOptions are the filter's choices: the API's state values.
+var stateOptions = []templates.Option{
+	{Value: "all", Label: "All"}, {Value: "pending", Label: "Pending"}, {Value: "retrying", Label: "Retrying"},
+	{Value: "in_flight", Label: "In flight"}, {Value: "delivered", Label: "Delivered"},
+	{Value: "dead", Label: "Dead (failed + expired)"}, {Value: "failed", Label: "Failed"}, {Value: "expired", Label: "Expired"},
+}
+
+// formTime is the datetime-local format; the filter's times are UTC.
+const formTime = "2006-01-02T15:04"
+
+func parseFormTime(name, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{formTime, "2006-01-02T15:04:05", time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, fault.Invalid("%s must be a date and time such as 2026-01-02T15:04 (UTC)", name)
+}
+
+// subscriptionFilter reads the deliveries filter of a subscription page.
+func subscriptionFilter(q url.Values, subID uuid.UUID) (delivery.Filter, templates.Filter, error) {
+	f := delivery.Filter{SubscriptionID: &subID, Limit: pageSize, Cursor: q.Get("cursor"), WithTotal: true}
+	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")),
+		Since: q.Get("since"), Until: q.Get("until")}
+	if v.State == "" {
+		v.State = "all"
+	}
+	v.Active = v.State != "all" || v.EventType != "" || v.Since != "" || v.Until != ""
+	known := false
+	for _, o := range stateOptions {
+		o.Selected = o.Value == v.State
+		known = known || o.Selected
+		v.States = append(v.States, o)
+	}
+	if !known {
+		return f, v, fault.Invalid("state %q is not one of all, pending, retrying, in_flight, delivered, dead, failed, expired", v.State)
+	}
+	if v.State != "all" {
+		f.States = []string{v.State}
+	}
+	if v.EventType != "" && !delivery.ValidEventType(v.EventType) {
+		return f, v, fault.Invalid("event type %q is not a valid event type", v.EventType)
+	}
+	f.EventType = v.EventType
+	var err error
+	if f.Since, err = parseFormTime("From", v.Since); err != nil {
+		return f, v, err
+	}
+	if f.Until, err = parseFormTime("Until", v.Until); err != nil {
+		return f, v, err
+	}
+	return f, v, nil
+}
+
+// subscription is one subscription's page: actions, health, contract and its deliveries, filtered and paged.
+func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
+	tenantID, s, err := h.customerSubscription(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	dead, err := h.subs.DeadCounts(ctx, tenantID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sv, err := h.subscriptionWithHealth(r, tenantID, s, dead[s.ID])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	base := "/subscriptions/" + s.ID.String()
+	p := templates.SubscriptionPage{
+		Layout: h.layout(r, sv.Name(), templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: sv.Name()}),
+		Sub:    sv, ActionBase: base, Contract: h.contract(),
+		CanPause:  s.State == subscriptions.Active,
+		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
+		CanTest:   s.State != subscriptions.Disabled,
+		TestType:  testEventType(s),
+	}
+	status := http.StatusOK
+	q := r.URL.Query()
+	f, fv, err := subscriptionFilter(q, s.ID)
+	p.Filter = fv
+	var page delivery.Page
+	if err == nil {
+		page, err = h.dels.List(ctx, tenantID, f)
+	}
+	if fe := fault.As(err); fe != nil && fe.Code == fault.InvalidRequest {
+		p.Filter.Error, status = fe.Message, http.StatusBadRequest
+	} else if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, d := range page.Items {
+		p.Deliveries = append(p.Deliveries, h.deliveryRow(d))
+	}
+	if page.Total != nil {
+		p.Total = fmt.Sprintf("%d matching deliveries", *page.Total)
+		if *page.Total == 1 {
+			p.Total = "1 matching delivery"
+		}
+	}
+	if page.NextCursor != "" {
+		nq := cloneValues(q)
+		nq.Set("cursor", page.NextCursor)
+		p.NextHref = base + "?" + nq.Encode()
+	}
+	if q.Get("cursor") != "" {
+		fq := cloneValues(q)
+		fq.Del("cursor")
+		p.FirstHref = base
+		if len(fq) > 0 {
+			p.FirstHref += "?" + fq.Encode()
+		}
+	}
+	h.render(w, r, status, templates.SubscriptionView(p))
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range q {
+		if len(v) > 0 && v[0] != "" {
+			out[k] = []string{v[0]}
+		}
+	}
+	return out
+}
+
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request) {
+	h.setSubscriptionState(w, r, true)
+}
+
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
+	h.setSubscriptionState(w, r, false)
+}
+
+// setSubscriptionState pauses or resumes, then leads back to the subscription's page (303) with a message.
+func (h *Handler) setSubscriptionState(w http.ResponseWriter, r *http.Request, pause bool) {
+	tenantID, s, err := h.customerSubscription(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if pause {
+		_, err = h.subs.Pause(r.Context(), tenantID, s.ID)
+	} else {
+		_, err = h.subs.Resume(r.Context(), tenantID, s.ID)
+	}
+	switch fe := fault.As(err); {
+	case err == nil && pause:
+		h.setFlash(r, "success", "Paused. New events are kept and wait; nothing is sent until you resume.")
+	case err == nil:
+		h.setFlash(r, "success", "Resumed. Waiting deliveries are being sent.")
+	case fe != nil && fe.Code != fault.NotFound && fe.Code != fault.Internal:
+		h.setFlash(r, "error", "Not changed: "+fe.Message+".")
+	default:
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
+}
+
+// testEventType is the type of a subscription's test event: hookline.test, or the first type it
+// subscribes to when it filters types (a hookline.test event would not reach it).
+func testEventType(s subscriptions.Subscription) string {
+	if len(s.EventTypes) == 0 {
+		return TestEventType
+	}
+	for _, t := range s.EventTypes {
+		if t == TestEventType {
+			return t
+		}
+	}
+	return s.EventTypes[0]
+}
+
+// sendTest publishes a sample event to this subscription only and shows its delivery.
+func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
+	tenantID, s, err := h.customerSubscription(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	u := currentUser(r)
+	payload, _ := json.Marshal(map[string]any{
+		"test": true, "message": "A test event sent from the Hookline dashboard.",
+		"subscription_id": s.ID.String(), "sent_by": u.Email, "sent_at": h.now().UTC().Format(time.RFC3339),
+	})
+	typ := testEventType(s)
+	pub, err := h.publisher.Publish(r.Context(), delivery.PublishInput{
+		TenantID: tenantID, EventType: typ, Payload: payload, OnlySubscription: &s.ID,
+	})
+	if err != nil {
+		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
+			h.setFlash(r, "error", "Test event not sent: "+fe.Message+".")
+			http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
+			return
+		}
+		h.fail(w, r, err)
+		return
+	}
+	if len(pub.Deliveries) == 0 {
+		h.setFlash(r, "warning", "Test event not sent: this subscription takes no new deliveries ("+s.State+").")
+		http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
+		return
+	}
+	msg := "Test event sent: a " + typ + " event is queued for this endpoint. This page shows its delivery; reload to follow it."
+	if s.State == subscriptions.Paused {
+		msg = "Test event queued: a " + typ + " event waits until you resume this subscription."
+	}
+	h.setFlash(r, "success", msg)
+	http.Redirect(w, r, "/deliveries/"+pub.Deliveries[0].ID, http.StatusSeeOther)
+}

@@ -1,0 +1,158 @@
+// Package web is the customer dashboard: server-rendered pages (templ, web/templates) over the same domain
+// services as the JSON API. Handlers parse, authorize, call a service and render a view model.
+//
+// Safety: sessions live in PostgreSQL (scs + pgxstore), renewed at sign-in, with idle and absolute timeouts;
+// cookies are HttpOnly, SameSite=Lax and Secure under TLS; failed sign-ins are throttled per email and per
+// address; every state-changing form is guarded by http.CrossOriginProtection; each customer sees only
+// their tenant, and another tenant's ids are a 404.
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/web"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options are the dashboard's dependencies and settings.
+type Options struct {
+	Pool          *pgxpool.Pool
+	Tenants       *tenants.Service
+	Subscriptions *subscriptions.Service
+	Deliveries    *delivery.Service
+	Publisher     *delivery.Publisher
+	// Policy is the server's retry schedule, told to customers in plain words.
+	Policy delivery.RetryPolicy
+	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
+	AttemptTimeout   time.Duration
+	MaxManualRetries int
+	Now              func() time.Time
+	Log              *slog.Logger
+	// IdleTimeout signs a session out after this long without a request (default 2 h);
+	// Lifetime after this long in any case (default 12 h).
+	IdleTimeout time.Duration
+	Lifetime    time.Duration
+	// Store keeps sessions (default PostgreSQL's sessions table through Pool).
+	Store scs.Store
+	// Login throttling: a burst of failed sign-ins per email and per client address, then one more per
+	// interval. Zero values take the defaults (5 per email, 20 per address, one more every 30 s).
+	LoginBurstPerEmail int
+	LoginBurstPerAddr  int
+	LoginInterval      time.Duration
+}
+
+// Handler serves the dashboard.
+type Handler struct {
+	tenants   *tenants.Service
+	subs      *subscriptions.Service
+	dels      *delivery.Service
+	publisher *delivery.Publisher
+	policy    delivery.RetryPolicy
+	timeout   time.Duration
+	maxManual int
+	now       func() time.Time
+	log       *slog.Logger
+	sessions  *scs.SessionManager
+	store     *sessionStore
+	throttle  *loginThrottle
+}
+
+// New builds the dashboard.
+func New(o Options) *Handler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Hour
+	}
+	if o.Lifetime <= 0 {
+		o.Lifetime = 12 * time.Hour
+	}
+	h := &Handler{
+		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, publisher: o.Publisher,
+		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
+		throttle: newLoginThrottle(o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+	}
+	store := o.Store
+	if store == nil {
+		h.store = newSessionStore(o.Pool, o.Now)
+		store = h.store
+	}
+	h.sessions = newSessionManager(store, o.IdleTimeout, o.Lifetime, h.sessionError)
+	return h
+}
+
+// Routes returns the dashboard's router, to mount at "/". Static assets are public; every other page needs
+// a signed-in user and leads to /login otherwise. Cross-origin state-changing requests are refused with 403.
+func (h *Handler) Routes() http.Handler {
+	r := chi.NewRouter()
+	static := http.StripPrefix("/static/", http.FileServerFS(web.Static))
+	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		static.ServeHTTP(w, r)
+	})
+	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/static/favicon.svg", http.StatusMovedPermanently)
+	})
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
+
+	r.Group(func(r chi.Router) {
+		r.Use(securityHeaders, secureCookies, cop.Handler, h.sessions.LoadAndSave)
+		r.Get("/login", h.loginPage)
+		r.Post("/login", h.login)
+		r.Get("/logout", h.logoutPage)
+		r.Post("/logout", h.logout)
+
+		r.Group(func(r chi.Router) {
+			r.Use(h.requireUser)
+			r.Get("/", h.home)
+			r.Get("/subscriptions/{id}", h.subscription)
+			r.Post("/subscriptions/{id}/pause", h.pause)
+			r.Post("/subscriptions/{id}/resume", h.resume)
+			r.Post("/subscriptions/{id}/test", h.sendTest)
+			r.Get("/deliveries/{id}", h.delivery)
+			r.Post("/deliveries/{id}/resend", h.resend)
+			r.Get("/admin", h.admin)
+		})
+	})
+	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
+	notFound := chain(http.HandlerFunc(h.notFound), securityHeaders, secureCookies, h.sessions.LoadAndSave, h.requireUser)
+	r.NotFound(notFound.ServeHTTP)
+	r.MethodNotAllowed(notFound.ServeHTTP)
+	return r
+}
+
+func chain(hd http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
+	for i := len(mw) - 1; i >= 0; i-- {
+		hd = mw[i](hd)
+	}
+	return hd
+}
+
+// securityHeaders sets the headers every dashboard page carries: a strict CSP (no inline scripts or
+// styles), no framing, no sniffing, and no caching of pages that show a tenant's data.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "+
+			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,236 @@
+// Package templates renders the dashboard's pages with templ. Handlers (internal/web) build the view models
+// below from domain values; the templates only lay them out. Regenerate with `go tool templ generate`.
+package templates
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Layout is what every page's frame needs.
+type Layout struct {
+	// Title is the page's own title; the document title adds " · Hookline".
+	Title  string
+	Crumbs []Crumb
+	// User is the signed-in user's email; empty when signed out.
+	User  string
+	Admin bool
+	// HasTenant is false for an operator without a tenant (no customer pages).
+	HasTenant bool
+	Flash     *Flash
+}
+
+// Crumb is one breadcrumb step; the last one is the current page and has no link.
+type Crumb struct {
+	Label string
+	Href  string
+}
+
+// Flash is a one-time message after an action. Kind is success, error, warning or info.
+type Flash struct {
+	Kind    string
+	Message string
+}
+
+// Time is a moment as pages show it. The zero value shows Never.
+type Time struct {
+	ISO  string // RFC 3339, for <time datetime>
+	Text string // absolute, UTC
+	Ago  string // relative to now: "5 min ago", "in 2 h"
+}
+
+// IsZero reports whether there is no moment.
+func (t Time) IsZero() bool { return t.ISO == "" }
+
+// LoginPage is /login.
+type LoginPage struct {
+	Layout
+	Email string
+	Next  string
+	Error string
+}
+
+// Health is an endpoint's health over the last 24 h.
+type Health struct {
+	HasAttempts         bool
+	SuccessRate         string // "97.5 %"
+	RateClass           string // rate-good, rate-warn, rate-bad
+	Attempts            int
+	Successes           int
+	Failures            int
+	P50, P95            string // "120 ms"
+	ConsecutiveFailures int
+	LastSuccess         Time
+	LastFailure         Time
+	Dead                int
+	Chart               Chart
+}
+
+// Chart is successes and failures per hour, drawn as inline SVG.
+type Chart struct {
+	Width, Height int
+	Bars          []Bar
+	// Label describes the chart for screen readers.
+	Label string
+	// Max is the busiest hour's attempts (the chart's scale).
+	Max int
+	// From and To name the first and last hour.
+	From, To string
+}
+
+// Bar is one hour of the chart; heights are in SVG units.
+type Bar struct {
+	X, W                   float64
+	OkY, OkH, FailY, FailH float64
+	Title                  string
+}
+
+// Subscription is a subscription as the list and its page show it.
+type Subscription struct {
+	ID          string
+	Href        string
+	URL         string
+	Description string
+	EventTypes  []string
+	State       string // active, paused, disabled
+	StateClass  string // badge class
+	StateReason string // why it is disabled
+	Created     Time
+	Health      Health
+}
+
+// Name is what a subscription is called in titles: its description, else its URL.
+func (s Subscription) Name() string {
+	if s.Description != "" {
+		return s.Description
+	}
+	return s.URL
+}
+
+// HomePage is / : the tenant's subscriptions.
+type HomePage struct {
+	Layout
+	TenantName    string
+	Subscriptions []Subscription
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value, Label string
+	Selected     bool
+}
+
+// Filter is the deliveries filter of a subscription page, as the form shows it.
+type Filter struct {
+	State     string
+	States    []Option
+	EventType string
+	Since     string // datetime-local value, UTC
+	Until     string
+	Error     string
+	Active    bool // any filter set
+}
+
+// DeliveryRow is one line of a deliveries list.
+type DeliveryRow struct {
+	ID         string
+	ShortID    string
+	Href       string
+	EventType  string
+	State      string // as shown: retrying for pending with earlier attempts
+	StateClass string
+	Attempts   int
+	LastStatus string
+	Created    Time
+	Next       Time
+}
+
+// SubscriptionPage is /subscriptions/{id}.
+type SubscriptionPage struct {
+	Layout
+	Sub        Subscription
+	CanPause   bool
+	CanResume  bool
+	CanTest    bool
+	TestType   string
+	Filter     Filter
+	Deliveries []DeliveryRow
+	Total      string
+	NextHref   string // older deliveries
+	FirstHref  string // back to the newest, when paging
+	Contract   []string
+	ActionBase string // /subscriptions/{id}
+}
+
+// KV is one header.
+type KV struct{ Key, Value string }
+
+// Attempt is one attempt in the timeline.
+type Attempt struct {
+	N        int
+	Started  Time
+	Duration string
+	Status   string // "400", or "no response"
+	Class    string // ok, fail, retry
+	Outcome  string // in words
+	Snippet  string
+	Error    string
+	// GapAfter is the wait until the next attempt ("waited 5.2 s"); empty for the last one.
+	GapAfter string
+}
+
+// DeliveryPage is /deliveries/{id}.
+type DeliveryPage struct {
+	Layout
+	ID            string
+	EventID       string
+	EventType     string
+	SubHref       string
+	SubName       string
+	State         string
+	StateClass    string
+	StateText     string
+	Discarded     bool
+	Created       Time
+	NextAttempt   Time
+	GiveUp        Time
+	LastAttempt   Time
+	RequestURL    string
+	Headers       []KV
+	Body          string
+	Attempts      []Attempt
+	TimelineEnd   string // how the timeline ends: "next attempt at …", "gave up", "delivered"
+	EndClass      string // upcoming, end, ok
+	CanResend     bool
+	ResendNote    string
+	ManualRetries int
+	MaxManual     int
+	ActionBase    string // /deliveries/{id}
+}
+
+// ErrorPage is a 404, 403 or 500 page.
+type ErrorPage struct {
+	Layout
+	Status        int
+	Heading       string
+	Message       string
+	CorrelationID string
+}
+
+// Tenant is one line of the admin's tenant list.
+type Tenant struct {
+	ID, Name string
+	Created  Time
+}
+
+// AdminPage is /admin.
+type AdminPage struct {
+	Layout
+	Tenants []Tenant
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func viewBox(w, h int) string { return fmt.Sprintf("0 0 %d %d", w, h) }
