@@ -303,3 +303,10 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// setPolicy replaces the retry policy of the publisher, the service and workers made afterwards.
+func (e *env) setPolicy(p delivery.RetryPolicy) {
+	e.policy = p
+	e.pub = delivery.NewPublisher(e.pool, p, e.clock.Now)
+	e.svc = delivery.NewService(e.pool, p, e.clock.Now, 3, 100)
+}

@@ -228,11 +228,16 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// toValidUTF8 keeps a snippet printable and storable in a text column.
+// toValidUTF8 keeps a snippet printable and storable in a text column, and within SnippetLimit: a rune
+// cut by the limit would otherwise become a 3-byte U+FFFD and push the snippet past it.
 func toValidUTF8(b []byte) string {
 	s := strings.ReplaceAll(string(b), "\x00", "")
-	if utf8.ValidString(s) {
-		return s
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	for len(s) > SnippetLimit {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
