@@ -273,9 +273,18 @@ func TestInvalidRequest(t *testing.T) {
 		{"patch unknown field", "PATCH", tp + "/subscriptions/" + f.sub, `{"state":"paused"}`},
 		{"patch empty body", "PATCH", tp + "/subscriptions/" + f.sub, ``},
 		{"method not allowed", "PUT", tp + "/subscriptions/" + f.sub, `{}`},
+		// NUL cannot be stored in PostgreSQL text: refused up front rather than failing as INTERNAL.
+		{"NUL in tenant name", "POST", "/tenants", `{"name":"a\u0000b"}`},
+		{"NUL in token name", "POST", tp + "/tokens", `{"name":"a\u0000b","scopes":["events:write"]}`},
+		{"NUL in email", "POST", tp + "/users", `{"email":"a\u0000b@example.com","password":"0123456789a"}`},
+		{"NUL in description", "POST", tp + "/subscriptions", `{"url":"https://example.com/","description":"a\u0000b"}`},
+		{"NUL in description (patch)", "PATCH", tp + "/subscriptions/" + f.sub, `{"description":"\u0000"}`},
 	}
 	for _, c := range cases {
 		wantError(t, c.what, e.call(c.method, c.path, adminToken, c.body), "INVALID_REQUEST")
+	}
+	for _, key := range []string{"\xff\xfe", "a\tb"} {
+		wantError(t, "Idempotency-Key "+key, e.call("POST", tp+"/events", adminToken, `{"event_type":"a","payload":{}}`, "Idempotency-Key", key), "INVALID_REQUEST")
 	}
 	for _, q := range []string{
 		"limit=abc", "limit=0", "limit=101", "limit=-1", "limit=1.5", "limit=99999999999999999999",

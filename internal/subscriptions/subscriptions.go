@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
@@ -226,6 +227,9 @@ func (s *Service) validate(in Input) error {
 	}
 	if in.Description != nil && len(*in.Description) > maxDescription {
 		return fault.Invalid("description is longer than %d characters", maxDescription)
+	}
+	if in.Description != nil && (!utf8.ValidString(*in.Description) || strings.ContainsRune(*in.Description, 0)) {
+		return fault.Invalid("description must be UTF-8 text without NUL characters")
 	}
 	if in.Headers != nil {
 		if err := validateHeaders(*in.Headers); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
@@ -106,10 +107,13 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	return Principal{TenantID: *row.TenantID, Scopes: row.Scopes, Actor: "token:" + row.Name}, nil
 }
 
+// validText reports whether s can be stored as text: valid UTF-8 without NUL (PostgreSQL refuses both).
+func validText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
 // CreateTenant adds a tenant.
 func (s *Service) CreateTenant(ctx context.Context, name string) (Tenant, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
+	if name == "" || len(name) > 200 || !validText(name) {
 		return Tenant{}, fault.Invalid("name must be 1 to 200 characters")
 	}
 	r, err := s.q.CreateTenant(ctx, name)
@@ -158,7 +162,7 @@ func (s *Service) CreateToken(ctx context.Context, tenantID uuid.UUID, name stri
 		return CreatedToken{}, err
 	}
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
+	if name == "" || len(name) > 200 || !validText(name) {
 		return CreatedToken{}, fault.Invalid("name must be 1 to 200 characters")
 	}
 	if len(scopes) == 0 {
@@ -192,7 +196,7 @@ const MinPasswordLength = 10
 
 func validateLogin(email, password string) (string, error) {
 	email = strings.TrimSpace(email)
-	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 || !validText(email) {
 		return "", fault.Invalid("email is not a valid address")
 	}
 	if len(password) < MinPasswordLength || len(password) > 72 {
