@@ -1,0 +1,368 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/testdb"
+	"golang.org/x/net/html"
+)
+
+var dbURL string
+
+func TestMain(m *testing.M) { testdb.Main(m, "web", func(u string) { dbURL = u }) }
+
+// password is every test user's password.
+const password = "correct horse battery"
+
+// env is a running server on the package's database, with a receiver for its deliveries.
+type env struct {
+	t    *testing.T
+	srv  *server.Server
+	base string
+	recv *receiver
+}
+
+// setup starts a server. Every server in this package shares one database and one retry policy (their
+// workers claim each other's deliveries), so tests change only per-process settings in mod.
+func setup(t *testing.T, mod func(*config.Config)) *env {
+	t.Helper()
+	cfg, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DatabaseURL = dbURL
+	cfg.AllowPrivateNetworks = true
+	cfg.RetryBase = 100 * time.Millisecond
+	cfg.RetryMaxDelay = 300 * time.Millisecond
+	cfg.RetryMaxAttempts = 3
+	cfg.AttemptTimeout = 5 * time.Second
+	cfg.Workers = 4
+	cfg.AdminToken = "web-test-admin-token"
+	if mod != nil {
+		mod(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	ctx := context.Background()
+	srv, err := server.New(ctx, cfg, log, server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Stop(sctx)
+	})
+	return &env{t: t, srv: srv, base: "http://" + ln.Addr().String(), recv: newReceiver(t)}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// receiver is a webhook endpoint: /bad answers 400, /flaky 503, /slow waits, anything else 200.
+type receiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits []hit
+}
+
+type hit struct {
+	Path    string
+	Type    string
+	Headers http.Header
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Type string `json:"type"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		rc.mu.Lock()
+		rc.hits = append(rc.hits, hit{Path: r.URL.Path, Type: body.Type, Headers: r.Header.Clone()})
+		rc.mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/bad"):
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":"unknown order"}`)
+		case strings.HasPrefix(r.URL.Path, "/flaky"):
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "try later")
+		default:
+			_, _ = io.WriteString(w, "ok")
+		}
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// count is the number of hits on paths starting with prefix.
+func (rc *receiver) count(prefix string) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for _, h := range rc.hits {
+		if strings.HasPrefix(h.Path, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (rc *receiver) all() []hit {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]hit(nil), rc.hits...)
+}
+
+// waitHits waits until paths starting with prefix were hit at least n times.
+func (rc *receiver) waitHits(t *testing.T, prefix string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for rc.count(prefix) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver: %d hits on %s, want %d", rc.count(prefix), prefix, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tenant is a seeded customer: a tenant with a user.
+type tenant struct {
+	ID    uuid.UUID
+	Email string
+}
+
+func (e *env) newTenant(name string) tenant {
+	e.t.Helper()
+	ctx := context.Background()
+	tn, err := e.srv.Tenants.CreateTenant(ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	email := strings.ToLower(strings.ReplaceAll(name, " ", "-")) + "-" + tn.ID.String()[len(tn.ID.String())-8:] + "@example.com"
+	if _, err := e.srv.Tenants.CreateUser(ctx, tn.ID, email, password); err != nil {
+		e.t.Fatal(err)
+	}
+	return tenant{ID: tn.ID, Email: email}
+}
+
+func (e *env) newSubscription(tn tenant, path, description string, eventTypes ...string) subscriptions.Subscription {
+	e.t.Helper()
+	u := e.recv.URL + path
+	if eventTypes == nil {
+		eventTypes = []string{}
+	}
+	s, _, err := e.srv.Subscriptions.Create(context.Background(), tn.ID, subscriptions.Input{
+		URL: &u, Description: &description, EventTypes: &eventTypes,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// publish sends an event and returns the ids of its deliveries.
+func (e *env) publish(tn tenant, eventType string, payload map[string]any) []uuid.UUID {
+	e.t.Helper()
+	b, _ := json.Marshal(payload)
+	p, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{TenantID: tn.ID, EventType: eventType, Payload: b})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var ids []uuid.UUID
+	for _, d := range p.Deliveries {
+		ids = append(ids, uuid.MustParse(d.ID))
+	}
+	return ids
+}
+
+// publishTo sends an event to one subscription only and returns its delivery.
+func (e *env) publishTo(tn tenant, subID uuid.UUID, eventType string, payload map[string]any) uuid.UUID {
+	e.t.Helper()
+	b, _ := json.Marshal(payload)
+	p, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{
+		TenantID: tn.ID, EventType: eventType, Payload: b, OnlySubscription: &subID,
+	})
+	if err != nil || len(p.Deliveries) != 1 {
+		e.t.Fatalf("publish to %s: %v, %d deliveries", subID, err, len(p.Deliveries))
+	}
+	return uuid.MustParse(p.Deliveries[0].ID)
+}
+
+// waitState waits until a delivery is in one of the states.
+func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) delivery.Detail {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, s := range states {
+			if d.State == s {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("delivery %s is %s, want one of %v", id, d.State, states)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// client is a person with a browser-like cookie jar, over plain HTTP.
+type client struct {
+	e    *env
+	t    *testing.T
+	http *http.Client
+}
+
+func (e *env) client() *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{e: e, t: e.t, http: &http.Client{Jar: jar, Timeout: 15 * time.Second}}
+}
+
+// page is a fetched page, parsed.
+type page struct {
+	Status int
+	URL    *url.URL
+	Body   string
+	Doc    *html.Node
+	Header http.Header
+}
+
+func (c *client) do(req *http.Request) *page {
+	c.t.Helper()
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	doc, err := html.Parse(strings.NewReader(string(b)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &page{Status: res.StatusCode, URL: res.Request.URL, Body: string(b), Doc: doc, Header: res.Header}
+}
+
+func (c *client) get(path string) *page {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, c.e.base+path, nil)
+	return c.do(req)
+}
+
+// post submits a form the way a browser on this site does (same-origin headers).
+func (c *client) post(path string, form url.Values) *page {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.e.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", c.e.base)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return c.do(req)
+}
+
+func (c *client) login(email string) *page {
+	c.t.Helper()
+	p := c.post("/login", url.Values{"email": {email}, "password": {password}})
+	if p.Status != http.StatusOK || p.URL.Path == "/login" {
+		c.t.Fatalf("sign-in as %s: %d at %s", email, p.Status, p.URL)
+	}
+	return p
+}
+
+// byTestID finds the elements with data-testid=id.
+func byTestID(n *html.Node, id string) []*html.Node {
+	return findAll(n, func(n *html.Node) bool { return attr(n, "data-testid") == id })
+}
+
+func one(t *testing.T, n *html.Node, id string) *html.Node {
+	t.Helper()
+	got := byTestID(n, id)
+	if len(got) != 1 {
+		t.Fatalf("want one data-testid=%q, found %d", id, len(got))
+	}
+	return got[0]
+}
+
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && match(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func tag(name string) func(*html.Node) bool {
+	return func(n *html.Node) bool { return n.Data == name }
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// text is an element's text, whitespace collapsed.
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+			b.WriteByte(' ')
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+func (p *page) text() string { return text(p.Doc) }
+
+func (p *page) String() string { return fmt.Sprintf("%d %s", p.Status, p.URL) }
