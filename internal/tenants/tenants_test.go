@@ -1,0 +1,169 @@
+package tenants
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/testdb"
+)
+
+var dbURL string
+
+func TestMain(m *testing.M) { testdb.Main(m, "tenants", func(u string) { dbURL = u }) }
+
+func newService(t *testing.T, adminToken string) (*Service, *pgxpool.Pool) {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return NewService(pool, adminToken), pool
+}
+
+func TestPrincipalCan(t *testing.T) {
+	mine, other := uuid.New(), uuid.New()
+	admin := Principal{Admin: true}
+	tok := Principal{TenantID: mine, Scopes: []string{ScopeDeliveriesRead, ScopeEventsWrite}}
+	cases := []struct {
+		p      Principal
+		tenant uuid.UUID
+		scope  string
+		want   fault.Code // "" = allowed
+	}{
+		{admin, mine, "", ""}, {admin, other, ScopeDeliveriesWrite, ""}, {admin, uuid.Nil, ScopeSubscriptionsWrite, ""},
+		{tok, mine, "", ""}, {tok, mine, ScopeDeliveriesRead, ""}, {tok, mine, ScopeEventsWrite, ""},
+		{tok, mine, ScopeDeliveriesWrite, fault.Forbidden}, {tok, mine, ScopeSubscriptionsRead, fault.Forbidden},
+		{tok, other, "", fault.NotFound}, {tok, other, ScopeDeliveriesRead, fault.NotFound},
+		{tok, uuid.Nil, "", fault.NotFound},
+		{Principal{}, mine, "", fault.NotFound}, // the zero principal reaches nothing
+		{Principal{TenantID: mine}, mine, ScopeEventsWrite, fault.Forbidden},
+	}
+	for i, c := range cases {
+		err := c.p.Can(c.tenant, c.scope)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%d: Can(%v, %q) = %v, want allowed", i, c.tenant, c.scope, err)
+		case c.want != "" && !fault.Is(err, c.want):
+			t.Errorf("%d: Can(%v, %q) = %v, want %s", i, c.tenant, c.scope, err, c.want)
+		}
+	}
+}
+
+func TestValidateLogin(t *testing.T) {
+	for _, c := range []struct {
+		email, password string
+		ok              bool
+	}{
+		{"a@example.com", "0123456789", true},
+		{" a@example.com ", "0123456789", true},
+		{"a@example.com", strings.Repeat("p", 72), true},
+		{"a@example.com", "012345678", false},
+		{"a@example.com", strings.Repeat("p", 73), false},
+		{"", "0123456789", false},
+		{"nope", "0123456789", false},
+		{"A <a@example.com>", "0123456789", false},
+		{"a\x00@example.com", "0123456789", false},
+		{strings.Repeat("a", 250) + "@example.com", "0123456789", false},
+	} {
+		_, err := validateLogin(c.email, c.password)
+		if (err == nil) != c.ok {
+			t.Errorf("validateLogin(%q, %d chars) = %v, want ok=%v", c.email, len(c.password), err, c.ok)
+		}
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := t.Context()
+	s, pool := newService(t, "the-admin-token")
+	tn, err := s.CreateTenant(ctx, "  auth tenant  ")
+	if err != nil || tn.Name != "auth tenant" {
+		t.Fatalf("create tenant: %+v %v", tn, err)
+	}
+	tok, err := s.CreateToken(ctx, tn.ID, "ci", []string{ScopeEventsWrite, ScopeDeliveriesRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok.Token, TokenPrefix) || len(tok.Token) < 40 {
+		t.Errorf("token %q", tok.Token)
+	}
+	// Only the SHA-256 is stored.
+	var stored []byte
+	if err := pool.QueryRow(ctx, `SELECT token_hash FROM api_tokens WHERE id = $1`, tok.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(tok.Token))
+	if string(stored) != string(sum[:]) {
+		t.Error("stored token hash is not the token's SHA-256")
+	}
+	var plain int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE position($1::bytea in token_hash) > 0`, []byte(tok.Token)).Scan(&plain)
+	if plain != 0 {
+		t.Error("the token is stored in plain")
+	}
+
+	p, err := s.Authenticate(ctx, tok.Token)
+	if err != nil || p.Admin || p.TenantID != tn.ID || len(p.Scopes) != 2 || p.Actor != "token:ci" {
+		t.Errorf("Authenticate(tenant token) = %+v, %v", p, err)
+	}
+	if p, err := s.Authenticate(ctx, "the-admin-token"); err != nil || !p.Admin {
+		t.Errorf("Authenticate(admin) = %+v, %v", p, err)
+	}
+	for _, bad := range []string{"", "nope", tok.Token + "x", strings.TrimPrefix(tok.Token, TokenPrefix), strings.ToUpper(tok.Token), "the-admin-token ", "the-admin-toke"} {
+		if _, err := s.Authenticate(ctx, bad); !fault.Is(err, fault.Unauthenticated) {
+			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", bad, err)
+		}
+	}
+	// A revoked token is unknown.
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, tok.Token); !fault.Is(err, fault.Unauthenticated) {
+		t.Errorf("revoked token: %v, want UNAUTHENTICATED", err)
+	}
+	// Without HOOKLINE_ADMIN_TOKEN an empty token is not the admin.
+	none, _ := newService(t, "")
+	if _, err := none.Authenticate(ctx, ""); !fault.Is(err, fault.Unauthenticated) {
+		t.Errorf("empty token with no admin token: %v", err)
+	}
+}
+
+func TestCreateTokenAndTenantValidation(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newService(t, "")
+	tn, err := s.CreateTenant(ctx, "validation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "   ", strings.Repeat("n", 201), "a\x00b", "\xff"} {
+		if _, err := s.CreateTenant(ctx, name); !fault.Is(err, fault.InvalidRequest) {
+			t.Errorf("CreateTenant(%q) = %v", name, err)
+		}
+		if _, err := s.CreateToken(ctx, tn.ID, name, []string{ScopeEventsWrite}); !fault.Is(err, fault.InvalidRequest) {
+			t.Errorf("CreateToken(name %q) = %v", name, err)
+		}
+	}
+	for _, scopes := range [][]string{nil, {}, {"admin"}, {ScopeEventsWrite, "events:read"}, {""}} {
+		if _, err := s.CreateToken(ctx, tn.ID, "x", scopes); !fault.Is(err, fault.InvalidRequest) {
+			t.Errorf("CreateToken(scopes %q) = %v", scopes, err)
+		}
+	}
+	if _, err := s.CreateToken(ctx, uuid.New(), "x", []string{ScopeEventsWrite}); !fault.Is(err, fault.NotFound) {
+		t.Errorf("token for an unknown tenant: %v", err)
+	}
+	if _, err := s.CreateUser(ctx, tn.ID, "u@example.com", "0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateUser(ctx, tn.ID, "U@Example.com", "0123456789"); !fault.Is(err, fault.InvalidState) {
+		t.Errorf("duplicate email (other case): %v, want INVALID_STATE", err)
+	}
+	if _, err := s.CreateUser(ctx, uuid.New(), "v@example.com", "0123456789"); !fault.Is(err, fault.NotFound) {
+		t.Errorf("user for an unknown tenant: %v", err)
+	}
+}
