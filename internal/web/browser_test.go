@@ -85,7 +85,7 @@ func newBrowser(t *testing.T) *browser {
 func (b *browser) screenshot(name string) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return
@@ -117,7 +117,7 @@ func (b *browser) waitJS(what, expr string) {
 	b.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(` + expr + `)`))
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
 		if err == nil && ok {
 			return
 		}
@@ -174,7 +174,7 @@ func (b *browser) login(base, email string) {
 		chromedp.SendKeys(chromedp.CSS(`#email`), email),
 		chromedp.SendKeys(chromedp.CSS(`#password`), password),
 		chromedp.Click(chromedp.CSS(`[data-testid=login-form] button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=user]`)),
+		chromedp.WaitReady(chromedp.CSS(`[data-testid=user]`)),
 	)
 }
 
@@ -308,8 +308,8 @@ func TestBrowserLayouts(t *testing.T) {
 		{"not-found", "/no/such/page"},
 	}
 	for _, size := range []struct {
-		name string
-		w, h int64
+		name   string
+		w, h   int64
 		mobile bool
 	}{{"laptop", 1366, 900, false}, {"phone", 390, 844, true}} {
 		var opts []chromedp.EmulateViewportOption

@@ -437,7 +437,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if a.Snippet != "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<details class=\"snippet\"><summary class=\"small\">Response</summary><pre class=\"code\" data-testid=\"attempt-snippet\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<details class=\"snippet\" open><summary class=\"small\">Response body</summary><pre class=\"code\" data-testid=\"attempt-snippet\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
