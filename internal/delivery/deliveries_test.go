@@ -400,7 +400,9 @@ func TestListFilters(t *testing.T) {
 		{"expired", delivery.Filter{States: []string{"expired"}}, func(r listRow) bool { return r.state == "expired" }},
 		{"event type", delivery.Filter{EventType: "b.type"}, func(r listRow) bool { return r.eventType == "b.type" }},
 		{"since until", delivery.Filter{Since: ptr(t0.Add(3 * time.Minute)), Until: ptr(t0.Add(6 * time.Minute))},
-			func(r listRow) bool { return !r.created.Before(t0.Add(3*time.Minute)) && r.created.Before(t0.Add(6*time.Minute)) }},
+			func(r listRow) bool {
+				return !r.created.Before(t0.Add(3*time.Minute)) && r.created.Before(t0.Add(6*time.Minute))
+			}},
 		{"sub1 dead since", delivery.Filter{SubscriptionID: &sub1, States: []string{"dead"}, Since: ptr(t0.Add(2 * time.Minute))},
 			func(r listRow) bool {
 				return r.sub == sub1 && (r.state == "failed" || r.state == "expired") && !r.created.Before(t0.Add(2*time.Minute))

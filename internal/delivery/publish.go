@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
@@ -79,11 +82,15 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
 		return Published{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
 	}
+	if !utf8.ValidString(in.IdempotencyKey) || strings.ContainsFunc(in.IdempotencyKey, unicode.IsControl) {
+		return Published{}, fault.Invalid("Idempotency-Key must be printable UTF-8 text without control characters")
+	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, payload); err != nil {
 		return Published{}, fault.Invalid("payload must be a JSON object")
 	}
-	// The request hash tells a retried publish from another request that reuses the key.
+	// The request hash tells a retried publish from another request that reuses the key; it is taken over
+	// the compacted payload so that whitespace alone does not make a retry look like a different request.
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", in.EventType)
 	h.Write(compact.Bytes())
@@ -100,7 +107,7 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 		if err != nil {
 			return err
 		}
-		body, err := eventBody(in.EventType, now, compact.Bytes())
+		body, err := eventBody(in.EventType, now, payload)
 		if err != nil {
 			return err
 		}

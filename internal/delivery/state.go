@@ -132,7 +132,7 @@ var DefaultRetryPolicy = RetryPolicy{Base: 5 * time.Second, MaxDelay: 6 * time.H
 
 // Backoff is the delay before retry n (n = 1 after the first attempt): Base·2^(n-1), with ±10 % jitter so
 // that retries from one outage spread out, capped at MaxDelay. jitter is a number in [0, 1). The jitter is
-// kept small on purpose: with the defaults the nominal schedule spans about 71.7 h, so the attempt count and
+// kept small on purpose: with the defaults the nominal schedule spans about 71.4 h, so the attempt count and
 // the 72 h window run out together, as the contract promises.
 func (p RetryPolicy) Backoff(n int, jitter float64) time.Duration {
 	if n < 1 {

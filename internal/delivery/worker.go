@@ -93,7 +93,9 @@ type Worker struct {
 	slots     chan struct{} // one token per running attempt
 	slotFreed chan struct{}
 	wake      chan struct{}
-	results   chan attemptResult
+	// rescheduled tells an idle fetcher that a sooner retry was scheduled.
+	rescheduled chan struct{}
+	results     chan attemptResult
 
 	soonestMu sync.Mutex
 	soonest   time.Time // earliest retry this worker scheduled, to wake for it
@@ -115,11 +117,12 @@ func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerO
 	o.defaults()
 	return &Worker{
 		pool: pool, q: db.New(pool), sender: sender, policy: policy, o: o, log: o.Logger,
-		slots:     make(chan struct{}, o.Concurrency),
-		slotFreed: make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		results:   make(chan attemptResult, o.Concurrency),
-		limiters:  map[uuid.UUID]*rate.Limiter{},
+		slots:       make(chan struct{}, o.Concurrency),
+		slotFreed:   make(chan struct{}, 1),
+		wake:        make(chan struct{}, 1),
+		rescheduled: make(chan struct{}, 1),
+		results:     make(chan attemptResult, o.Concurrency),
+		limiters:    map[uuid.UUID]*rate.Limiter{},
 	}
 }
 
@@ -215,26 +218,37 @@ func (w *Worker) fetch(ctx context.Context) {
 }
 
 // idle waits for a notification, the soonest retry this worker scheduled, or the jittered poll interval.
+// A retry scheduled while it waits (by the completer) shortens the wait.
 func (w *Worker) idle(ctx context.Context) {
-	wait := time.Duration(float64(w.o.PollInterval) * (0.8 + 0.4*rand.Float64()))
-	w.soonestMu.Lock()
-	if !w.soonest.IsZero() {
-		if d := w.soonest.Sub(w.o.Now()); d < wait {
-			wait = max(d, time.Millisecond)
-		}
-	}
-	w.soonestMu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-w.wake:
-	case <-t.C:
+	pollAt := time.Now().Add(time.Duration(float64(w.o.PollInterval) * (0.8 + 0.4*rand.Float64())))
+	for {
+		wait := time.Until(pollAt)
 		w.soonestMu.Lock()
-		if !w.soonest.IsZero() && !w.soonest.After(w.o.Now()) {
-			w.soonest = time.Time{}
+		if !w.soonest.IsZero() {
+			if d := w.soonest.Sub(w.o.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
 		}
 		w.soonestMu.Unlock()
-	case <-ctx.Done():
+		t := time.NewTimer(wait)
+		select {
+		case <-w.wake:
+			t.Stop()
+			return
+		case <-w.rescheduled:
+			t.Stop()
+			continue
+		case <-t.C:
+			w.soonestMu.Lock()
+			if !w.soonest.IsZero() && !w.soonest.After(w.o.Now()) {
+				w.soonest = time.Time{}
+			}
+			w.soonestMu.Unlock()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
 	}
 }
 
@@ -437,6 +451,10 @@ func (w *Worker) noteRetry(at time.Time) {
 	defer w.soonestMu.Unlock()
 	if w.soonest.IsZero() || at.Before(w.soonest) {
 		w.soonest = at
+		select {
+		case w.rescheduled <- struct{}{}:
+		default:
+		}
 	}
 }
 
