@@ -72,8 +72,11 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
+	l := h.layout(r, "Sign in")
+	notice := l.Flash
+	l.Flash = nil
 	h.render(w, r, http.StatusOK, templates.Login(templates.LoginPage{
-		Layout: h.layout(r, "Sign in"), Next: safeNext(r.URL.Query().Get("next")),
+		Layout: l, Notice: notice, Next: safeNext(r.URL.Query().Get("next")),
 	}))
 }
 

@@ -312,6 +312,9 @@ func TestBrowserLayouts(t *testing.T) {
 		w, h   int64
 		mobile bool
 	}{{"laptop", 1366, 900, false}, {"phone", 390, 844, true}} {
+		if size.name == "laptop" {
+			b.login(e.base, s.tn.Email) // so that each pass starts by signing out
+		}
 		var opts []chromedp.EmulateViewportOption
 		if size.mobile {
 			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch)

@@ -45,9 +45,11 @@ func (t Time) IsZero() bool { return t.ISO == "" }
 // LoginPage is /login.
 type LoginPage struct {
 	Layout
-	Email string
-	Next  string
-	Error string
+	// Notice is a flash message shown inside the form's card (e.g. after signing out).
+	Notice *Flash
+	Email  string
+	Next   string
+	Error  string
 }
 
 // Health is an endpoint's health over the last 24 h.
