@@ -2,12 +2,9 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
@@ -38,19 +36,12 @@ type env struct {
 // testConfig is the configuration of a test server: the test database, fast retries, private networks
 // allowed (receivers are httptest servers on 127.0.0.1).
 func testConfig(t testing.TB) config.Config {
-	cfg, err := config.Load(nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatalf("config defaults: %v", err)
-	}
-	cfg.DatabaseURL = dbURL
-	cfg.Addr = "127.0.0.1:0"
+	cfg := servertest.Config(t, dbURL)
 	cfg.AdminToken = adminToken
-	cfg.AllowPrivateNetworks = true
 	cfg.RetryBase = 20 * time.Millisecond
 	cfg.RetryMaxDelay = 100 * time.Millisecond
 	cfg.RetryMaxAttempts = 3
 	cfg.AttemptTimeout = 3 * time.Second
-	cfg.Workers = 4
 	return cfg
 }
 
@@ -61,26 +52,8 @@ func newEnv(t testing.TB, mutate ...func(*config.Config)) *env {
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	if err := srv.Serve(ctx, ln); err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(sctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return &env{t: t, srv: srv, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 20 * time.Second}}
+	srv, base := servertest.Start(t, cfg, nil, server.Options{})
+	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
 }
 
 // reply is one HTTP answer.

@@ -220,3 +220,6 @@ func Trickle(ctx context.Context, srv *server.Server, s Seeded, log *slog.Logger
 		}
 	}
 }
+
+// DemoPassword is the demo customer's password, as printed at start.
+func DemoPassword() string { return creds.DemoPassword }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
 	"golang.org/x/net/html"
@@ -44,17 +44,11 @@ type env struct {
 // workers claim each other's deliveries), so tests change only per-process settings in mod.
 func setup(t *testing.T, mod func(*config.Config)) *env {
 	t.Helper()
-	cfg, err := config.Load(nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DatabaseURL = dbURL
-	cfg.AllowPrivateNetworks = true
+	cfg := servertest.Config(t, dbURL)
 	cfg.RetryBase = 100 * time.Millisecond
 	cfg.RetryMaxDelay = 300 * time.Millisecond
 	cfg.RetryMaxAttempts = 3
 	cfg.AttemptTimeout = 5 * time.Second
-	cfg.Workers = 4
 	cfg.AdminToken = "web-test-admin-token"
 	if mod != nil {
 		mod(&cfg)
@@ -63,24 +57,8 @@ func setup(t *testing.T, mod func(*config.Config)) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, log, server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Serve(ctx, ln); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Stop(sctx)
-	})
-	return &env{t: t, srv: srv, base: "http://" + ln.Addr().String(), recv: newReceiver(t)}
+	srv, base := servertest.Start(t, cfg, log, server.Options{})
+	return &env{t: t, srv: srv, base: base, recv: newReceiver(t)}
 }
 
 type testWriter struct{ t *testing.T }

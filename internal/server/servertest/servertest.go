@@ -1,0 +1,58 @@
+// Package servertest starts real Hookline servers for tests in other packages: a whole process's worth
+// (API, dashboard, workers) on a loopback port, stopped when the test ends.
+package servertest
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/server"
+)
+
+// Config is the configuration of a test server: the given database, the contract's defaults otherwise,
+// private networks allowed (receivers are httptest servers on 127.0.0.1) and a few workers.
+func Config(t testing.TB, databaseURL string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("config defaults: %v", err)
+	}
+	cfg.DatabaseURL = databaseURL
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AllowPrivateNetworks = true
+	cfg.Workers = 4
+	return cfg
+}
+
+// Start builds a server with cfg, serves it on a free loopback port and stops it when the test ends. It
+// returns the server and its base URL (http://127.0.0.1:port).
+func Start(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx := context.Background()
+	srv, err := server.New(ctx, cfg, log, opts)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Stop(sctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return srv, "http://" + ln.Addr().String()
+}
