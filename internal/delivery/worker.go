@@ -186,7 +186,9 @@ func (w *Worker) Wake() {
 func (w *Worker) fetch(ctx context.Context) {
 	for ctx.Err() == nil {
 		free := cap(w.slots) - len(w.slots)
-		if free == 0 {
+		// Claim in batches: while attempts are running, wait until a quarter of the slots are free rather
+		// than claiming one or two rows per statement as each attempt ends.
+		if free == 0 || (free < max(cap(w.slots)/4, 1) && len(w.slots) > 0) {
 			select {
 			case <-w.slotFreed:
 			case <-ctx.Done():
@@ -406,8 +408,7 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 	done.Now = now
 	rel.Now = now
 	var written []uuid.UUID
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := w.q.WithTx(tx)
+	write := func(q *db.Queries) error {
 		if len(rel.DeliveryIDs) > 0 {
 			if _, err := q.ReleaseDeliveries(ctx, rel); err != nil {
 				return fmt.Errorf("release deliveries: %w", err)
@@ -421,7 +422,13 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 			written = ids
 		}
 		return nil
-	})
+	}
+	var err error
+	if len(rel.DeliveryIDs) > 0 && len(done.DeliveryIDs) > 0 {
+		err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error { return write(w.q.WithTx(tx)) })
+	} else {
+		err = write(w.q) // one statement is atomic on its own: spare the BEGIN and COMMIT round trips
+	}
 	if err != nil {
 		return err
 	}
