@@ -183,18 +183,35 @@ func (w *Worker) Wake() {
 	}
 }
 
+// batchGather is how long the fetcher may wait for more free slots before claiming a small batch.
+const batchGather = 5 * time.Millisecond
+
 func (w *Worker) fetch(ctx context.Context) {
+	waited := false
 	for ctx.Err() == nil {
 		free := cap(w.slots) - len(w.slots)
-		// Claim in batches: while attempts are running, wait until a quarter of the slots are free rather
-		// than claiming one or two rows per statement as each attempt ends.
-		if free == 0 || (free < max(cap(w.slots)/4, 1) && len(w.slots) > 0) {
+		if free == 0 {
 			select {
 			case <-w.slotFreed:
 			case <-ctx.Done():
 			}
 			continue
 		}
+		// Claim in batches: while attempts are running and few slots are free, give others a moment to
+		// finish rather than claiming one or two rows per statement as each attempt ends. The wait is
+		// short, so slots held by slow receivers never keep the free ones idle for long.
+		if free < max(cap(w.slots)/4, 1) && len(w.slots) > 0 && !waited {
+			waited = true
+			t := time.NewTimer(batchGather)
+			select {
+			case <-w.slotFreed:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			continue
+		}
+		waited = false
 		n := min(free, w.o.BatchSize)
 		rows, leaseID, err := w.claim(ctx, n)
 		if err != nil {
