@@ -76,7 +76,8 @@ CREATE TABLE subscriptions (
     -- Circuit breaker and incident state, kept here so the roadmap's breaker needs no new table.
     circuit_state         text        NOT NULL DEFAULT 'closed' CHECK (circuit_state IN ('closed', 'open', 'half_open')),
     circuit_opened_at     timestamptz,
-    -- Health counters: maintained by the completer in the same statement that records attempts.
+    -- Health counters, reserved for auto-disable and incident alerts (roadmap): the completer is to keep them
+    -- in the statement that records attempts. Until then, health is computed from webhook_attempts.
     consecutive_failures  integer     NOT NULL DEFAULT 0,
     last_success_at       timestamptz,
     last_failure_at       timestamptz,
