@@ -89,6 +89,9 @@ func NewSender(o SenderOptions) *Sender {
 	}
 }
 
+// CloseIdle closes the sender's idle keep-alive connections (at shutdown).
+func (s *Sender) CloseIdle() { s.client.CloseIdleConnections() }
+
 // PublicAddr reports whether ip may be dialled with the SSRF guard on: not loopback, private, link-local
 // (which includes the cloud metadata address 169.254.169.254), unspecified, multicast, CGNAT or an
 // IPv4-mapped form of those.

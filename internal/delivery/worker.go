@@ -172,6 +172,7 @@ func (w *Worker) Stop() {
 		close(w.results)
 		<-w.completerDone
 		w.stopSending()
+		w.sender.CloseIdle()
 	})
 }
 

@@ -1,0 +1,28 @@
+package delivery_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"go.uber.org/goleak"
+)
+
+// A stopped worker leaves nothing running: fetcher, listener, rescuer, completer, attempts and the sender's
+// keep-alive connections are all gone.
+func TestStoppedWorkerLeavesNoGoroutines(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	before := goleak.IgnoreCurrent()
+
+	w := e.worker(delivery.WorkerOptions{}, nil)
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := e.publishOne(`{}`)
+	eventually(t, 10*time.Second, "delivery", func() bool { return e.delivery(id).State == string(delivery.Delivered) })
+	w.Stop()
+	goleak.VerifyNone(t, before)
+}
