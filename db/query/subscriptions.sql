@@ -42,33 +42,33 @@ UPDATE webhook_deliveries
 SET state = 'failed', dead_reason = 'subscription_deleted', lease_expires_at = NULL, lease_id = NULL, updated_at = now()
 WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND state = 'pending';
 
--- name: SubscriptionAttemptStats :one
--- Endpoint health over a window: counts and latency percentiles of the attempts since @since.
-SELECT count(*)::int AS attempts,
+-- name: AttemptStatsBySubscription :many
+-- Endpoint health over a window, for several subscriptions at once: counts and latency percentiles of the
+-- attempts since @since. Subscriptions without attempts have no row.
+SELECT subscription_id,
+       count(*)::int AS attempts,
        count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
        max(started_at) FILTER (WHERE outcome = 'delivered') AS last_success_at,
-       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at
-FROM webhook_attempts
-WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND started_at >= @since;
+       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at,
+       -- failures after the last success in the window: the current run of failures
+       count(*) FILTER (WHERE outcome <> 'delivered' AND started_at > coalesce(last_ok, '-infinity'))::int AS consecutive_failures
+FROM (
+    SELECT a.*, max(a.started_at) FILTER (WHERE a.outcome = 'delivered') OVER (PARTITION BY a.subscription_id) AS last_ok
+    FROM webhook_attempts a
+    WHERE a.subscription_id = ANY (@subscription_ids::uuid[]) AND a.tenant_id = @tenant_id AND a.started_at >= @since
+) w
+GROUP BY subscription_id;
 
--- name: SubscriptionConsecutiveFailures :one
--- Failed attempts since the last success (within the window), newest run only.
-SELECT count(*)::int FROM webhook_attempts a
-WHERE a.subscription_id = @subscription_id AND a.tenant_id = @tenant_id AND a.started_at >= @since
-  AND a.started_at > coalesce((SELECT max(b.started_at) FROM webhook_attempts b
-                               WHERE b.subscription_id = @subscription_id AND b.tenant_id = @tenant_id
-                                 AND b.started_at >= @since AND b.outcome = 'delivered'), '-infinity');
-
--- name: SubscriptionHourlyOutcomes :many
--- Successes and failures per hour since @since, for the health chart.
-SELECT date_trunc('hour', started_at)::timestamptz AS hour,
+-- name: HourlyOutcomesBySubscription :many
+-- Successes and failures per subscription and hour since @since, for the health charts.
+SELECT subscription_id, date_trunc('hour', started_at)::timestamptz AS hour,
        count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
        count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
 FROM webhook_attempts
-WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND started_at >= @since
-GROUP BY 1 ORDER BY 1;
+WHERE subscription_id = ANY (@subscription_ids::uuid[]) AND tenant_id = @tenant_id AND started_at >= @since
+GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- name: CountDeadDeliveriesBySubscription :many
 SELECT subscription_id, count(*)::int AS dead

@@ -26,6 +26,72 @@ func (q *Queries) AddSubscriptionSecret(ctx context.Context, arg AddSubscription
 	return err
 }
 
+const attemptStatsBySubscription = `-- name: AttemptStatsBySubscription :many
+SELECT subscription_id,
+       count(*)::int AS attempts,
+       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
+       max(started_at) FILTER (WHERE outcome = 'delivered') AS last_success_at,
+       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at,
+       -- failures after the last success in the window: the current run of failures
+       count(*) FILTER (WHERE outcome <> 'delivered' AND started_at > coalesce(last_ok, '-infinity'))::int AS consecutive_failures
+FROM (
+    SELECT a.id, a.delivery_id, a.tenant_id, a.subscription_id, a.attempt, a.started_at, a.duration_ms, a.status, a.response_snippet, a.error, a.outcome, a.request_url, a.request_headers, max(a.started_at) FILTER (WHERE a.outcome = 'delivered') OVER (PARTITION BY a.subscription_id) AS last_ok
+    FROM webhook_attempts a
+    WHERE a.subscription_id = ANY ($1::uuid[]) AND a.tenant_id = $2 AND a.started_at >= $3
+) w
+GROUP BY subscription_id
+`
+
+type AttemptStatsBySubscriptionParams struct {
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+	Since           time.Time
+}
+
+type AttemptStatsBySubscriptionRow struct {
+	SubscriptionID      uuid.UUID
+	Attempts            int32
+	Successes           int32
+	LatencyP50          float64
+	LatencyP95          float64
+	LastSuccessAt       interface{}
+	LastFailureAt       interface{}
+	ConsecutiveFailures int32
+}
+
+// Endpoint health over a window, for several subscriptions at once: counts and latency percentiles of the
+// attempts since @since. Subscriptions without attempts have no row.
+func (q *Queries) AttemptStatsBySubscription(ctx context.Context, arg AttemptStatsBySubscriptionParams) ([]AttemptStatsBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, attemptStatsBySubscription, arg.SubscriptionIds, arg.TenantID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttemptStatsBySubscriptionRow{}
+	for rows.Next() {
+		var i AttemptStatsBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Attempts,
+			&i.Successes,
+			&i.LatencyP50,
+			&i.LatencyP95,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.ConsecutiveFailures,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countDeadDeliveriesBySubscription = `-- name: CountDeadDeliveriesBySubscription :many
 SELECT subscription_id, count(*)::int AS dead
 FROM webhook_deliveries
@@ -195,6 +261,54 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 	return i, err
 }
 
+const hourlyOutcomesBySubscription = `-- name: HourlyOutcomesBySubscription :many
+SELECT subscription_id, date_trunc('hour', started_at)::timestamptz AS hour,
+       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
+       count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
+FROM webhook_attempts
+WHERE subscription_id = ANY ($1::uuid[]) AND tenant_id = $2 AND started_at >= $3
+GROUP BY 1, 2 ORDER BY 1, 2
+`
+
+type HourlyOutcomesBySubscriptionParams struct {
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+	Since           time.Time
+}
+
+type HourlyOutcomesBySubscriptionRow struct {
+	SubscriptionID uuid.UUID
+	Hour           time.Time
+	Successes      int32
+	Failures       int32
+}
+
+// Successes and failures per subscription and hour since @since, for the health charts.
+func (q *Queries) HourlyOutcomesBySubscription(ctx context.Context, arg HourlyOutcomesBySubscriptionParams) ([]HourlyOutcomesBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, hourlyOutcomesBySubscription, arg.SubscriptionIds, arg.TenantID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HourlyOutcomesBySubscriptionRow{}
+	for rows.Next() {
+		var i HourlyOutcomesBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Hour,
+			&i.Successes,
+			&i.Failures,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listSubscriptions = `-- name: ListSubscriptions :many
 SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
@@ -284,111 +398,6 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const subscriptionAttemptStats = `-- name: SubscriptionAttemptStats :one
-SELECT count(*)::int AS attempts,
-       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
-       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p50,
-       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms), 0)::float8 AS latency_p95,
-       max(started_at) FILTER (WHERE outcome = 'delivered') AS last_success_at,
-       max(started_at) FILTER (WHERE outcome <> 'delivered') AS last_failure_at
-FROM webhook_attempts
-WHERE subscription_id = $1 AND tenant_id = $2 AND started_at >= $3
-`
-
-type SubscriptionAttemptStatsParams struct {
-	SubscriptionID uuid.UUID
-	TenantID       uuid.UUID
-	Since          time.Time
-}
-
-type SubscriptionAttemptStatsRow struct {
-	Attempts      int32
-	Successes     int32
-	LatencyP50    float64
-	LatencyP95    float64
-	LastSuccessAt interface{}
-	LastFailureAt interface{}
-}
-
-// Endpoint health over a window: counts and latency percentiles of the attempts since @since.
-func (q *Queries) SubscriptionAttemptStats(ctx context.Context, arg SubscriptionAttemptStatsParams) (SubscriptionAttemptStatsRow, error) {
-	row := q.db.QueryRow(ctx, subscriptionAttemptStats, arg.SubscriptionID, arg.TenantID, arg.Since)
-	var i SubscriptionAttemptStatsRow
-	err := row.Scan(
-		&i.Attempts,
-		&i.Successes,
-		&i.LatencyP50,
-		&i.LatencyP95,
-		&i.LastSuccessAt,
-		&i.LastFailureAt,
-	)
-	return i, err
-}
-
-const subscriptionConsecutiveFailures = `-- name: SubscriptionConsecutiveFailures :one
-SELECT count(*)::int FROM webhook_attempts a
-WHERE a.subscription_id = $1 AND a.tenant_id = $2 AND a.started_at >= $3
-  AND a.started_at > coalesce((SELECT max(b.started_at) FROM webhook_attempts b
-                               WHERE b.subscription_id = $1 AND b.tenant_id = $2
-                                 AND b.started_at >= $3 AND b.outcome = 'delivered'), '-infinity')
-`
-
-type SubscriptionConsecutiveFailuresParams struct {
-	SubscriptionID uuid.UUID
-	TenantID       uuid.UUID
-	Since          time.Time
-}
-
-// Failed attempts since the last success (within the window), newest run only.
-func (q *Queries) SubscriptionConsecutiveFailures(ctx context.Context, arg SubscriptionConsecutiveFailuresParams) (int32, error) {
-	row := q.db.QueryRow(ctx, subscriptionConsecutiveFailures, arg.SubscriptionID, arg.TenantID, arg.Since)
-	var column_1 int32
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
-const subscriptionHourlyOutcomes = `-- name: SubscriptionHourlyOutcomes :many
-SELECT date_trunc('hour', started_at)::timestamptz AS hour,
-       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
-       count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
-FROM webhook_attempts
-WHERE subscription_id = $1 AND tenant_id = $2 AND started_at >= $3
-GROUP BY 1 ORDER BY 1
-`
-
-type SubscriptionHourlyOutcomesParams struct {
-	SubscriptionID uuid.UUID
-	TenantID       uuid.UUID
-	Since          time.Time
-}
-
-type SubscriptionHourlyOutcomesRow struct {
-	Hour      time.Time
-	Successes int32
-	Failures  int32
-}
-
-// Successes and failures per hour since @since, for the health chart.
-func (q *Queries) SubscriptionHourlyOutcomes(ctx context.Context, arg SubscriptionHourlyOutcomesParams) ([]SubscriptionHourlyOutcomesRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionHourlyOutcomes, arg.SubscriptionID, arg.TenantID, arg.Since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []SubscriptionHourlyOutcomesRow{}
-	for rows.Next() {
-		var i SubscriptionHourlyOutcomesRow
-		if err := rows.Scan(&i.Hour, &i.Successes, &i.Failures); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const updateSubscription = `-- name: UpdateSubscription :one

@@ -39,44 +39,78 @@ func (s *Service) Health(ctx context.Context, tenantID, id uuid.UUID) (Health, e
 	if err != nil {
 		return Health{}, err
 	}
-	since := s.now().Add(-HealthWindow)
-	st, err := s.q.SubscriptionAttemptStats(ctx, db.SubscriptionAttemptStatsParams{SubscriptionID: id, TenantID: tenantID, Since: since})
+	all, err := s.HealthOf(ctx, tenantID, []Subscription{sub})
 	if err != nil {
-		return Health{}, fmt.Errorf("health stats: %w", err)
+		return Health{}, err
 	}
-	cf, err := s.q.SubscriptionConsecutiveFailures(ctx, db.SubscriptionConsecutiveFailuresParams{SubscriptionID: id, TenantID: tenantID, Since: since})
+	return all[id], nil
+}
+
+// HealthOf computes the health of several of a tenant's subscriptions in one query (the dashboard's home).
+func (s *Service) HealthOf(ctx context.Context, tenantID uuid.UUID, subs []Subscription) (map[uuid.UUID]Health, error) {
+	ids := make([]uuid.UUID, len(subs))
+	out := make(map[uuid.UUID]Health, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.ID
+		out[sub.ID] = Health{State: sub.State}
+	}
+	rows, err := s.q.AttemptStatsBySubscription(ctx, db.AttemptStatsBySubscriptionParams{
+		SubscriptionIds: ids, TenantID: tenantID, Since: s.now().Add(-HealthWindow),
+	})
 	if err != nil {
-		return Health{}, fmt.Errorf("health failures: %w", err)
+		return nil, fmt.Errorf("health stats: %w", err)
 	}
-	h := Health{
-		State: sub.State, Attempts: int(st.Attempts), Successes: int(st.Successes),
-		LatencyMsP50: st.LatencyP50, LatencyMsP95: st.LatencyP95, ConsecutiveFailures: int(cf),
-		LastSuccessAt: asTime(st.LastSuccessAt), LastFailureAt: asTime(st.LastFailureAt),
+	for _, st := range rows {
+		h := out[st.SubscriptionID]
+		h.Attempts, h.Successes = int(st.Attempts), int(st.Successes)
+		h.LatencyMsP50, h.LatencyMsP95 = st.LatencyP50, st.LatencyP95
+		h.ConsecutiveFailures = int(st.ConsecutiveFailures)
+		h.LastSuccessAt, h.LastFailureAt = asTime(st.LastSuccessAt), asTime(st.LastFailureAt)
+		if h.Attempts > 0 {
+			r := float64(h.Successes) / float64(h.Attempts)
+			h.SuccessRate = &r
+		}
+		out[st.SubscriptionID] = h
 	}
-	if h.Attempts > 0 {
-		r := float64(h.Successes) / float64(h.Attempts)
-		h.SuccessRate = &r
-	}
-	return h, nil
+	return out, nil
 }
 
 // Hourly returns successes and failures per hour over the last 24 hours, one bucket per hour, oldest first,
 // empty hours included.
 func (s *Service) Hourly(ctx context.Context, tenantID, id uuid.UUID) ([]HourBucket, error) {
+	all, err := s.HourlyOf(ctx, tenantID, []uuid.UUID{id})
+	if err != nil {
+		return nil, err
+	}
+	return all[id], nil
+}
+
+// HourlyOf is Hourly for several of a tenant's subscriptions in one query.
+func (s *Service) HourlyOf(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]HourBucket, error) {
 	now := s.now()
 	start := now.Add(-HealthWindow).Truncate(time.Hour).Add(time.Hour)
-	rows, err := s.q.SubscriptionHourlyOutcomes(ctx, db.SubscriptionHourlyOutcomesParams{SubscriptionID: id, TenantID: tenantID, Since: start})
+	rows, err := s.q.HourlyOutcomesBySubscription(ctx, db.HourlyOutcomesBySubscriptionParams{
+		SubscriptionIds: ids, TenantID: tenantID, Since: start,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("hourly outcomes: %w", err)
 	}
-	byHour := map[int64]db.SubscriptionHourlyOutcomesRow{}
-	for _, r := range rows {
-		byHour[r.Hour.Unix()] = r
+	type key struct {
+		sub  uuid.UUID
+		hour int64
 	}
-	out := make([]HourBucket, 0, 24)
-	for h := start; !h.After(now); h = h.Add(time.Hour) {
-		r := byHour[h.Unix()]
-		out = append(out, HourBucket{Hour: h, Successes: int(r.Successes), Failures: int(r.Failures)})
+	counts := map[key]db.HourlyOutcomesBySubscriptionRow{}
+	for _, r := range rows {
+		counts[key{r.SubscriptionID, r.Hour.Unix()}] = r
+	}
+	out := make(map[uuid.UUID][]HourBucket, len(ids))
+	for _, id := range ids {
+		buckets := make([]HourBucket, 0, 24)
+		for h := start; !h.After(now); h = h.Add(time.Hour) {
+			r := counts[key{id, h.Unix()}]
+			buckets = append(buckets, HourBucket{Hour: h, Successes: int(r.Successes), Failures: int(r.Failures)})
+		}
+		out[id] = buckets
 	}
 	return out, nil
 }

@@ -53,12 +53,24 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 	if t, err := h.tenants.GetTenant(ctx, tenantID); err == nil {
 		p.TenantName = t.Name
 	}
+	// Health for every subscription in two queries, not a few per subscription.
+	health, err := h.subs.HealthOf(ctx, tenantID, subs)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ids := make([]uuid.UUID, len(subs))
+	for i, s := range subs {
+		ids[i] = s.ID
+	}
+	hourly, err := h.subs.HourlyOf(ctx, tenantID, ids)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, s := range subs {
-		v, err := h.subscriptionWithHealth(r, tenantID, s, dead[s.ID])
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
+		v := h.subscriptionView(s)
+		v.Health = h.healthView(health[s.ID], hourly[s.ID], dead[s.ID])
 		p.Subscriptions = append(p.Subscriptions, v)
 	}
 	h.render(w, r, http.StatusOK, templates.Home(p))
