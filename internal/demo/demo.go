@@ -145,13 +145,13 @@ func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error
 			return out, err
 		}
 		t.ID = nt.ID
-		if _, err := srv.Tenants.CreateUser(ctx, nt.ID, creds.DemoEmail, creds.DemoPassword); err != nil {
-			return out, err
-		}
 	} else if err != nil {
 		return out, err
 	}
 	out.TenantID = t.ID
+	if err := srv.Tenants.EnsureTenantUser(ctx, t.ID, creds.DemoEmail, creds.DemoPassword); err != nil {
+		return out, err
+	}
 	subs, err := srv.Subscriptions.List(ctx, t.ID)
 	if err != nil {
 		return out, err

@@ -231,6 +231,17 @@ func (s *Service) CreateUser(ctx context.Context, tenantID uuid.UUID, email, pas
 
 // EnsureAdminUser creates or updates the operator login from HOOKLINE_ADMIN_EMAIL/PASSWORD.
 func (s *Service) EnsureAdminUser(ctx context.Context, email, password string) error {
+	return s.ensureUser(ctx, nil, email, password)
+}
+
+// EnsureTenantUser creates or updates a tenant customer's login, so a login printed at start (the demo's)
+// works whatever the database held before.
+func (s *Service) EnsureTenantUser(ctx context.Context, tenantID uuid.UUID, email, password string) error {
+	return s.ensureUser(ctx, &tenantID, email, password)
+}
+
+// ensureUser upserts a login; no tenant means an admin.
+func (s *Service) ensureUser(ctx context.Context, tenantID *uuid.UUID, email, password string) error {
 	email, err := validateLogin(email, password)
 	if err != nil {
 		return err
@@ -239,7 +250,7 @@ func (s *Service) EnsureAdminUser(ctx context.Context, email, password string) e
 	if err != nil {
 		return err
 	}
-	_, err = s.q.UpsertUser(ctx, db.UpsertUserParams{Email: email, PasswordHash: string(hash), IsAdmin: true})
+	_, err = s.q.UpsertUser(ctx, db.UpsertUserParams{TenantID: tenantID, Email: email, PasswordHash: string(hash), IsAdmin: tenantID == nil})
 	return err
 }
 
