@@ -114,14 +114,19 @@ ORDER BY created_at DESC, id DESC
 LIMIT @max_rows::int;
 
 -- name: CountDeliveries :one
-SELECT count(*)::bigint FROM webhook_deliveries
-WHERE tenant_id = @tenant_id AND discarded_at IS NULL
-  AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
-  AND (cardinality(@states::text[]) = 0 OR state = ANY (@states::text[]))
-  AND (sqlc.narg('retrying')::bool IS NULL OR (total_attempts > 0) = sqlc.narg('retrying')::bool)
-  AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
-  AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
-  AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz);
+-- The number of matches, counting at most @up_to rows so that a page can say "10,000+" quickly on a
+-- table of millions (pass the largest int for an exact count).
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM webhook_deliveries
+    WHERE tenant_id = @tenant_id AND discarded_at IS NULL
+      AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
+      AND (cardinality(@states::text[]) = 0 OR state = ANY (@states::text[]))
+      AND (sqlc.narg('retrying')::bool IS NULL OR (total_attempts > 0) = sqlc.narg('retrying')::bool)
+      AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
+      AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
+      AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz)
+    LIMIT @up_to::int
+) matches;
 
 -- name: RetryDelivery :one
 -- Puts a finished delivery back in the queue with a fresh schedule. Guarded by state, so of several

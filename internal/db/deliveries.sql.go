@@ -194,14 +194,17 @@ func (q *Queries) CompleteAttempts(ctx context.Context, arg CompleteAttemptsPara
 }
 
 const countDeliveries = `-- name: CountDeliveries :one
-SELECT count(*)::bigint FROM webhook_deliveries
-WHERE tenant_id = $1 AND discarded_at IS NULL
-  AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
-  AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
-  AND ($4::bool IS NULL OR (total_attempts > 0) = $4::bool)
-  AND ($5::text IS NULL OR event_type = $5::text)
-  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM webhook_deliveries
+    WHERE tenant_id = $1 AND discarded_at IS NULL
+      AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
+      AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
+      AND ($4::bool IS NULL OR (total_attempts > 0) = $4::bool)
+      AND ($5::text IS NULL OR event_type = $5::text)
+      AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+      AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+    LIMIT $8::int
+) matches
 `
 
 type CountDeliveriesParams struct {
@@ -212,8 +215,11 @@ type CountDeliveriesParams struct {
 	EventType      *string
 	Since          *time.Time
 	Until          *time.Time
+	UpTo           int32
 }
 
+// The number of matches, counting at most @up_to rows so that a page can say "10,000+" quickly on a
+// table of millions (pass the largest int for an exact count).
 func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countDeliveries,
 		arg.TenantID,
@@ -223,6 +229,7 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 		arg.EventType,
 		arg.Since,
 		arg.Until,
+		arg.UpTo,
 	)
 	var column_1 int64
 	err := row.Scan(&column_1)

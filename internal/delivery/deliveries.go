@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +101,9 @@ type Filter struct {
 	Cursor    string
 	// WithTotal asks for the count of all matches.
 	WithTotal bool
+	// CountUpTo, when positive, stops counting there: Total is then at most CountUpTo and TotalAtLeast says
+	// there may be more. Pages use it so that a count never costs a scan of millions of rows.
+	CountUpTo int
 }
 
 // Page is one page of a list.
@@ -107,6 +111,8 @@ type Page struct {
 	Items      []Delivery `json:"items"`
 	NextCursor string     `json:"next_cursor"`
 	Total      *int64     `json:"total,omitempty"`
+	// TotalAtLeast is set when counting stopped at Filter.CountUpTo.
+	TotalAtLeast bool `json:"-"`
 }
 
 // Service reads deliveries and carries out customers' and operators' actions on them.
@@ -232,14 +238,19 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 		page.Items = append(page.Items, fromRow(r))
 	}
 	if f.WithTotal {
+		upTo := int32(math.MaxInt32)
+		if f.CountUpTo > 0 && f.CountUpTo < math.MaxInt32 {
+			upTo = int32(f.CountUpTo)
+		}
 		n, err := s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
 			TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: p.States, Retrying: retrying,
-			EventType: eventType, Since: f.Since, Until: f.Until,
+			EventType: eventType, Since: f.Since, Until: f.Until, UpTo: upTo,
 		})
 		if err != nil {
 			return Page{}, fmt.Errorf("count deliveries: %w", err)
 		}
 		page.Total = &n
+		page.TotalAtLeast = f.CountUpTo > 0 && n >= int64(upTo)
 	}
 	return page, nil
 }

@@ -497,3 +497,26 @@ func TestListRejectsBadCursor(t *testing.T) {
 		}
 	}
 }
+
+// A capped count stops at the cap and says so; an uncapped one is exact.
+func TestListTotalCountUpTo(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
+	for range 5 {
+		e.publish("order.created", `{}`)
+	}
+	for _, c := range []struct {
+		upTo    int
+		total   int64
+		atLeast bool
+	}{{0, 5, false}, {3, 3, true}, {5, 5, true}, {6, 5, false}} {
+		page, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{SubscriptionID: &sub.ID, WithTotal: true, CountUpTo: c.upTo, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Total == nil || *page.Total != c.total || page.TotalAtLeast != c.atLeast || len(page.Items) != 2 {
+			t.Errorf("CountUpTo %d: total %v at least %v items %d, want %d %v 2", c.upTo, deref(page.Total), page.TotalAtLeast, len(page.Items), c.total, c.atLeast)
+		}
+	}
+}

@@ -18,6 +18,9 @@ import (
 // pageSize is how many deliveries a subscription page lists.
 const pageSize = 25
 
+// countUpTo caps the "N matching deliveries" count, which would otherwise scan every match.
+const countUpTo = 10000
+
 // TestEventType is the event type "Send test event" publishes (unless the subscription filters types).
 const TestEventType = "hookline.test"
 
@@ -128,7 +131,7 @@ func parseFormTime(name, v string) (*time.Time, error) {
 
 // subscriptionFilter reads the deliveries filter of a subscription page.
 func subscriptionFilter(q url.Values, subID uuid.UUID) (delivery.Filter, templates.Filter, error) {
-	f := delivery.Filter{SubscriptionID: &subID, Limit: pageSize, Cursor: q.Get("cursor"), WithTotal: true}
+	f := delivery.Filter{SubscriptionID: &subID, Limit: pageSize, Cursor: q.Get("cursor"), WithTotal: true, CountUpTo: countUpTo}
 	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")),
 		Since: q.Get("since"), Until: q.Get("until")}
 	if v.State == "" {
@@ -207,6 +210,9 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 	}
 	if page.Total != nil {
 		p.Total = fmt.Sprintf("%d matching deliveries", *page.Total)
+		if page.TotalAtLeast {
+			p.Total = fmt.Sprintf("%d+ matching deliveries", *page.Total)
+		}
 		if *page.Total == 1 {
 			p.Total = "1 matching delivery"
 		}
