@@ -97,7 +97,7 @@ func setup(t testing.TB) *env {
 
 func connect(t testing.TB, n int32) *pgxpool.Pool {
 	t.Helper()
-	pool, err := server.Connect(context.Background(), dbURL, n)
+	pool, err := server.Connect(context.Background(), dbURL, n, server.PlanCached) // as the engine runs
 	if err != nil {
 		t.Fatal(err)
 	}

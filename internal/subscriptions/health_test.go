@@ -44,7 +44,7 @@ func receiverAnswering(t *testing.T, statuses ...int) string {
 // success and failure, and the hourly buckets; a subscription without attempts has no rate.
 func TestHealthOfSeveralSubscriptions(t *testing.T) {
 	ctx := context.Background()
-	pool, err := server.Connect(ctx, dbURL, 4)
+	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
 	}
