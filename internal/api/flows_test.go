@@ -17,8 +17,8 @@ func TestPublishIdempotency(t *testing.T) {
 	e := newEnv(t)
 	tid := e.newTenant("idem")
 	other := e.newTenant("idem-other")
-	e.newSubscription(tid, map[string]any{"url": "https://example.com/a"})
-	e.newSubscription(other, map[string]any{"url": "https://example.com/b"})
+	e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:9/a"})
+	e.newSubscription(other, map[string]any{"url": "http://127.0.0.1:9/b"})
 	must[subscription](e, 200, "POST", "/tenants/"+tid+"/subscriptions/"+
 		must[struct{ Items []subscription }](e, 200, "GET", "/tenants/"+tid+"/subscriptions", adminToken, nil).Items[0].ID+"/pause", adminToken, nil)
 

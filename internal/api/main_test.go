@@ -321,7 +321,7 @@ func (e *env) waitState(tenantID, id string, states ...string) deliveryDetail {
 			}
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("delivery %s is %s after 20 s, want one of %v", id, d.State, states)
+			e.t.Fatalf("delivery %s is %s after 20 s, want one of %v: %+v", id, d.State, states, d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

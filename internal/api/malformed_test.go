@@ -18,16 +18,18 @@ var malformedBodies = []string{
 	`{"email":"a\u0000@example.com","password":"0123456789a"}`, `{"email":"a@example.com","password":"0123456789\u0000"}`,
 	`{"email":"\u00e9@example.com","password":"0123456789a"}`, `{"email":"` + strings.Repeat("a", 300) + `@example.com","password":"0123456789a"}`,
 	`{"url":null}`, `{"url":""}`, `{"url":"http://"}`, `{"url":"http://[::1"}`, `{"url":"http://%zz"}`,
-	`{"url":"http://a\u0000b/"}`, `{"url":"https://example.com/\u0000"}`, `{"url":"https://example.com/` + "\xff" + `"}`,
-	`{"url":"https://example.com/","event_types":null}`, `{"url":"https://example.com/","event_types":[null]}`,
-	`{"url":"https://example.com/","event_types":[""]}`, `{"url":"https://example.com/","event_types":[` + strings.Repeat(`"a",`, 150) + `"a"]}`,
-	`{"url":"https://example.com/","headers":null}`, `{"url":"https://example.com/","headers":[]}`,
-	`{"url":"https://example.com/","headers":{"":"x"}}`, `{"url":"https://example.com/","headers":{"X-A":"\u0000"}}`,
-	`{"url":"https://example.com/","headers":{"X-\u00e9":"x"}}`, `{"url":"https://example.com/","headers":{"X-A":"` + strings.Repeat("v", 2000) + `"}}`,
-	`{"url":"https://example.com/","description":"a\u0000b"}`, `{"url":"https://example.com/","description":null}`,
-	`{"url":"https://example.com/","rate_limit_per_second":{}}`, `{"url":"https://example.com/","rate_limit_per_second":[]}`,
-	`{"url":"https://example.com/","rate_limit_per_second":1e3}`, `{"url":"https://example.com/","rate_limit_per_second":2147483648}`,
-	`{"url":"https://example.com/","rate_limit_per_second":-0}`, `{"url":"https://example.com/","rate_limit_per_second":true}`,
+	// Accepted subscriptions point at 127.0.0.1:9, which refuses at once: an unreachable host would make
+	// every worker slot of the package's servers wait out the attempt timeout and stall later tests.
+	`{"url":"http://a\u0000b/"}`, `{"url":"http://127.0.0.1:9/\u0000"}`, `{"url":"http://127.0.0.1:9/` + "\xff" + `"}`,
+	`{"url":"http://127.0.0.1:9/","event_types":null}`, `{"url":"http://127.0.0.1:9/","event_types":[null]}`,
+	`{"url":"http://127.0.0.1:9/","event_types":[""]}`, `{"url":"http://127.0.0.1:9/","event_types":[` + strings.Repeat(`"a",`, 150) + `"a"]}`,
+	`{"url":"http://127.0.0.1:9/","headers":null}`, `{"url":"http://127.0.0.1:9/","headers":[]}`,
+	`{"url":"http://127.0.0.1:9/","headers":{"":"x"}}`, `{"url":"http://127.0.0.1:9/","headers":{"X-A":"\u0000"}}`,
+	`{"url":"http://127.0.0.1:9/","headers":{"X-\u00e9":"x"}}`, `{"url":"http://127.0.0.1:9/","headers":{"X-A":"` + strings.Repeat("v", 2000) + `"}}`,
+	`{"url":"http://127.0.0.1:9/","description":"a\u0000b"}`, `{"url":"http://127.0.0.1:9/","description":null}`,
+	`{"url":"http://127.0.0.1:9/","rate_limit_per_second":{}}`, `{"url":"http://127.0.0.1:9/","rate_limit_per_second":[]}`,
+	`{"url":"http://127.0.0.1:9/","rate_limit_per_second":1e3}`, `{"url":"http://127.0.0.1:9/","rate_limit_per_second":2147483648}`,
+	`{"url":"http://127.0.0.1:9/","rate_limit_per_second":-0}`, `{"url":"http://127.0.0.1:9/","rate_limit_per_second":true}`,
 	`{"event_type":"a","payload":{"k":"\u0000"}}`, `{"event_type":"a","payload":{"k":"` + "\xff" + `"}}`,
 	`{"event_type":"a","payload":{"k":"\ud800"}}`, `{"event_type":"a\u0000","payload":{}}`, `{"event_type":"a","payload":{}` + strings.Repeat(" ", 100) + `}`,
 	`{"event_type":"a","payload":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}`,
@@ -195,7 +197,7 @@ func FuzzPublishBody(f *testing.F) {
 	f.Add(`{"event_type":"order.created","payload":{"id":1}}`, "key-\xff")
 	e := newEnv(f)
 	tid := e.newTenant("fuzz")
-	e.newSubscription(tid, map[string]any{"url": "https://example.com/fuzz", "event_types": []string{"none"}})
+	e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:9/fuzz", "event_types": []string{"none"}})
 	f.Fuzz(func(t *testing.T, body, key string) {
 		e := &env{t: t, srv: e.srv, base: e.base, client: e.client}
 		var hdr []string
