@@ -80,7 +80,8 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, dead int) (templates.Subscription, error) {
-	hl, err := h.subs.Health(r.Context(), tenantID, s.ID)
+	// HealthOf with the subscription in hand: Health would read it again.
+	health, err := h.subs.HealthOf(r.Context(), tenantID, []subscriptions.Subscription{s})
 	if err != nil {
 		return templates.Subscription{}, err
 	}
@@ -89,7 +90,7 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 		return templates.Subscription{}, err
 	}
 	v := h.subscriptionView(s)
-	v.Health = h.healthView(hl, hours, dead)
+	v.Health = h.healthView(health[s.ID], hours, dead)
 	return v, nil
 }
 
