@@ -45,7 +45,8 @@ WITH r AS (
     SET state = r.new_state, attempt_count = d.attempt_count + 1, total_attempts = d.total_attempts + 1,
         next_attempt_at = r.next_attempt_at, lease_expires_at = NULL, lease_id = NULL,
         last_attempt_at = r.started_at, last_status = nullif(r.status, 0), last_response = r.snippet,
-        last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''), updated_at = @now::timestamptz
+        last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
+        dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN @now::timestamptz END, updated_at = @now::timestamptz
     FROM r
     WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
@@ -88,7 +89,7 @@ SELECT count(*)::bigint FROM webhook_deliveries WHERE state = 'pending';
 SELECT * FROM webhook_deliveries WHERE id = @id AND tenant_id = @tenant_id;
 
 -- name: GetDeliveryDetail :one
-SELECT d.*, e.body, e.created_at AS event_created_at, s.url AS subscription_url
+SELECT sqlc.embed(d), e.body, e.created_at AS event_created_at, s.url AS subscription_url
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -134,7 +135,7 @@ SELECT count(*)::bigint FROM (
 UPDATE webhook_deliveries
 SET state = 'pending', attempt_count = 0,
     manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
-    next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL,
+    next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL,
     updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
   AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
@@ -144,6 +145,17 @@ RETURNING *;
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
 RETURNING id;
+
+-- name: DeadLetterQueuedOfSubscription :execrows
+-- A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.
+-- In-flight ones finish their attempt; its outcome decides.
+UPDATE webhook_deliveries
+SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = @now::timestamptz, updated_at = @now::timestamptz
+WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND state = 'pending';
+
+-- name: DeliveryTenant :one
+-- Which tenant a delivery belongs to: operators open any tenant's delivery page by its id alone.
+SELECT tenant_id FROM webhook_deliveries WHERE id = @id;
 
 -- name: ListenForDeliveries :exec
 LISTEN hookline_deliveries;

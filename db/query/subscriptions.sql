@@ -36,12 +36,6 @@ UPDATE subscriptions SET deleted_at = now(), state = 'disabled', disabled_reason
 WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL
 RETURNING id;
 
--- name: FailPendingDeliveriesOfSubscription :execrows
--- A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.
-UPDATE webhook_deliveries
-SET state = 'failed', dead_reason = 'subscription_deleted', lease_expires_at = NULL, lease_id = NULL, updated_at = now()
-WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND state = 'pending';
-
 -- name: AttemptStatsBySubscription :many
 -- Endpoint health over a window, for several subscriptions at once: counts and latency percentiles of the
 -- attempts since @since. Subscriptions without attempts have no row.

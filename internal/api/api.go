@@ -18,6 +18,7 @@ type API struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
+	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
 }
 

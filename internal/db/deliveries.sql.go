@@ -123,7 +123,8 @@ WITH r AS (
     SET state = r.new_state, attempt_count = d.attempt_count + 1, total_attempts = d.total_attempts + 1,
         next_attempt_at = r.next_attempt_at, lease_expires_at = NULL, lease_id = NULL,
         last_attempt_at = r.started_at, last_status = nullif(r.status, 0), last_response = r.snippet,
-        last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''), updated_at = $14::timestamptz
+        last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
+        dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN $14::timestamptz END, updated_at = $14::timestamptz
     FROM r
     WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
@@ -247,6 +248,40 @@ func (q *Queries) CountPendingDeliveries(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const deadLetterQueuedOfSubscription = `-- name: DeadLetterQueuedOfSubscription :execrows
+UPDATE webhook_deliveries
+SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = $1::timestamptz, updated_at = $1::timestamptz
+WHERE subscription_id = $2 AND tenant_id = $3 AND state = 'pending'
+`
+
+type DeadLetterQueuedOfSubscriptionParams struct {
+	Now            time.Time
+	SubscriptionID uuid.UUID
+	TenantID       uuid.UUID
+}
+
+// A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.
+// In-flight ones finish their attempt; its outcome decides.
+func (q *Queries) DeadLetterQueuedOfSubscription(ctx context.Context, arg DeadLetterQueuedOfSubscriptionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deadLetterQueuedOfSubscription, arg.Now, arg.SubscriptionID, arg.TenantID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deliveryTenant = `-- name: DeliveryTenant :one
+SELECT tenant_id FROM webhook_deliveries WHERE id = $1
+`
+
+// Which tenant a delivery belongs to: operators open any tenant's delivery page by its id alone.
+func (q *Queries) DeliveryTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, deliveryTenant, id)
+	var tenant_id uuid.UUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
+}
+
 const discardDelivery = `-- name: DiscardDelivery :one
 UPDATE webhook_deliveries SET discarded_at = $1::timestamptz, updated_at = $1::timestamptz
 WHERE id = $2 AND tenant_id = $3 AND state IN ('failed', 'expired') AND discarded_at IS NULL
@@ -267,7 +302,7 @@ func (q *Queries) DiscardDelivery(ctx context.Context, arg DiscardDeliveryParams
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
 `
 
 type GetDeliveryParams struct {
@@ -301,12 +336,13 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.ReplayID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.DeadAt,
 	)
 	return i, err
 }
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, e.body, e.created_at AS event_created_at, s.url AS subscription_url
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, e.body, e.created_at AS event_created_at, s.url AS subscription_url
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -319,28 +355,7 @@ type GetDeliveryDetailParams struct {
 }
 
 type GetDeliveryDetailRow struct {
-	ID              uuid.UUID
-	TenantID        uuid.UUID
-	EventID         uuid.UUID
-	SubscriptionID  uuid.UUID
-	EventType       string
-	State           string
-	AttemptCount    int32
-	TotalAttempts   int32
-	ManualRetries   int32
-	NextAttemptAt   time.Time
-	GiveUpAt        time.Time
-	LeaseExpiresAt  *time.Time
-	LeaseID         *uuid.UUID
-	LastAttemptAt   *time.Time
-	LastStatus      *int32
-	LastResponse    *string
-	LastError       *string
-	DeadReason      *string
-	DiscardedAt     *time.Time
-	ReplayID        *uuid.UUID
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	WebhookDelivery WebhookDelivery
 	Body            []byte
 	EventCreatedAt  time.Time
 	SubscriptionURL string
@@ -350,28 +365,29 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 	row := q.db.QueryRow(ctx, getDeliveryDetail, arg.ID, arg.TenantID)
 	var i GetDeliveryDetailRow
 	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.EventID,
-		&i.SubscriptionID,
-		&i.EventType,
-		&i.State,
-		&i.AttemptCount,
-		&i.TotalAttempts,
-		&i.ManualRetries,
-		&i.NextAttemptAt,
-		&i.GiveUpAt,
-		&i.LeaseExpiresAt,
-		&i.LeaseID,
-		&i.LastAttemptAt,
-		&i.LastStatus,
-		&i.LastResponse,
-		&i.LastError,
-		&i.DeadReason,
-		&i.DiscardedAt,
-		&i.ReplayID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.WebhookDelivery.ID,
+		&i.WebhookDelivery.TenantID,
+		&i.WebhookDelivery.EventID,
+		&i.WebhookDelivery.SubscriptionID,
+		&i.WebhookDelivery.EventType,
+		&i.WebhookDelivery.State,
+		&i.WebhookDelivery.AttemptCount,
+		&i.WebhookDelivery.TotalAttempts,
+		&i.WebhookDelivery.ManualRetries,
+		&i.WebhookDelivery.NextAttemptAt,
+		&i.WebhookDelivery.GiveUpAt,
+		&i.WebhookDelivery.LeaseExpiresAt,
+		&i.WebhookDelivery.LeaseID,
+		&i.WebhookDelivery.LastAttemptAt,
+		&i.WebhookDelivery.LastStatus,
+		&i.WebhookDelivery.LastResponse,
+		&i.WebhookDelivery.LastError,
+		&i.WebhookDelivery.DeadReason,
+		&i.WebhookDelivery.DiscardedAt,
+		&i.WebhookDelivery.ReplayID,
+		&i.WebhookDelivery.CreatedAt,
+		&i.WebhookDelivery.UpdatedAt,
+		&i.WebhookDelivery.DeadAt,
 		&i.Body,
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
@@ -423,7 +439,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at FROM webhook_deliveries
 WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
   AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
@@ -495,6 +511,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.ReplayID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.DeadAt,
 		); err != nil {
 			return nil, err
 		}
@@ -596,11 +613,11 @@ const retryDelivery = `-- name: RetryDelivery :one
 UPDATE webhook_deliveries
 SET state = 'pending', attempt_count = 0,
     manual_retries = manual_retries + CASE WHEN $1::bool THEN 1 ELSE 0 END,
-    next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL,
+    next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL, dead_at = NULL,
     updated_at = $2::timestamptz
 WHERE id = $4 AND tenant_id = $5 AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
   AND ($6::int < 0 OR manual_retries < $6::int)
-RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at
+RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at
 `
 
 type RetryDeliveryParams struct {
@@ -647,6 +664,7 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 		&i.ReplayID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.DeadAt,
 	)
 	return i, err
 }

@@ -33,15 +33,24 @@ type Event struct {
 }
 
 type Replay struct {
-	ID         uuid.UUID
-	Actor      string
-	Criteria   []byte
-	DryRun     bool
-	Matched    int32
-	Scheduled  int32
-	State      string
-	StartedAt  time.Time
-	FinishedAt *time.Time
+	ID              uuid.UUID
+	Actor           string
+	Criteria        []byte
+	DryRun          bool
+	Matched         int32
+	Scheduled       int32
+	State           string
+	StartedAt       time.Time
+	FinishedAt      *time.Time
+	Kind            string
+	TenantID        *uuid.UUID
+	SubscriptionID  *uuid.UUID
+	Skipped         int32
+	SpreadSeconds   int32
+	CursorCreatedAt *time.Time
+	CursorID        *uuid.UUID
+	Error           string
+	UpdatedAt       time.Time
 }
 
 type Session struct {
@@ -134,4 +143,5 @@ type WebhookDelivery struct {
 	ReplayID       *uuid.UUID
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	DeadAt         *time.Time
 }

@@ -206,26 +206,6 @@ func (q *Queries) ExpireSubscriptionSecrets(ctx context.Context, arg ExpireSubsc
 	return err
 }
 
-const failPendingDeliveriesOfSubscription = `-- name: FailPendingDeliveriesOfSubscription :execrows
-UPDATE webhook_deliveries
-SET state = 'failed', dead_reason = 'subscription_deleted', lease_expires_at = NULL, lease_id = NULL, updated_at = now()
-WHERE subscription_id = $1 AND tenant_id = $2 AND state = 'pending'
-`
-
-type FailPendingDeliveriesOfSubscriptionParams struct {
-	SubscriptionID uuid.UUID
-	TenantID       uuid.UUID
-}
-
-// A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.
-func (q *Queries) FailPendingDeliveriesOfSubscription(ctx context.Context, arg FailPendingDeliveriesOfSubscriptionParams) (int64, error) {
-	result, err := q.db.Exec(ctx, failPendingDeliveriesOfSubscription, arg.SubscriptionID, arg.TenantID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const getSubscription = `-- name: GetSubscription :one
 SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `

@@ -36,7 +36,11 @@ type Delivery struct {
 	LastError      *string    `json:"last_error"`
 	LastResponse   *string    `json:"last_response,omitempty"`
 	DeadReason     *string    `json:"dead_reason"`
-	Discarded      bool       `json:"discarded"`
+	// DeadAt is when the delivery was dead-lettered (null unless failed or expired).
+	DeadAt    *time.Time `json:"dead_at"`
+	Discarded bool       `json:"discarded"`
+	// ReplayID names the latest bulk replay or recover that put the delivery back in the queue.
+	ReplayID *uuid.UUID `json:"replay_id"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
@@ -76,7 +80,8 @@ func fromRow(r db.WebhookDelivery) Delivery {
 		ID: r.ID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType, State: State(r.State),
 		AttemptCount: int(r.AttemptCount), TotalAttempts: int(r.TotalAttempts), ManualRetries: int(r.ManualRetries),
 		GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastError: r.LastError, LastResponse: r.LastResponse,
-		DeadReason: r.DeadReason, Discarded: r.DiscardedAt != nil, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		DeadReason: r.DeadReason, DeadAt: r.DeadAt, Discarded: r.DiscardedAt != nil, ReplayID: r.ReplayID,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if d.State == Pending {
 		t := r.NextAttemptAt
@@ -264,13 +269,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 	if err != nil {
 		return Detail{}, fmt.Errorf("get delivery: %w", err)
 	}
-	d := Detail{Delivery: fromRow(db.WebhookDelivery{
-		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType,
-		State: r.State, AttemptCount: r.AttemptCount, TotalAttempts: r.TotalAttempts, ManualRetries: r.ManualRetries,
-		NextAttemptAt: r.NextAttemptAt, GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastStatus: r.LastStatus,
-		LastResponse: r.LastResponse, LastError: r.LastError, DeadReason: r.DeadReason, DiscardedAt: r.DiscardedAt,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	})}
+	d := Detail{Delivery: fromRow(r.WebhookDelivery)}
 	rows, err := s.q.ListAttempts(ctx, db.ListAttemptsParams{DeliveryID: id, TenantID: tenantID})
 	if err != nil {
 		return Detail{}, fmt.Errorf("list attempts: %w", err)
@@ -294,7 +293,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 		d.Request.Headers = d.Attempts[n-1].RequestHeaders
 	} else {
 		d.Request.Headers = map[string]string{
-			"content-type": "application/json", "user-agent": UserAgent, "webhook-id": r.EventID.String(),
+			"content-type": "application/json", "user-agent": UserAgent, "webhook-id": r.WebhookDelivery.EventID.String(),
 		}
 	}
 	return d, nil
@@ -404,4 +403,28 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 		return fault.New(fault.InvalidState, "the delivery was already discarded")
 	}
 	return fault.New(fault.InvalidState, "only dead (failed or expired) deliveries can be discarded; this one is %s", cur.State)
+}
+
+// DeadLetterQueued dead-letters a deleted subscription's queued deliveries (reason subscription_deleted), in
+// the caller's transaction, and says how many. In-flight ones finish their attempt; its outcome decides.
+func DeadLetterQueued(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID uuid.UUID, now time.Time) (int64, error) {
+	n, err := db.New(tx).DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{
+		SubscriptionID: subscriptionID, TenantID: tenantID, Now: now,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter queued deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// TenantOf says which tenant a delivery belongs to, for operators who open any delivery by its id.
+func (s *Service) TenantOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	t, err := s.q.DeliveryTenant(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fault.Missing("delivery")
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("delivery tenant: %w", err)
+	}
+	return t, nil
 }

@@ -49,6 +49,8 @@ type Server struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
+	Replays       *delivery.Replays
+	ReplayRunner  *delivery.ReplayRunner
 	Publisher     *delivery.Publisher
 	Worker        *delivery.Worker
 	Metrics       *delivery.Metrics
@@ -129,6 +131,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
 	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
 	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
+	s.Replays = delivery.NewReplays(pool, s.Policy, o.Now)
+	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
+	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, pendingGauge(pool))
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
@@ -201,7 +206,7 @@ func (s *Server) routes() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Publisher: s.Publisher}
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r
@@ -234,6 +239,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		s.serveErr <- err
 	}()
+	s.ReplayRunner.Start(ctx)
 	return s.Worker.Start(ctx)
 }
 
@@ -248,6 +254,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		if s.httpSrv != nil {
 			err = s.httpSrv.Shutdown(ctx)
 		}
+		s.ReplayRunner.Stop()
 		s.Worker.Stop()
 		s.Pool.Close()
 		s.EnginePool.Close()

@@ -373,7 +373,7 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 			return err
 		}
 		var err error
-		failed, err = q.FailPendingDeliveriesOfSubscription(ctx, db.FailPendingDeliveriesOfSubscriptionParams{SubscriptionID: id, TenantID: tenantID})
+		failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now())
 		return err
 	})
 	if err == nil && failed > 0 && s.OnDeadLettered != nil {

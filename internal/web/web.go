@@ -27,6 +27,7 @@ type Options struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
+	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
@@ -53,6 +54,7 @@ type Handler struct {
 	tenants   *tenants.Service
 	subs      *subscriptions.Service
 	dels      *delivery.Service
+	replays   *delivery.Replays
 	publisher *delivery.Publisher
 	policy    delivery.RetryPolicy
 	timeout   time.Duration
@@ -79,7 +81,7 @@ func New(o Options) *Handler {
 		o.Lifetime = 12 * time.Hour
 	}
 	h := &Handler{
-		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, publisher: o.Publisher,
+		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		throttle: newLoginThrottle(o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 	}

@@ -1,0 +1,156 @@
+-- name: ListDeadLetters :many
+-- Dead letters across tenants, and replays (bulk replays by operators, recovers by customers). Every
+-- statement in this file filters dead deliveries the same way, the dead-letter criteria; sqlc cannot share
+-- a WHERE clause, so the block is repeated and must be kept identical. NULL criteria fold away at plan time
+-- on the API/dashboard pool (plans per call), so each combination uses the dead-letter partial indexes.
+--
+-- Dead deliveries of every tenant, newest first, keyset-paginated on (created_at, id), with the tenant's
+-- name and the subscription's URL for display.
+SELECT sqlc.embed(d), t.name AS tenant_name, s.url AS subscription_url
+FROM webhook_deliveries d
+JOIN tenants t ON t.id = d.tenant_id
+JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+  AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+  AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+  AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+  AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+  AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+  AND (sqlc.narg('after_created_at')::timestamptz IS NULL
+       OR (d.created_at, d.id) < (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT @max_rows::int;
+
+-- name: CountDeadLetters :one
+-- How many dead deliveries match, counting at most @up_to.
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+      AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+      AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+      AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+      AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+      AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
+      AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
+      AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+    LIMIT @up_to::int
+) matches;
+
+-- name: DeadLetterBreakdown :many
+-- How the matching dead deliveries split by tenant and subscription, largest groups first.
+SELECT d.tenant_id, t.name AS tenant_name, d.subscription_id, s.url AS subscription_url, count(*)::bigint AS deliveries
+FROM webhook_deliveries d
+JOIN tenants t ON t.id = d.tenant_id
+JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+  AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+  AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+  AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+  AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+  AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+GROUP BY d.tenant_id, t.name, d.subscription_id, s.url
+ORDER BY deliveries DESC, t.name, s.url
+LIMIT @max_rows::int;
+
+-- name: ReplayChunk :one
+-- Moves the next @chunk dead deliveries of a replay, in (created_at, id) order after the cursor, back to
+-- pending with a fresh schedule: next_attempt_at spread at random over @spread_seconds, a new give_up_at,
+-- the current schedule's error fields cleared (the attempts stay), replay_id set. Only rows that are dead
+-- at this moment and were already dead when the replay started move, so overlapping replays, manual
+-- retries and retention never schedule one delivery twice. FOR UPDATE (not SKIP LOCKED): a row another
+-- transaction is changing is waited for and re-checked, never passed over. Returns how many rows it looked
+-- at (0 means the replay is done), how many it moved, and the new cursor.
+WITH batch AS (
+    SELECT d.id, d.created_at FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+      AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+      AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+      AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+      AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+      AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
+      AND d.dead_at <= @dead_before::timestamptz
+      AND (sqlc.narg('after_created_at')::timestamptz IS NULL
+           OR (d.created_at, d.id) > (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
+    ORDER BY d.created_at, d.id
+    LIMIT @chunk::int
+    FOR UPDATE OF d
+), moved AS (
+    UPDATE webhook_deliveries d
+    SET state = 'pending', attempt_count = 0,
+        next_attempt_at = sqlc.arg('now')::timestamptz + make_interval(0, 0, 0, 0, 0, 0, random() * sqlc.arg('spread_seconds')::int),
+        give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL, last_status = NULL,
+        last_error = NULL, last_response = NULL, replay_id = @replay_id::uuid, updated_at = @now::timestamptz
+    FROM batch
+    WHERE d.id = batch.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+    RETURNING d.id
+), last AS (
+    SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
+)
+SELECT (SELECT count(*) FROM batch)::int AS looked_at,
+       (SELECT count(*) FROM moved)::int AS moved,
+       coalesce((SELECT created_at FROM last), '-infinity')::timestamptz AS last_created_at,
+       coalesce((SELECT id FROM last), '00000000-0000-0000-0000-000000000000')::uuid AS last_id;
+
+-- name: CreateReplay :one
+INSERT INTO replays (kind, actor, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
+                     spread_seconds, started_at, updated_at, finished_at)
+VALUES (@kind, @actor, @criteria, @dry_run, @matched, 0, @state, sqlc.narg('tenant_id'), sqlc.narg('subscription_id'),
+        @spread_seconds, @now, @now, sqlc.narg('finished_at'))
+RETURNING *;
+
+-- name: GetReplay :one
+-- One replay; @tenant_id, when set, limits it to that tenant's own (customers see only their recovers).
+SELECT * FROM replays
+WHERE id = @id AND (sqlc.narg('tenant_id')::uuid IS NULL OR tenant_id = sqlc.narg('tenant_id')::uuid);
+
+-- name: ListReplays :many
+-- The audit log, newest first, keyset-paginated on (started_at, id).
+SELECT * FROM replays
+WHERE (sqlc.narg('tenant_id')::uuid IS NULL OR tenant_id = sqlc.narg('tenant_id')::uuid)
+  AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
+  AND (sqlc.narg('after_started_at')::timestamptz IS NULL
+       OR (started_at, id) < (sqlc.narg('after_started_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY started_at DESC, id DESC
+LIMIT @max_rows::int;
+
+-- name: RunningReplays :many
+-- Unfinished replays, oldest first, for the runners.
+SELECT id FROM replays WHERE state = 'running' ORDER BY started_at LIMIT 20;
+
+-- name: LockRunningReplay :one
+-- Takes one running replay for the length of a chunk's transaction. SKIP LOCKED: a replay another instance
+-- is working on is left to it.
+SELECT * FROM replays WHERE id = @id AND state = 'running' FOR UPDATE SKIP LOCKED;
+
+-- name: AdvanceReplay :exec
+-- Records a chunk, in the chunk's transaction.
+UPDATE replays
+SET scheduled = scheduled + @moved::int, cursor_created_at = @cursor_created_at, cursor_id = @cursor_id,
+    updated_at = @now::timestamptz
+WHERE id = @id AND state = 'running';
+
+-- name: FinishReplay :one
+-- Ends a replay: finished when it walked every row, failed (with the error) when it could not; what matched
+-- but was no longer dead when reached (retried, replayed, deleted meanwhile) is skipped.
+UPDATE replays
+SET state = @state, error = @error, skipped = greatest(matched - scheduled, 0), finished_at = @now::timestamptz,
+    updated_at = @now::timestamptz
+WHERE id = @id AND state = 'running'
+RETURNING *;
+
+-- name: ListReplayDeliveries :many
+-- The deliveries a replay scheduled (those whose latest replay it is), newest first.
+SELECT * FROM webhook_deliveries
+WHERE replay_id = @replay_id
+  AND (sqlc.narg('after_created_at')::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT @max_rows::int;

@@ -1,0 +1,700 @@
+package delivery
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DeadFilter selects dead deliveries: the dead-letter list's filters and a replay's criteria. Every field is
+// optional for the list; a replay needs CreatedFrom and CreatedTo.
+type DeadFilter struct {
+	TenantID       *uuid.UUID `json:"tenant_id,omitempty"`
+	SubscriptionID *uuid.UUID `json:"subscription_id,omitempty"`
+	EventType      string     `json:"event_type,omitempty"`
+	// States narrows to failed or expired (empty: both).
+	States []State `json:"states,omitempty"`
+	// DeadReason is one of the Reason* values.
+	DeadReason  string     `json:"dead_reason,omitempty"`
+	CreatedFrom *time.Time `json:"created_from,omitempty"`
+	CreatedTo   *time.Time `json:"created_to,omitempty"`
+}
+
+// DeadReasons lists every dead reason, for filters.
+var DeadReasons = []string{ReasonPermanentStatus, ReasonMaxAttempts, ReasonDeadline, ReasonSubscriptionDeleted}
+
+// Validate checks the filter's values (not whether a replay's times are present: see ValidateReplay).
+func (f DeadFilter) Validate() error {
+	for _, s := range f.States {
+		if !s.Dead() {
+			return fault.Invalid("states may only hold failed and expired, not %q", s)
+		}
+	}
+	if f.EventType != "" && !ValidEventType(f.EventType) {
+		return fault.Invalid("event_type is not a valid event type")
+	}
+	if f.DeadReason != "" && !contains(DeadReasons, f.DeadReason) {
+		return fault.Invalid("dead_reason must be one of %s", strings.Join(DeadReasons, ", "))
+	}
+	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
+		return fault.Invalid("created_from must be before created_to")
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (f DeadFilter) states() []string {
+	out := make([]string, 0, len(f.States))
+	for _, s := range f.States {
+		if !contains(out, string(s)) {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// DeadLetter is a dead delivery in the cross-tenant list, with whose it is.
+type DeadLetter struct {
+	Delivery
+	TenantID        uuid.UUID `json:"tenant_id"`
+	TenantName      string    `json:"tenant_name"`
+	SubscriptionURL string    `json:"subscription_url"`
+}
+
+// DeadPage is one page of dead letters.
+type DeadPage struct {
+	Items      []DeadLetter `json:"items"`
+	NextCursor string       `json:"next_cursor"`
+	// Total counts the matches, at most CountUpTo; TotalAtLeast says counting stopped there.
+	Total        int64 `json:"total"`
+	TotalAtLeast bool  `json:"total_at_least"`
+}
+
+// ReplayGroup is one tenant's subscription's share of the deliveries a replay matches.
+type ReplayGroup struct {
+	TenantID        uuid.UUID `json:"tenant_id"`
+	TenantName      string    `json:"tenant_name"`
+	SubscriptionID  uuid.UUID `json:"subscription_id"`
+	SubscriptionURL string    `json:"subscription_url"`
+	Deliveries      int64     `json:"deliveries"`
+}
+
+// Preview is what a replay would do, before anything changes.
+type Preview struct {
+	Matched int64 `json:"matched"`
+	// Groups is the split by tenant and subscription, largest first (at most MaxPreviewGroups).
+	Groups []ReplayGroup `json:"groups"`
+	// Sample is the newest few matching deliveries.
+	Sample []DeadLetter `json:"sample"`
+}
+
+// Replay kinds and states.
+const (
+	ReplayBulk    = "bulk"
+	ReplayRecover = "recover"
+
+	ReplayRunning  = "running"
+	ReplayFinished = "finished"
+	ReplayFailed   = "failed"
+)
+
+// Replay is one bulk replay or recover, as the audit log keeps it.
+type Replay struct {
+	ID             uuid.UUID  `json:"id"`
+	Kind           string     `json:"kind"`
+	Actor          string     `json:"actor"`
+	Criteria       DeadFilter `json:"criteria"`
+	DryRun         bool       `json:"dry_run"`
+	State          string     `json:"state"`
+	Matched        int64      `json:"matched"`
+	Scheduled      int64      `json:"scheduled"`
+	Skipped        int64      `json:"skipped"`
+	SpreadSeconds  int        `json:"spread_seconds"`
+	TenantID       *uuid.UUID `json:"tenant_id"`
+	SubscriptionID *uuid.UUID `json:"subscription_id"`
+	Error          string     `json:"error,omitempty"`
+	StartedAt      time.Time  `json:"started_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+	// Sample holds a few matching delivery ids; only a dry run's answer has it.
+	Sample []uuid.UUID `json:"sample,omitempty"`
+}
+
+// Progress is the share of matched deliveries scheduled so far, from 0 to 1.
+func (r Replay) Progress() float64 {
+	if r.State != ReplayRunning {
+		return 1
+	}
+	if r.Matched == 0 {
+		return 0
+	}
+	return math.Min(float64(r.Scheduled)/float64(r.Matched), 1)
+}
+
+func replayFromRow(r db.Replay) Replay {
+	out := Replay{
+		ID: r.ID, Kind: r.Kind, Actor: r.Actor, DryRun: r.DryRun, State: r.State, Matched: int64(r.Matched),
+		Scheduled: int64(r.Scheduled), Skipped: int64(r.Skipped), SpreadSeconds: int(r.SpreadSeconds),
+		TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, Error: r.Error, StartedAt: r.StartedAt,
+		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+	}
+	_ = json.Unmarshal(r.Criteria, &out.Criteria)
+	return out
+}
+
+// ReplayPage is one page of the audit log.
+type ReplayPage struct {
+	Items      []Replay `json:"items"`
+	NextCursor string   `json:"next_cursor"`
+}
+
+// Limits of replays and recovers.
+const (
+	// DefaultSpread is how long a bulk replay spreads its deliveries over by default.
+	DefaultSpread = 5 * time.Minute
+	// MaxSpread caps a replay's spread.
+	MaxSpread = 24 * time.Hour
+	// ReplayChunk is how many deliveries one replay statement moves.
+	ReplayChunkSize = 1000
+	// MaxPreviewGroups and PreviewSampleSize bound a preview.
+	MaxPreviewGroups  = 50
+	PreviewSampleSize = 20
+	// RecoverMaxAge is how far back a customer's recover may reach.
+	RecoverMaxAge = 14 * 24 * time.Hour
+	// RecoverMaxDeliveries is the most deliveries one recover replays.
+	RecoverMaxDeliveries = 10000
+	// RecoverMaxSpread is the longest a recover spreads its deliveries; it sends about 20 a second below that.
+	RecoverMaxSpread = 5 * time.Minute
+	recoverRate      = 20
+)
+
+// Replays runs bulk replays and recovers and reads dead letters across tenants. Starting a replay records
+// it and returns at once; ReplayRunner works through it in the background.
+type Replays struct {
+	pool   *pgxpool.Pool
+	q      *db.Queries
+	policy RetryPolicy
+	now    func() time.Time
+	// Started, when set, is told that a replay was created so a runner can start on it now.
+	Started func()
+}
+
+// NewReplays returns the replay service.
+func NewReplays(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) *Replays {
+	return &Replays{pool: pool, q: db.New(pool), policy: policy, now: now}
+}
+
+type deadParams struct {
+	TenantID, SubscriptionID *uuid.UUID
+	EventType, DeadReason    *string
+	States                   []string
+	CreatedFrom, CreatedTo   *time.Time
+	DeadBefore               *time.Time
+}
+
+func (f DeadFilter) params(deadBefore *time.Time) deadParams {
+	return deadParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, EventType: optText(f.EventType),
+		DeadReason: optText(f.DeadReason), States: f.states(), CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo,
+		DeadBefore: deadBefore}
+}
+
+func (s *Replays) count(ctx context.Context, f DeadFilter, deadBefore *time.Time, upTo int) (int64, error) {
+	p := f.params(deadBefore)
+	n, err := s.q.CountDeadLetters(ctx, db.CountDeadLettersParams{
+		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
+		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
+		UpTo: int32(min(upTo, math.MaxInt32)),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time, limit int, after *cursor) ([]DeadLetter, error) {
+	p := f.params(deadBefore)
+	arg := db.ListDeadLettersParams{
+		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
+		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
+		MaxRows: int32(limit),
+	}
+	if after != nil {
+		arg.AfterCreatedAt, arg.AfterID = &after.CreatedAt, &after.ID
+	}
+	rows, err := s.q.ListDeadLetters(ctx, arg)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	out := make([]DeadLetter, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, DeadLetter{Delivery: fromRow(r.WebhookDelivery), TenantID: r.WebhookDelivery.TenantID,
+			TenantName: r.TenantName, SubscriptionURL: r.SubscriptionURL})
+	}
+	return out, nil
+}
+
+// DeadLetters lists dead deliveries of every tenant (or the filter's), newest first, with a total counted up
+// to countUpTo (0: 10,000).
+func (s *Replays) DeadLetters(ctx context.Context, f DeadFilter, limit int, cursorText string, countUpTo int) (DeadPage, error) {
+	if err := f.Validate(); err != nil {
+		return DeadPage{}, err
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > MaxPageSize {
+		return DeadPage{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	}
+	if countUpTo <= 0 {
+		countUpTo = 10000
+	}
+	var after *cursor
+	if cursorText != "" {
+		c, err := decodeCursor(cursorText)
+		if err != nil {
+			return DeadPage{}, err
+		}
+		after = &c
+	}
+	items, err := s.list(ctx, f, nil, limit+1, after)
+	if err != nil {
+		return DeadPage{}, err
+	}
+	page := DeadPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		page.NextCursor = encodeCursor(page.Items[limit-1].Delivery)
+	}
+	if page.Total, err = s.count(ctx, f, nil, countUpTo); err != nil {
+		return DeadPage{}, err
+	}
+	page.TotalAtLeast = page.Total >= int64(countUpTo)
+	return page, nil
+}
+
+// ValidateReplay checks a replay's criteria: the filter's values, and both ends of the time range.
+func ValidateReplay(f DeadFilter) error {
+	if f.CreatedFrom == nil || f.CreatedTo == nil {
+		return fault.Invalid("created_from and created_to are required: a replay covers a time range")
+	}
+	return f.Validate()
+}
+
+// Preview says how many dead deliveries a replay with these criteria would schedule now, how they split by
+// tenant and subscription, and shows a sample. It changes nothing.
+func (s *Replays) Preview(ctx context.Context, f DeadFilter) (Preview, error) {
+	if err := ValidateReplay(f); err != nil {
+		return Preview{}, err
+	}
+	now := s.now()
+	var p Preview
+	var err error
+	if p.Matched, err = s.count(ctx, f, &now, math.MaxInt32); err != nil {
+		return Preview{}, err
+	}
+	if p.Sample, err = s.list(ctx, f, &now, PreviewSampleSize, nil); err != nil {
+		return Preview{}, err
+	}
+	dp := f.params(&now)
+	groups, err := s.q.DeadLetterBreakdown(ctx, db.DeadLetterBreakdownParams{
+		TenantID: dp.TenantID, SubscriptionID: dp.SubscriptionID, EventType: dp.EventType, States: dp.States,
+		DeadReason: dp.DeadReason, CreatedFrom: dp.CreatedFrom, CreatedTo: dp.CreatedTo, DeadBefore: dp.DeadBefore,
+		MaxRows: MaxPreviewGroups,
+	})
+	if err != nil {
+		return Preview{}, fmt.Errorf("dead letter breakdown: %w", err)
+	}
+	p.Groups = make([]ReplayGroup, 0, len(groups))
+	for _, g := range groups {
+		p.Groups = append(p.Groups, ReplayGroup{TenantID: g.TenantID, TenantName: g.TenantName,
+			SubscriptionID: g.SubscriptionID, SubscriptionURL: g.SubscriptionURL, Deliveries: g.Deliveries})
+	}
+	return p, nil
+}
+
+// ReplayRequest asks for a bulk replay.
+type ReplayRequest struct {
+	Filter DeadFilter
+	// Spread is how long the replayed deliveries' first attempts are spread over (0: DefaultSpread).
+	Spread time.Duration
+	DryRun bool
+	// Actor says who asked, for the audit log.
+	Actor string
+}
+
+// Start records a bulk replay and returns at once: it matches the dead deliveries that fit the criteria
+// now, and a runner schedules them in chunks in the background. A dry run is recorded as such, changes
+// nothing and returns a sample of the matching ids.
+func (s *Replays) Start(ctx context.Context, req ReplayRequest) (Replay, error) {
+	if err := ValidateReplay(req.Filter); err != nil {
+		return Replay{}, err
+	}
+	if req.Spread == 0 {
+		req.Spread = DefaultSpread
+	}
+	if req.Spread < 0 || req.Spread > MaxSpread {
+		return Replay{}, fault.Invalid("spread_seconds must be between 0 and %d", int(MaxSpread.Seconds()))
+	}
+	return s.create(ctx, ReplayBulk, req)
+}
+
+// Recover replays one subscription's dead deliveries created since a time (at most RecoverMaxAge back and
+// RecoverMaxDeliveries of them), spread so that they do not flood the customer's own endpoint. At most one
+// recover per subscription runs at a time. The caller has checked that the subscription is the tenant's.
+func (s *Replays) Recover(ctx context.Context, tenantID, subscriptionID uuid.UUID, since time.Time, dryRun bool, actor string) (Replay, error) {
+	now := s.now()
+	if since.Before(now.Add(-RecoverMaxAge)) {
+		return Replay{}, fault.Invalid("since may be at most %d days ago", int(RecoverMaxAge.Hours()/24))
+	}
+	if !since.Before(now) {
+		return Replay{}, fault.Invalid("since must be in the past")
+	}
+	until := now.Add(time.Second) // everything created up to now, whatever the clock's resolution
+	f := DeadFilter{TenantID: &tenantID, SubscriptionID: &subscriptionID, CreatedFrom: &since, CreatedTo: &until}
+	n, err := s.count(ctx, f, &now, RecoverMaxDeliveries+1)
+	if err != nil {
+		return Replay{}, err
+	}
+	if n > RecoverMaxDeliveries {
+		return Replay{}, fault.Invalid("more than %d dead deliveries match; a recover replays at most %d: choose a later since",
+			RecoverMaxDeliveries, RecoverMaxDeliveries)
+	}
+	spread := min(time.Duration(n)*time.Second/recoverRate, RecoverMaxSpread)
+	return s.create(ctx, ReplayRecover, ReplayRequest{Filter: f, Spread: spread, DryRun: dryRun, Actor: actor})
+}
+
+func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (Replay, error) {
+	now := s.now()
+	matched, err := s.count(ctx, req.Filter, &now, math.MaxInt32)
+	if err != nil {
+		return Replay{}, err
+	}
+	criteria, err := json.Marshal(req.Filter)
+	if err != nil {
+		return Replay{}, err
+	}
+	state, finished := ReplayRunning, (*time.Time)(nil)
+	if req.DryRun || matched == 0 {
+		state, finished = ReplayFinished, &now
+	}
+	arg := db.CreateReplayParams{
+		Kind: kind, Actor: req.Actor, Criteria: criteria, DryRun: req.DryRun, Matched: int32(matched), State: state,
+		SpreadSeconds: int32(req.Spread / time.Second), Now: now, FinishedAt: finished,
+	}
+	if kind == ReplayRecover {
+		arg.TenantID, arg.SubscriptionID = req.Filter.TenantID, req.Filter.SubscriptionID
+	}
+	row, err := s.q.CreateReplay(ctx, arg)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.ConstraintName == "replays_one_recover_idx" {
+		return Replay{}, fault.New(fault.InvalidState, "a recover of this subscription is running already; wait for it to finish")
+	}
+	if err != nil {
+		return Replay{}, fmt.Errorf("create replay: %w", err)
+	}
+	out := replayFromRow(row)
+	if req.DryRun {
+		sample, err := s.list(ctx, req.Filter, &now, PreviewSampleSize, nil)
+		if err != nil {
+			return Replay{}, err
+		}
+		out.Sample = make([]uuid.UUID, 0, len(sample))
+		for _, d := range sample {
+			out.Sample = append(out.Sample, d.ID)
+		}
+	}
+	if out.State == ReplayRunning && s.Started != nil {
+		s.Started()
+	}
+	return out, nil
+}
+
+// Get returns one replay. tenantID, when set, limits it to that tenant's recovers (anything else is
+// NOT_FOUND).
+func (s *Replays) Get(ctx context.Context, id uuid.UUID, tenantID *uuid.UUID) (Replay, error) {
+	row, err := s.q.GetReplay(ctx, db.GetReplayParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Replay{}, fault.Missing("replay")
+	}
+	if err != nil {
+		return Replay{}, fmt.Errorf("get replay: %w", err)
+	}
+	return replayFromRow(row), nil
+}
+
+// ReplayListFilter selects replays for the audit log.
+type ReplayListFilter struct {
+	TenantID       *uuid.UUID
+	SubscriptionID *uuid.UUID
+	Limit          int
+	Cursor         string
+}
+
+// List returns the audit log, newest first.
+func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	if f.Limit > MaxPageSize {
+		return ReplayPage{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	}
+	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, MaxRows: int32(f.Limit + 1)}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return ReplayPage{}, err
+		}
+		arg.AfterStartedAt, arg.AfterID = &c.CreatedAt, &c.ID
+	}
+	rows, err := s.q.ListReplays(ctx, arg)
+	if err != nil {
+		return ReplayPage{}, fmt.Errorf("list replays: %w", err)
+	}
+	page := ReplayPage{Items: make([]Replay, 0, min(len(rows), f.Limit))}
+	for i, r := range rows {
+		if i == f.Limit {
+			last := page.Items[len(page.Items)-1]
+			b, _ := json.Marshal(cursor{last.StartedAt, last.ID})
+			page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+			break
+		}
+		page.Items = append(page.Items, replayFromRow(r))
+	}
+	return page, nil
+}
+
+// Deliveries lists the deliveries a replay scheduled (those whose latest replay it is), newest first.
+func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int, cursorText string) (Page, error) {
+	if limit <= 0 || limit > MaxPageSize {
+		limit = 50
+	}
+	arg := db.ListReplayDeliveriesParams{ReplayID: &replayID, MaxRows: int32(limit + 1)}
+	if cursorText != "" {
+		c, err := decodeCursor(cursorText)
+		if err != nil {
+			return Page{}, err
+		}
+		arg.AfterCreatedAt, arg.AfterID = &c.CreatedAt, &c.ID
+	}
+	rows, err := s.q.ListReplayDeliveries(ctx, arg)
+	if err != nil {
+		return Page{}, fmt.Errorf("list replay deliveries: %w", err)
+	}
+	page := Page{Items: make([]Delivery, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			page.NextCursor = encodeCursor(page.Items[len(page.Items)-1])
+			break
+		}
+		page.Items = append(page.Items, fromRow(r))
+	}
+	return page, nil
+}
+
+// Step works one chunk of a running replay in one transaction: it moves up to ReplayChunkSize rows and
+// advances the replay's cursor and count together, so a crash between chunks loses nothing and double-counts
+// nothing. It returns done = true when the replay has no rows left (and is then finished), and
+// taken = false when the replay is not running or another runner holds it.
+func (s *Replays) Step(ctx context.Context, id uuid.UUID) (taken, done bool, err error) {
+	now := s.now()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.LockRunningReplay(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock replay: %w", err)
+		}
+		taken = true
+		r := replayFromRow(row)
+		f := r.Criteria
+		if f.CreatedFrom == nil || f.CreatedTo == nil {
+			return fmt.Errorf("replay %s has no time range in its criteria", id)
+		}
+		dp := f.params(nil)
+		arg := db.ReplayChunkParams{
+			TenantID: dp.TenantID, SubscriptionID: dp.SubscriptionID, EventType: dp.EventType, States: dp.States,
+			DeadReason: dp.DeadReason, CreatedFrom: *f.CreatedFrom, CreatedTo: *f.CreatedTo, DeadBefore: r.StartedAt,
+			AfterCreatedAt: row.CursorCreatedAt, AfterID: row.CursorID, Chunk: ReplayChunkSize,
+			Now: now, SpreadSeconds: row.SpreadSeconds, GiveUpAt: s.policy.GiveUpAt(now), ReplayID: id,
+		}
+		res, err := q.ReplayChunk(ctx, arg)
+		if err != nil {
+			return fmt.Errorf("replay chunk: %w", err)
+		}
+		if res.LookedAt == 0 {
+			done = true
+			_, err := q.FinishReplay(ctx, db.FinishReplayParams{ID: id, State: ReplayFinished, Now: now})
+			return err
+		}
+		if err := q.AdvanceReplay(ctx, db.AdvanceReplayParams{ID: id, Moved: res.Moved, CursorCreatedAt: &res.LastCreatedAt,
+			CursorID: &res.LastID, Now: now}); err != nil {
+			return fmt.Errorf("advance replay: %w", err)
+		}
+		if res.Moved > 0 {
+			return q.NotifyDeliveriesReady(ctx)
+		}
+		return nil
+	})
+	return taken, done, err
+}
+
+// Fail ends a running replay as failed with its true counts (what was scheduled stays scheduled).
+func (s *Replays) Fail(ctx context.Context, id uuid.UUID, reason string) error {
+	_, err := s.q.FinishReplay(ctx, db.FinishReplayParams{ID: id, State: ReplayFailed, Error: reason, Now: s.now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
+}
+
+// Running lists the ids of unfinished replays, oldest first.
+func (s *Replays) Running(ctx context.Context) ([]uuid.UUID, error) {
+	return s.q.RunningReplays(ctx)
+}
+
+// ReplayRunner works through running replays in the background. It runs in every process: each chunk locks
+// its replay row (SKIP LOCKED), so one runner at a time advances a replay, and a replay whose process died
+// is resumed by any other from its cursor.
+type ReplayRunner struct {
+	replays *Replays
+	log     *slog.Logger
+	// Poll is how often it looks for unfinished replays without being woken (default 2 s).
+	Poll time.Duration
+	// Pause is the breath between chunks, so a large replay never hogs the database the workers use
+	// (default 10 ms).
+	Pause time.Duration
+	// MaxFailures is how many chunks of one replay may fail in a row before it is marked failed (default 5).
+	MaxFailures int
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewReplayRunner returns a runner; Start runs it.
+func NewReplayRunner(replays *Replays, log *slog.Logger) *ReplayRunner {
+	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, Pause: 10 * time.Millisecond, MaxFailures: 5,
+		wake: make(chan struct{}, 1)}
+}
+
+// Wake makes the runner look for running replays now.
+func (r *ReplayRunner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the runner until Stop.
+func (r *ReplayRunner) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		for {
+			r.RunAll(ctx)
+			t := time.NewTimer(r.Poll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-r.wake:
+				t.Stop()
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop stops the runner after the chunk it is on; a replay left running is resumed later.
+func (r *ReplayRunner) Stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// RunAll works every running replay it can take to its end, or until ctx ends.
+func (r *ReplayRunner) RunAll(ctx context.Context) {
+	ids, err := r.replays.Running(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("list running replays", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		r.Run(ctx, id)
+	}
+}
+
+// Run works one replay chunk by chunk until it is done, another runner holds it, or ctx ends.
+func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
+	failures := 0
+	for ctx.Err() == nil {
+		taken, done, err := r.replays.Step(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			r.log.Warn("replay chunk failed", "replay_id", id, "err", err, "failures", failures)
+			if failures >= r.MaxFailures {
+				if ferr := r.replays.Fail(ctx, id, err.Error()); ferr != nil {
+					r.log.Error("mark replay failed", "replay_id", id, "err", ferr)
+				}
+				r.log.Error("replay failed", "replay_id", id, "err", err)
+				return
+			}
+			sleepCtx(ctx, time.Duration(failures)*time.Second)
+			continue
+		case !taken:
+			return
+		case done:
+			r.log.Info("replay finished", "replay_id", id)
+			return
+		}
+		failures = 0
+		sleepCtx(ctx, r.Pause)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
