@@ -603,7 +603,7 @@ WITH batch AS (
 )
 SELECT (SELECT count(*) FROM batch)::int AS looked_at,
        (SELECT count(*) FROM moved)::int AS moved,
-       coalesce((SELECT created_at FROM last), '-infinity')::timestamptz AS last_created_at,
+       coalesce((SELECT created_at FROM last), 'epoch')::timestamptz AS last_created_at,
        coalesce((SELECT id FROM last), '00000000-0000-0000-0000-000000000000')::uuid AS last_id
 `
 

@@ -356,12 +356,42 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 }
 
 func (s *Service) retryAllowed(d Delivery, actor Actor) error {
+	return CanRetry(d, actor.Admin, s.maxManual)
+}
+
+// RetryBlock says why a manual retry (resend) of a delivery is not allowed; RetryAllowed when it is.
+type RetryBlock int
+
+const (
+	RetryAllowed   RetryBlock = iota
+	RetryDiscarded            // discarded deliveries stay for audit only
+	RetryQueued               // pending or in flight: already in the queue
+	RetryCapped               // a tenant retried it by hand maxManual times already
+)
+
+// CheckRetry is the one rule for manual retries, shared by the API, the dashboard's Resend and its note:
+// delivered, failed and expired deliveries may go back to the queue, unless discarded, and a tenant (not
+// an admin) at most maxManual times. RetryDelivery in db/query/deliveries.sql guards the same in SQL.
+func CheckRetry(d Delivery, admin bool, maxManual int) RetryBlock {
 	switch {
 	case d.Discarded:
+		return RetryDiscarded
+	case !Retryable(d.State):
+		return RetryQueued
+	case !admin && d.ManualRetries >= maxManual:
+		return RetryCapped
+	}
+	return RetryAllowed
+}
+
+// CanRetry is CheckRetry as the API's error: INVALID_STATE or MAX_RETRIES_EXCEEDED, nil when allowed.
+func CanRetry(d Delivery, admin bool, maxManual int) error {
+	switch CheckRetry(d, admin, maxManual) {
+	case RetryDiscarded:
 		return fault.New(fault.InvalidState, "the delivery was discarded")
-	case d.State == Pending || d.State == InFlight:
+	case RetryQueued:
 		return fault.New(fault.InvalidState, "the delivery is %s: it is already queued", d.State)
-	case !actor.Admin && d.ManualRetries >= s.maxManual:
+	case RetryCapped:
 		return fault.New(fault.MaxRetries, "the delivery was retried by hand %d times, the most allowed", d.ManualRetries)
 	}
 	return nil

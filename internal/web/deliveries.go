@@ -56,12 +56,12 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		p.TimelineEnd, p.EndClass = "gave up: "+string(d.State), "end"
 	}
 	user := currentUser(r)
-	switch {
-	case d.Discarded:
+	switch delivery.CheckRetry(d.Delivery, user.Admin, h.maxManual) {
+	case delivery.RetryDiscarded:
 		p.ResendNote = "It was discarded and cannot be resent."
-	case d.State == delivery.Pending || d.State == delivery.InFlight:
+	case delivery.RetryQueued:
 		p.ResendNote = "It is queued already; Resend is for delivered, failed and expired deliveries."
-	case !user.Admin && d.ManualRetries >= h.maxManual:
+	case delivery.RetryCapped:
 		p.ResendNote = fmt.Sprintf("It was resent by hand %d times, the most allowed.", d.ManualRetries)
 		p.CanResend = true // the button stays, and says why when pressed
 	default:
