@@ -40,9 +40,9 @@ type Delivery struct {
 	DeadAt    *time.Time `json:"dead_at"`
 	Discarded bool       `json:"discarded"`
 	// ReplayID names the latest bulk replay or recover that put the delivery back in the queue.
-	ReplayID *uuid.UUID `json:"replay_id"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	ReplayID  *uuid.UUID `json:"replay_id"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // Retrying reports whether the delivery waits for a retry (pending, tried before).
