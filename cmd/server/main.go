@@ -80,15 +80,21 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var seeded demo.Seeded
+	if cfg.Demo {
+		// Seeded before the workers start: the outage is played back on yesterday's clock.
+		if seeded, err = demo.Seed(ctx, srv, receiver); err != nil {
+			return err
+		}
+		if err := demo.SeedOutage(ctx, srv, receiver, seeded); err != nil {
+			return err
+		}
+	}
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
 	log.Info("hookline serving", "addr", cfg.Addr)
 	if cfg.Demo {
-		seeded, err := demo.Seed(ctx, srv, receiver)
-		if err != nil {
-			return err
-		}
 		demo.PrintWelcome(os.Stdout, cfg, seeded)
 		go demo.Trickle(ctx, srv, seeded, log)
 	}

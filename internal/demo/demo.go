@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +34,9 @@ import (
 type Receiver struct {
 	ln  net.Listener
 	srv *http.Server
+	// shippingDown makes /shipping fail, as it did in the outage that SeedOutage plays back.
+	shippingDown atomic.Bool
+	seen         sync.Map // webhook-ids /shipping has answered while down
 }
 
 // StartReceiver listens on a free loopback port.
@@ -60,6 +65,20 @@ func StartReceiver() (*Receiver, error) {
 		}
 	})
 	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	// /shipping answers 200, except during the played-back outage: 503 to a first attempt, then 404 (a
+	// broken deploy that lost the route), so each delivery shows a retry and then a permanent failure.
+	mux.HandleFunc("POST /shipping", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		if r.shippingDown.Load() {
+			if _, again := r.seen.LoadOrStore(req.Header.Get("webhook-id"), true); again {
+				http.Error(w, `{"error":"no route for POST /shipping"}`, http.StatusNotFound)
+				return
+			}
+			http.Error(w, `{"error":"upstream unavailable"}`, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }
@@ -176,6 +195,109 @@ func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error
 	return out, nil
 }
 
+// OutageTenant is a second demo tenant, so the operator console shows an outage across tenants.
+const OutageTenant = "Northwind Travel"
+
+// outageDescription names the subscriptions the played-back outage hit.
+const outageDescription = "Shipping service (down yesterday 14:00-14:30 UTC)"
+
+// OutageWindow is the played-back outage: yesterday 14:00 to 14:30 UTC.
+func OutageWindow(now time.Time) (from, to time.Time) {
+	y := now.UTC().AddDate(0, 0, -1)
+	from = time.Date(y.Year(), y.Month(), y.Day(), 14, 0, 0, 0, time.UTC)
+	return from, from.Add(30 * time.Minute)
+}
+
+// SeedOutage gives the operator console something to recover from: yesterday from 14:00 to 14:30 UTC the
+// shipping endpoints of two demo tenants were down. It plays that half hour back through the real engine
+// (publisher, worker, sender, the demo receiver answering 503 then 404) on a clock set to yesterday, so
+// every dead delivery has real attempts with yesterday's times. It runs once per database, before the
+// server's own workers start (they would otherwise claim the played-back rows on today's clock). The
+// shipping endpoints answer 200 afterwards, so a replay of the outage succeeds.
+func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded) error {
+	q := db.New(srv.Pool)
+	tenantIDs := []uuid.UUID{s.TenantID}
+	t, err := q.GetTenantByName(ctx, OutageTenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		nt, err := srv.Tenants.CreateTenant(ctx, OutageTenant)
+		if err != nil {
+			return err
+		}
+		t.ID = nt.ID
+	} else if err != nil {
+		return err
+	}
+	tenantIDs = append(tenantIDs, t.ID)
+	url := rcv.URL("/shipping")
+	types := []string{"shipment.created", "shipment.delivered"}
+	for _, tid := range tenantIDs {
+		subs, err := srv.Subscriptions.List(ctx, tid)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, sub := range subs {
+			if sub.Description == outageDescription {
+				found = true
+				if _, err := srv.Subscriptions.Update(ctx, tid, sub.ID, subscriptions.Input{URL: &url}); err != nil {
+					return err
+				}
+				page, err := srv.Deliveries.List(ctx, tid, delivery.Filter{SubscriptionID: &sub.ID, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(page.Items) > 0 {
+					return nil // played back on an earlier run
+				}
+			}
+		}
+		if !found {
+			desc := outageDescription
+			if _, _, err := srv.Subscriptions.Create(ctx, tid, subscriptions.Input{URL: &url, Description: &desc, EventTypes: &types}); err != nil {
+				return err
+			}
+		}
+	}
+
+	from, to := OutageWindow(time.Now())
+	var mu sync.Mutex
+	clock := from
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	pub := delivery.NewPublisher(srv.EnginePool, srv.Policy, now)
+	for i := 0; now().Before(to); i++ {
+		for j, tid := range tenantIDs {
+			payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_%d", j, i), "carrier": "DHL", "status": "label_created"})
+			if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[i%2], Payload: payload}); err != nil {
+				return err
+			}
+		}
+		advance(time.Minute)
+	}
+	sender := delivery.NewSender(delivery.SenderOptions{Timeout: 5 * time.Second, AllowAddrs: []string{rcv.Addr()}})
+	w := delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: now, Logger: slog.New(slog.DiscardHandler)})
+	rcv.shippingDown.Store(true)
+	defer rcv.shippingDown.Store(false)
+	// Rewind to the outage's start and let the worker catch up on its clock, 5 s at a time: first attempts
+	// (503), then, after the backoff, the second attempts (404) that dead-letter them.
+	mu.Lock()
+	clock = from
+	mu.Unlock()
+	for now().Before(to.Add(10 * time.Minute)) {
+		for {
+			n, err := w.RunOnce(ctx)
+			if err != nil {
+				return fmt.Errorf("demo outage: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		advance(5 * time.Second)
+	}
+	return nil
+}
+
 // PrintWelcome tells the person who ran `make run` where to go.
 func PrintWelcome(w io.Writer, cfg config.Config, s Seeded) {
 	host := cfg.Addr
@@ -192,6 +314,8 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded) {
     Demo tenant    %[7]s
 
   Try:  curl -H 'Authorization: Bearer %[6]s' http://%[1]s/api/v1/tenants/%[7]s/deliveries?state=dead
+  Operators: yesterday 14:00-14:30 UTC the demo shipping endpoints were down (played back at first start);
+  sign in as admin, find the dead letters at http://%[1]s/admin/dead and replay them (the endpoints work now).
   Stop with Ctrl-C. Credentials are kept in %[8]s.
 
 `, host, creds.DemoEmail, creds.DemoPassword, cfg.AdminEmail, cfg.AdminPassword, cfg.AdminToken, s.TenantID,

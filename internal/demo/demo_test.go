@@ -2,6 +2,8 @@ package demo_test
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,5 +79,101 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	}
 	if r, err := http.Get(base + "/login"); err != nil || r.StatusCode != 200 {
 		t.Fatalf("dashboard login page: %v %v", r, err)
+	}
+}
+
+// The played-back outage: two tenants' shipping endpoints, every delivery in yesterday's window dead with
+// real attempts (503, then 404) at yesterday's times; once per database; and a replay of the window
+// delivers them, because the endpoints answer 200 now.
+func TestSeedOutagePlaysBackYesterday(t *testing.T) {
+	rcv, err := demo.StartReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	cfg := servertest.Config(t, dbURL)
+	cfg.AllowPrivateNetworks = false
+	cfg.DataDir = t.TempDir()
+	if err := demo.PrepareCredentials(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Not started: the outage is played back before the server's workers run, as make run does.
+	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{AllowAddrs: []string{rcv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(ctx)
+	seeded, err := demo.Seed(ctx, srv, rcv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := demo.SeedOutage(ctx, srv, rcv, seeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, to := demo.OutageWindow(time.Now())
+	page, err := srv.Replays.DeadLetters(ctx, delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 60 {
+		t.Fatalf("dead letters in the outage window: %d, want 60 (2 tenants × 30 minutes)", page.Total)
+	}
+	tenants := map[string]bool{}
+	for _, d := range page.Items {
+		tenants[d.TenantName] = true
+		if d.State != delivery.Failed || d.DeadReason == nil || *d.DeadReason != delivery.ReasonPermanentStatus {
+			t.Fatalf("delivery %s is %s (%v), want failed for a permanent status", d.ID, d.State, d.DeadReason)
+		}
+		det, err := srv.Deliveries.Get(ctx, d.TenantID, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(det.Attempts) != 2 || *det.Attempts[0].Status != 503 || *det.Attempts[1].Status != 404 {
+			t.Fatalf("attempts of %s: %+v, want 503 then 404", d.ID, det.Attempts)
+		}
+		for _, a := range det.Attempts {
+			if a.StartedAt.Before(from) || a.StartedAt.After(to.Add(10*time.Minute)) {
+				t.Fatalf("attempt at %s, outside the played-back outage %s–%s", a.StartedAt, from, to)
+			}
+		}
+	}
+	if !tenants[demo.DemoTenant] || !tenants[demo.OutageTenant] {
+		t.Fatalf("outage tenants: %v", tenants)
+	}
+
+	r, err := srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
+		Spread: time.Second, Actor: "test"})
+	if err != nil || r.Matched != 60 {
+		t.Fatalf("replay: %+v, %v", r, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := srv.Replays.Deliveries(ctx, r.ID, 100, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered := 0
+		for _, d := range p.Items {
+			if d.State == delivery.Delivered {
+				delivered++
+			}
+		}
+		if delivered == 60 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 60 replayed outage deliveries delivered", delivered)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
