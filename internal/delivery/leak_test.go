@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// A stopped worker leaves nothing running: fetcher, listener, rescuer, completer, attempts and the sender's
+// A stopped worker leaves nothing running: fetcher, listener, completer, attempts and the sender's
 // keep-alive connections are all gone.
 func TestStoppedWorkerLeavesNoGoroutines(t *testing.T) {
 	e := setup(t)

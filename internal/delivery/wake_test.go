@@ -16,7 +16,7 @@ func TestIdleWorkerWakesForNewEventsAndScheduledRetries(t *testing.T) {
 	e.setPolicy(delivery.RetryPolicy{Base: 100 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: 5, Window: time.Hour})
 	rc := newReceiver(t, statuses(500, 200, 200))
 	e.subscribe(rc.URL(), subscriptions.Input{})
-	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute, RescueInterval: time.Minute}, nil)
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute}, nil)
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,6 @@ type WorkerOptions struct {
 	Lease time.Duration
 	// PollInterval is the fallback wake-up when no notification comes (default 1 s, jittered).
 	PollInterval time.Duration
-	// RescueInterval is how often expired leases are looked for (default 10 s).
-	RescueInterval time.Duration
 	// ShutdownGrace is how long Stop lets running attempts finish before cutting them off and releasing
 	// their rows (default AttemptTimeout).
 	ShutdownGrace time.Duration
@@ -59,9 +57,6 @@ func (o *WorkerOptions) defaults() {
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	if o.RescueInterval <= 0 {
-		o.RescueInterval = 10 * time.Second
-	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = o.AttemptTimeout
 	}
@@ -80,8 +75,9 @@ func (o *WorkerOptions) defaults() {
 }
 
 // Worker delivers webhooks: a fetcher claims due rows into free slots, one goroutine per attempt sends,
-// and a completer writes finished attempts in batches. A listener wakes the fetcher on new work; a rescuer
-// returns rows whose lease ran out. Several workers, in one process or many, can share a database.
+// and a completer writes finished attempts in batches. A listener wakes the fetcher on new work. Rows
+// whose lease ran out are returned by RescueExpired, which the maintenance leader (one process among
+// all) calls every RescueInterval. Several workers, in one process or many, can share a database.
 type Worker struct {
 	pool   *pgxpool.Pool
 	q      *db.Queries
@@ -106,7 +102,7 @@ type Worker struct {
 	stopClaiming  context.CancelFunc
 	stopSending   context.CancelFunc
 	sendCtx       context.Context
-	loops         sync.WaitGroup // fetcher, listener, rescuer
+	loops         sync.WaitGroup // fetcher, listener
 	attempts      sync.WaitGroup
 	completerDone chan struct{}
 	stopOnce      sync.Once
@@ -144,10 +140,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stopClaiming, w.stopSending, w.sendCtx = stopClaiming, stopSending, sendCtx
 	w.completerDone = make(chan struct{})
 	go w.complete()
-	w.loops.Add(3)
+	w.loops.Add(2)
 	go func() { defer w.loops.Done(); w.fetch(claimCtx) }()
 	go func() { defer w.loops.Done(); w.listen(claimCtx) }()
-	go func() { defer w.loops.Done(); w.rescue(claimCtx) }()
 	return nil
 }
 
@@ -513,25 +508,15 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 	}
 }
 
-// rescue periodically returns rows whose lease ran out to the queue.
-func (w *Worker) rescue(ctx context.Context) {
-	t := time.NewTicker(w.o.RescueInterval)
-	defer t.Stop()
-	for {
-		if n, err := w.RescueExpired(ctx); err != nil && ctx.Err() == nil {
-			w.log.Error("rescue expired leases", "err", err)
-		} else if n > 0 {
-			w.Wake()
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+// RescueInterval is how often the maintenance leader calls RescueExpired. With the default lease
+// (timeout + 15 s) and leader election every 5 s, a delivery left in_flight by a dead process is back in
+// the queue within about timeout + 25 s while the leader lives, and timeout + 35 s when the leader died
+// too (its session is ended within 15 s, a follower takes over within 5 s and rescues at once): inside the
+// contract's 2 × timeout + 30 s for any timeout of at least 5 s.
+const RescueInterval = 10 * time.Second
 
-// RescueExpired puts deliveries whose lease ran out back in the queue and says how many.
+// RescueExpired puts deliveries whose lease ran out back in the queue and says how many. Rescued rows
+// are due now, so it wakes this worker and notifies every other process's worker as well.
 func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	rows, err := w.q.RescueExpiredLeases(ctx, w.o.Now())
 	if err != nil {
@@ -539,6 +524,13 @@ func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	}
 	for _, r := range rows {
 		w.log.Warn("delivery lease ran out; back in the queue", "delivery_id", r.ID, "subscription_id", r.SubscriptionID)
+	}
+	if len(rows) > 0 {
+		w.Wake()
+		if err := w.q.NotifyDeliveriesReady(ctx); err != nil {
+			// The rows are queued either way; other workers find them at their next poll.
+			w.log.Warn("notify rescued deliveries", "err", err)
+		}
 	}
 	return len(rows), nil
 }

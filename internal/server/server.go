@@ -20,6 +20,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -53,9 +54,11 @@ type Server struct {
 	ReplayRunner  *delivery.ReplayRunner
 	Publisher     *delivery.Publisher
 	Worker        *delivery.Worker
-	Metrics       *delivery.Metrics
-	Policy        delivery.RetryPolicy
-	Now           func() time.Time
+	// Maintainer runs the periodic work (lease rescue, session pruning) on one elected process.
+	Maintainer *maintenance.Maintainer
+	Metrics    *delivery.Metrics
+	Policy     delivery.RetryPolicy
+	Now        func() time.Time
 
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -146,6 +149,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: o.Now,
 		Logger: log.With("component", "worker"), Metrics: s.Metrics,
 	})
+	s.Maintainer = maintenance.New(maintenance.Options{
+		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
+	})
+	s.Maintainer.Register(maintenance.Task{Name: "rescue", Interval: delivery.RescueInterval, Run: func(ctx context.Context) error {
+		_, err := s.Worker.RescueExpired(ctx)
+		return err
+	}})
+	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
 	if cfg.AdminEmail != "" || cfg.AdminPassword != "" {
 		if err := s.Tenants.EnsureAdminUser(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
 			pool.Close()
@@ -240,6 +251,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.serveErr <- err
 	}()
 	s.ReplayRunner.Start(ctx)
+	if err := s.Maintainer.Start(ctx); err != nil {
+		return err
+	}
 	return s.Worker.Start(ctx)
 }
 
@@ -255,6 +269,7 @@ func (s *Server) Stop(ctx context.Context) error {
 			err = s.httpSrv.Shutdown(ctx)
 		}
 		s.ReplayRunner.Stop()
+		s.Maintainer.Stop() // gives leadership up at once, so another process takes over within seconds
 		s.Worker.Stop()
 		s.Pool.Close()
 		s.EnginePool.Close()

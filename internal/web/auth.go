@@ -122,9 +122,6 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
-	if h.store != nil {
-		h.store.prune(r.Context())
-	}
 	if next == "" {
 		next = "/"
 		if u.TenantID == nil {

@@ -1,16 +1,12 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
-	"github.com/hookline/hookline/internal/db"
-	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/web/templates"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -39,40 +35,15 @@ func newSessionManager(store scs.Store, idle, lifetime time.Duration, onError fu
 	return sm
 }
 
-// sessionStore is scs's PostgreSQL store without its background goroutine (which would outlive the
-// server's pool): expired rows are pruned at most every pruneEvery, from sign-ins.
+// sessionStore is scs's PostgreSQL store without its background goroutine (which would run in every
+// process and outlive the server's pool): the maintenance leader deletes expired rows
+// (maintenance.PruneSessions). now is no longer needed here.
 type sessionStore struct {
 	*pgxstore.PostgresStore
-	q   *db.Queries
-	now func() time.Time
-
-	mu        sync.Mutex
-	lastPrune time.Time
 }
 
-const pruneEvery = 10 * time.Minute
-
-func newSessionStore(pool *pgxpool.Pool, now func() time.Time) *sessionStore {
-	return &sessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, 0), q: db.New(pool), now: now}
-}
-
-// prune deletes expired sessions when it has not done so for pruneEvery.
-func (s *sessionStore) prune(ctx context.Context) {
-	s.mu.Lock()
-	now := s.now()
-	due := now.Sub(s.lastPrune) >= pruneEvery
-	if due {
-		s.lastPrune = now
-	}
-	s.mu.Unlock()
-	if !due {
-		return
-	}
-	if n, err := s.q.DeleteExpiredSessions(ctx, now); err != nil {
-		httpx.Logger(ctx).Warn("prune sessions", "err", err)
-	} else if n > 0 {
-		httpx.Logger(ctx).Info("pruned expired sessions", "count", n)
-	}
+func newSessionStore(pool *pgxpool.Pool, _ func() time.Time) *sessionStore {
+	return &sessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, 0)}
 }
 
 // secureCookies adds the Secure attribute to every cookie set on a request that came over TLS.

@@ -1,0 +1,28 @@
+package maintenance
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hookline/hookline/internal/db"
+)
+
+// SessionPruneInterval is how often expired dashboard sessions are deleted. scs refuses expired sessions
+// on read, so pruning only keeps the table small and need not be prompt.
+const SessionPruneInterval = 10 * time.Minute
+
+// PruneSessions is the task deleting expired dashboard sessions (scs's own cleanup goroutine is off: it
+// would run in every process and outlive the server's pool).
+func PruneSessions(q *db.Queries, now func() time.Time, log *slog.Logger) Task {
+	return Task{Name: "prune_sessions", Interval: SessionPruneInterval, Run: func(ctx context.Context) error {
+		n, err := q.DeleteExpiredSessions(ctx, now())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Info("pruned expired sessions", "count", n)
+		}
+		return nil
+	}}
+}
