@@ -26,10 +26,11 @@ func BenchmarkListAtScale(b *testing.B) {
 	spread := 30 * 24 * time.Hour / time.Duration(rows)
 	if _, err := e.pool.Exec(e.ctx, `
 		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, next_attempt_at,
-		                                give_up_at, created_at, updated_at, attempt_count, total_attempts, dead_reason)
+		                                give_up_at, created_at, updated_at, attempt_count, total_attempts, dead_reason, dead_at,
+		                                last_attempt_at)
 		SELECT $1, $2, CASE WHEN g % 10 = 0 THEN $4::uuid ELSE $3::uuid END, CASE WHEN g % 3 = 0 THEN 'invoice.paid' ELSE 'order.created' END,
 		       CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END, t, t + interval '72 hours', t, t, 1, 1,
-		       CASE WHEN g % 10 = 0 THEN 'permanent_status' END
+		       CASE WHEN g % 10 = 0 THEN 'permanent_status' END, CASE WHEN g % 10 = 0 THEN t END, t
 		FROM generate_series(1, $5::int) g, LATERAL (SELECT $6::timestamptz - g * $7::interval AS t) x`,
 		e.tenant, event, good.ID, bad.ID, rows, now, spread); err != nil {
 		b.Fatal(err)

@@ -307,12 +307,9 @@ type Actor struct {
 // Retry puts a delivered, failed or expired delivery back in the queue with a fresh schedule and deadline.
 // Of several concurrent calls on one delivery exactly one succeeds; the rest get INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
-	cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Delivery{}, fault.Missing("delivery")
-	}
+	cur, err := s.get(ctx, tenantID, id)
 	if err != nil {
-		return Delivery{}, fmt.Errorf("get delivery: %w", err)
+		return Delivery{}, err
 	}
 	if err := s.retryAllowed(fromRow(cur), actor); err != nil {
 		return Delivery{}, err
@@ -340,9 +337,9 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Lost a race, or the row changed since we read it: say why from its state now.
-		cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+		cur, err := s.get(ctx, tenantID, id)
 		if err != nil {
-			return Delivery{}, fault.Missing("delivery")
+			return Delivery{}, err
 		}
 		if err := s.retryAllowed(fromRow(cur), actor); err != nil {
 			return Delivery{}, err
@@ -416,6 +413,18 @@ func (s *Service) reserveResend(subID uuid.UUID) time.Duration {
 	return 0
 }
 
+// get reads one delivery row: NOT_FOUND only when there is no such row of the tenant, any other error as is.
+func (s *Service) get(ctx context.Context, tenantID, id uuid.UUID) (db.WebhookDelivery, error) {
+	row, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row, fault.Missing("delivery")
+	}
+	if err != nil {
+		return row, fmt.Errorf("get delivery: %w", err)
+	}
+	return row, nil
+}
+
 // Discard removes a dead delivery from lists; it stays stored for audit.
 func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 	_, err := s.q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: s.now()})
@@ -425,9 +434,9 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("discard delivery: %w", err)
 	}
-	cur, err := s.q.GetDelivery(ctx, db.GetDeliveryParams{ID: id, TenantID: tenantID})
+	cur, err := s.get(ctx, tenantID, id)
 	if err != nil {
-		return fault.Missing("delivery")
+		return err
 	}
 	if cur.DiscardedAt != nil {
 		return fault.New(fault.InvalidState, "the delivery was already discarded")

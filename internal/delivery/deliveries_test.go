@@ -329,7 +329,8 @@ func listFixture(t *testing.T, e *env) (rows []listRow, sub1, sub2 uuid.UUID, t0
 			if s, ok := set[[2]any{r.sub, i}]; ok {
 				r.state, r.total = s[0].(string), s[1].(int)
 				if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = $2, total_attempts = $3, attempt_count = $3,
-					lease_expires_at = CASE WHEN $2 = 'in_flight' THEN now() + interval '1 minute' END WHERE id = $1`, r.id, r.state, r.total); err != nil {
+					lease_expires_at = CASE WHEN $2 = 'in_flight' THEN now() + interval '1 minute' END,
+					dead_at = CASE WHEN $2 IN ('failed', 'expired') THEN now() END WHERE id = $1`, r.id, r.state, r.total); err != nil {
 					t.Fatal(err)
 				}
 			}
