@@ -42,6 +42,9 @@ func (a *API) Routes() http.Handler {
 
 	r.With(adminOnly).Post("/tenants", a.createTenant)
 	r.With(adminOnly).Get("/tenants", a.listTenants)
+	r.With(adminOnly).Post("/replays", a.startReplay)
+	r.With(adminOnly).Get("/replays", a.listReplays)
+	r.With(adminOnly).Get("/replays/{replayID}", a.getReplay)
 	r.Route("/tenants/{tenantID}", func(r chi.Router) {
 		r.Use(a.tenantAccess)
 		r.With(adminOnly).Get("/", a.getTenant)
@@ -58,6 +61,7 @@ func (a *API) Routes() http.Handler {
 			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/resume", a.resumeSubscription)
 			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/rotate-secret", a.rotateSecret)
 			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
+			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
 		})
 
 		r.With(need(tenants.ScopeEventsWrite)).Post("/events", a.publish)
@@ -68,6 +72,9 @@ func (a *API) Routes() http.Handler {
 			r.With(need(tenants.ScopeDeliveriesWrite)).Delete("/", a.discardDelivery)
 			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry", a.retryDelivery)
 		})
+
+		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)
+		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays/{replayID}", a.getTenantReplay)
 	})
 	return r
 }

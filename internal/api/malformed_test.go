@@ -36,6 +36,16 @@ var malformedBodies = []string{
 	`{"event_type":"a","payload":` + strings.Repeat(`[`, 20000) + strings.Repeat(`]`, 20000) + `}`,
 	`{"event_type":null,"payload":{}}`, `{"event_type":"a","payload":{"a":1,"a":2}}`, `{"event_type":"a","payload":{},"event_type":"b"}`,
 	`{"payload":{}}`, `{"event_type":"a","payload":{"big":` + strings.Repeat("9", 400) + `}}`,
+	// Replays and recovers: malformed fields only (and one harmless dry run), so the sweep replays nothing.
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-13-01T00:00:00Z"}`, `{"created_from":"\u0000","created_to":"x"}`,
+	`{"created_from":"0001-01-01T00:00:00Z","created_to":"9999-12-31T23:59:59.999999999Z","dry_run":true}`,
+	`{"created_from":"0000-01-01T00:00:00+23:59","created_to":"9999-12-31T23:59:59-23:59","dry_run":true}`,
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-01-02T00:00:00Z","tenant_id":"00000000-0000-0000-0000-000000000000"}`,
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-01-02T00:00:00Z","tenant_id":"\u0000"}`,
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-01-02T00:00:00Z","states":["\u0000"]}`,
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-01-02T00:00:00Z","event_type":"\u0000","dead_reason":"\u0000"}`,
+	`{"created_from":"2026-01-01T00:00:00Z","created_to":"2026-01-02T00:00:00Z","spread_seconds":99999999999}`,
+	`{"since":"\u0000"}`, `{"since":"0001-01-01T00:00:00Z"}`, `{"since":"9999-12-31T23:59:59Z"}`, `{"since":"2026-01-01T00:00:00+25:00"}`,
 }
 
 // malformedQueries are list query strings no route should answer with a 500.
@@ -94,6 +104,9 @@ func TestNoServerErrorOnMalformedInput(t *testing.T) {
 			struct{ method, path string }{"PATCH", "/tenants/" + f.tenant + "/subscriptions/" + id},
 			struct{ method, path string }{"DELETE", "/tenants/" + f.tenant + "/deliveries/" + id},
 			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry"},
+			struct{ method, path string }{"GET", "/replays/" + id},
+			struct{ method, path string }{"GET", "/tenants/" + f.tenant + "/replays/" + id},
+			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/subscriptions/" + id + "/recover"},
 		)
 	}
 
