@@ -3,6 +3,8 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +24,15 @@ const UserAgent = "Hookline-Webhooks/1.0 (+https://github.com/hookline/hookline)
 // SnippetLimit is how much of a response body an attempt keeps.
 const SnippetLimit = 512
 
+// ErrorLimit caps the error text of an attempt wherever it is stored or logged: a receiver must not be able
+// to make Hookline store or log megabytes (a 1 MiB malformed status line once became the error text).
+const ErrorLimit = 1024
+
+// maxResponseHeaderBytes bounds the header block read from a receiver.
+const maxResponseHeaderBytes = 16 << 10
+
 // ErrBlockedAddress is returned when the SSRF guard refuses to dial an address.
-var ErrBlockedAddress = errors.New("address not allowed: loopback, private, link-local and other internal addresses are refused (HOOKLINE_ALLOW_PRIVATE_NETWORKS)")
+var ErrBlockedAddress = errors.New("address not allowed: the endpoint resolves to a loopback, private or other non-public address (HOOKLINE_ALLOW_PRIVATE_NETWORKS)")
 
 // SenderOptions configure a Sender.
 type SenderOptions struct {
@@ -52,6 +61,7 @@ func NewSender(o SenderOptions) *Sender {
 	for _, a := range o.AllowAddrs {
 		allowed[a] = true
 	}
+	own := ownAddrs()
 	dialer := &net.Dialer{
 		Timeout:   o.Timeout,
 		KeepAlive: 30 * time.Second,
@@ -61,24 +71,25 @@ func NewSender(o SenderOptions) *Sender {
 			}
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %s", ErrBlockedAddress, address)
+				return ErrBlockedAddress
 			}
-			if !PublicAddr(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrBlockedAddress, ap.Addr())
+			if !PublicAddr(ap.Addr()) || own[ap.Addr().Unmap()] {
+				return ErrBlockedAddress // the address itself stays out of the error: tenants read it
 			}
 			return nil
 		},
 	}
 	transport := &http.Transport{
-		Proxy:                 nil, // a proxy would dial on our behalf and bypass the guard
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   o.Timeout,
-		ResponseHeaderTimeout: o.Timeout,
-		DisableCompression:    true, // never inflate a receiver's body: a gzip bomb stays small
+		Proxy:                  nil, // a proxy would dial on our behalf and bypass the guard
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    o.Timeout,
+		ResponseHeaderTimeout:  o.Timeout,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		DisableCompression:     true, // never inflate a receiver's body: a gzip bomb stays small
 	}
 	return &Sender{
 		timeout: o.Timeout,
@@ -92,16 +103,17 @@ func NewSender(o SenderOptions) *Sender {
 // CloseIdle closes the sender's idle keep-alive connections (at shutdown).
 func (s *Sender) CloseIdle() { s.client.CloseIdleConnections() }
 
-// PublicAddr reports whether ip may be dialled with the SSRF guard on: not loopback, private, link-local
-// (which includes the cloud metadata address 169.254.169.254), unspecified, multicast, CGNAT or an
-// IPv4-mapped form of those.
+// PublicAddr reports whether ip may be dialled with the SSRF guard on. It is an allow-list: only global
+// unicast addresses outside every special-purpose range pass. Refused: loopback, private, link-local (which
+// includes the cloud metadata address 169.254.169.254), unspecified, multicast, CGNAT, documentation,
+// benchmarking, reserved, and the IPv6 forms that embed or translate IPv4 (IPv4-mapped and -compatible,
+// NAT64, 6to4, Teredo) as well as site-local. The host's own interface addresses are refused at dial time.
 func PublicAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+	if !ip.IsValid() || !ip.IsGlobalUnicast() || ip.IsPrivate() {
 		return false
 	}
-	for _, p := range blockedPrefixes {
+	for _, p := range specialPrefixes {
 		if p.Contains(ip) {
 			return false
 		}
@@ -109,14 +121,43 @@ func PublicAddr(ip netip.Addr) bool {
 	return true
 }
 
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach IPv4 internals
-	netip.MustParsePrefix("2001:db8::/32"),
+// specialPrefixes are the IANA special-purpose ranges that IsGlobalUnicast lets through.
+var specialPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the limited broadcast address
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible IPv6 (deprecated)
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 can reach IPv4 internals
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments, Teredo included
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds any IPv4 address
+	netip.MustParsePrefix("3fff::/20"),       // documentation
+	netip.MustParsePrefix("5f00::/16"),       // segment routing SIDs
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, still routed internally by some)
+}
+
+// ownAddrs are this host's interface addresses: a public address of the host itself reaches its own
+// services (the dashboard, metrics, a database bound to it), so it is refused like loopback.
+func ownAddrs() map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return out
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out[p.Addr().Unmap()] = true
+		}
+	}
+	return out
 }
 
 // Request is one attempt to send.
@@ -156,7 +197,7 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 	}
 	sig, err := Sign(req.Secrets, req.MsgID, ts, req.Body)
 	if err != nil {
-		res.Err = "signing: " + err.Error()
+		res.Err = LimitError("signing: " + err.Error())
 		res.Headers = headers
 		return res
 	}
@@ -167,7 +208,7 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
-		res.Err = "invalid request: " + err.Error()
+		res.Err = "invalid request: the endpoint URL cannot be requested"
 		return res
 	}
 	for k, v := range req.CustomHeaders {
@@ -198,19 +239,73 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 	return res
 }
 
+// describeError says what went wrong in words a tenant may read: a category and a safe detail, never the
+// resolver's address, the worker's source address or what a name resolved to (Go's own error texts carry
+// all three), and at most ErrorLimit bytes.
 func describeError(err error, timeout time.Duration) string {
-	var ne net.Error
+	var (
+		ne       net.Error
+		dnsErr   *net.DNSError
+		unknown  x509.UnknownAuthorityError
+		hostErr  x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		recErr   tls.RecordHeaderError
+		alertErr tls.AlertError
+		certErr  *tls.CertificateVerificationError
+	)
 	switch {
 	case errors.Is(err, ErrBlockedAddress):
-		var msg = err.Error()
-		if i := strings.Index(msg, ErrBlockedAddress.Error()); i >= 0 {
-			msg = msg[i:]
-		}
-		return msg
+		return ErrBlockedAddress.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return fmt.Sprintf("timeout: no complete answer within %s", timeout)
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "dns: the endpoint's host name does not exist"
+		}
+		return "dns: the endpoint's host name could not be resolved right now"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens on the endpoint's port"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset by the endpoint"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "network unreachable: no route to the endpoint"
+	case errors.As(err, &unknown):
+		return "tls: the endpoint's certificate is signed by an unknown authority"
+	case errors.As(err, &hostErr):
+		return "tls: the endpoint's certificate is not valid for its host name"
+	case errors.As(err, &invalid):
+		return "tls: the endpoint's certificate is invalid or expired"
+	case errors.As(err, &certErr):
+		return "tls: the endpoint's certificate could not be verified"
+	case errors.As(err, &recErr):
+		return "tls: the endpoint did not answer with TLS"
+	case errors.As(err, &alertErr):
+		return "tls: the endpoint refused the handshake"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection closed by the endpoint before a complete answer"
+	case strings.Contains(err.Error(), "server response headers exceeded"):
+		return fmt.Sprintf("invalid answer: response headers larger than %d KiB", maxResponseHeaderBytes>>10)
+	case strings.Contains(err.Error(), "malformed HTTP"), strings.Contains(err.Error(), "malformed MIME"):
+		return "invalid answer: not a well-formed HTTP response"
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return "tls: the endpoint answered plain HTTP to an https URL"
+	case strings.Contains(err.Error(), "tls:"):
+		return "tls: the handshake with the endpoint failed"
 	}
-	return err.Error()
+	return "connection failed: the endpoint could not be reached"
+}
+
+// LimitError cuts an error text to ErrorLimit bytes on a rune boundary, for everything stored or logged
+// that a receiver may have shaped.
+func LimitError(s string) string {
+	if len(s) <= ErrorLimit {
+		return s
+	}
+	s = s[:ErrorLimit]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // parseRetryAfter reads Retry-After as seconds or an HTTP date.

@@ -238,6 +238,11 @@ func TestPublicAddr(t *testing.T) {
 		"::1": false, "::": false, "fc00::1": false, "fd12:3456::1": false, "fe80::1": false, "ff02::1": false,
 		"::ffff:127.0.0.1": false, "::ffff:10.0.0.1": false, "::ffff:169.254.169.254": false, "64:ff9b::a00:1": false,
 		"8.8.8.8": true, "1.1.1.1": true, "93.184.216.34": true, "2606:4700:4700::1111": true, "::ffff:8.8.8.8": true,
+		// documentation, benchmarking and reserved ranges, and IPv6 forms that embed or translate IPv4
+		"192.0.2.1": false, "198.51.100.7": false, "203.0.113.9": false, "192.0.0.8": false, "240.1.2.3": false,
+		"fec0::1": false, "::10.0.0.1": false, "::127.0.0.1": false, "2002:a00:1::1": false, "2002:808:808::1": false,
+		"2001::1": false, "2001:db8::1": false, "64:ff9b:1::1": false, "100::1": false, "3fff::1": false,
+		"2001:4860:4860::8888": true,
 	}
 	for s, want := range cases {
 		if got := PublicAddr(netip.MustParseAddr(s)); got != want {
