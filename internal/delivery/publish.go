@@ -79,6 +79,11 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	if len(payload) == 0 || payload[0] != '{' || !json.Valid(payload) {
 		return Published{}, fault.Invalid("payload must be a JSON object")
 	}
+	// json.Valid accepts invalid UTF-8 inside strings; receivers would get (and the API serve back) JSON
+	// that is not valid, so it is refused now rather than failing later.
+	if !utf8.Valid(payload) {
+		return Published{}, fault.Invalid("payload must be valid UTF-8")
+	}
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
 		return Published{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
 	}

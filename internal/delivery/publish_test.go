@@ -145,6 +145,7 @@ func TestPublishRejectsInvalidInput(t *testing.T) {
 		{"order.created", ``}, {"order.created", `[]`}, {"order.created", `[{"a":1}]`}, {"order.created", `"s"`},
 		{"order.created", `1`}, {"order.created", `null`}, {"order.created", `true`}, {"order.created", `{`},
 		{"order.created", `{"a":1} {"b":2}`}, {"order.created", `{"a":}`},
+		{"order.created", "{\"a\":\"\xff\xfe\"}"}, {"order.created", "{\"\xc3\":1}"}, // invalid UTF-8 inside strings
 	}
 	for _, c := range cases {
 		_, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: c.eventType, Payload: json.RawMessage(c.payload)})

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/net/http/httpguts"
 )
 
 // States of a subscription.
@@ -189,8 +190,10 @@ func validateHeaders(h map[string]string) error {
 		if reservedHeaders[lk] || strings.HasPrefix(lk, "webhook-") {
 			return fault.Invalid("custom header %q is set by Hookline and cannot be overridden", k)
 		}
-		if len(v) > maxHeaderValue || strings.ContainsAny(v, "\r\n\x00") {
-			return fault.Invalid("custom header %q has an invalid value", k)
+		// A value Go's HTTP client refuses to send (control characters) would fail every attempt until the
+		// delivery expired: refused now instead.
+		if len(v) > maxHeaderValue || !utf8.ValidString(v) || !httpguts.ValidHeaderFieldValue(v) {
+			return fault.Invalid("custom header %q has an invalid value: control characters and invalid UTF-8 are not allowed", k)
 		}
 	}
 	return nil

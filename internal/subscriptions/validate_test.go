@@ -81,6 +81,8 @@ func TestValidateHeaders(t *testing.T) {
 		{"Webhook-Id": "x"}, {"webhook-signature": "x"}, {"WEBHOOK-TIMESTAMP": "1"}, {"webhook-anything": "x"},
 		{"": "x"}, {"X A": "x"}, {"X:A": "x"}, {"X(A)": "x"}, {"X-\u00e9": "x"}, {"X\n": "x"},
 		{"X-A": "a\r\nB: c"}, {"X-A": "a\nb"}, {"X-A": "a\x00b"}, {"X-A": strings.Repeat("v", 1025)},
+		// control characters Go's client refuses to send, and invalid UTF-8: every attempt would fail
+		{"X-A": "a\x01b"}, {"X-A": "a\x7fb"}, {"X-A": "\x1b[31m"}, {"X-A": "a\xffb"},
 	}
 	for _, h := range bad {
 		if err := validateHeaders(h); !fault.Is(err, fault.InvalidRequest) {
