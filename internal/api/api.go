@@ -82,12 +82,9 @@ func (a *API) Routes() http.Handler {
 // authenticate resolves the bearer token of every API request.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		token, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok {
-			token, ok = strings.CutPrefix(h, "bearer ")
-		}
-		if !ok || strings.TrimSpace(token) == "" {
+		// The scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work.
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			writeError(w, r, fault.New(fault.Unauthenticated, "send Authorization: Bearer <token>"))
 			return
 		}
