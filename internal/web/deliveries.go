@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/web/templates"
@@ -11,12 +12,7 @@ import (
 
 // delivery is one delivery's page: state in words, the request as sent and the attempt timeline.
 func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
-	tenantID, ok := tenantOf(currentUser(r))
-	if !ok {
-		h.notFound(w, r)
-		return
-	}
-	id, err := pathID(r)
+	tenantID, id, err := h.deliveryTenant(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -34,16 +30,16 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
 	label, class := deliveryState(d.Delivery)
 	p := templates.DeliveryPage{
-		Layout: h.layout(r, "Delivery "+shortID(d.ID),
-			templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: subName, Href: subHref},
-			templates.Crumb{Label: "Delivery " + shortID(d.ID)}),
+		Layout: h.layout(r, "Delivery "+shortID(d.ID), append(h.tenantCrumbs(r, tenantID),
+			templates.Crumb{Label: subName, Href: subHref}, templates.Crumb{Label: "Delivery " + shortID(d.ID)})...),
 		ID: d.ID.String(), EventID: d.EventID.String(), EventType: d.EventType, SubHref: subHref, SubName: subName,
 		State: label, StateClass: class, StateText: h.stateText(d, subState), Discarded: d.Discarded,
 		Created: h.timeView(d.CreatedAt), NextAttempt: h.timePtr(d.NextAttemptAt), GiveUp: h.timeView(d.GiveUpAt),
-		LastAttempt: h.timePtr(d.LastAttemptAt), RequestURL: d.Request.URL, Headers: headersView(d.Request.Headers),
+		LastAttempt: h.timePtr(d.LastAttemptAt), DeadAt: h.timePtr(d.DeadAt), RequestURL: d.Request.URL, Headers: headersView(d.Request.Headers),
 		Body: prettyJSON(d.Request.Body), Attempts: h.attemptsView(d.Attempts),
 		ManualRetries: d.ManualRetries, MaxManual: h.maxManual, ActionBase: "/deliveries/" + d.ID.String(),
 	}
+	p.Replay, p.ReplayHref = h.replayedBy(r, tenantID, d.ReplayID)
 	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
 		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
 	}
@@ -74,12 +70,7 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 // resend puts a delivery back in the queue and says what happened: queued, rate-limited or not allowed.
 func (h *Handler) resend(w http.ResponseWriter, r *http.Request) {
 	u := currentUser(r)
-	tenantID, ok := tenantOf(u)
-	if !ok {
-		h.notFound(w, r)
-		return
-	}
-	id, err := pathID(r)
+	tenantID, id, err := h.deliveryTenant(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -99,4 +90,46 @@ func (h *Handler) resend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/deliveries/"+id.String(), http.StatusSeeOther)
+}
+
+// deliveryTenant reads the {id} delivery's id and the tenant to look it up in: the customer's own (another
+// tenant's delivery is then NOT_FOUND), or for an operator the tenant that owns it.
+func (h *Handler) deliveryTenant(r *http.Request) (uuid.UUID, uuid.UUID, error) {
+	u := currentUser(r)
+	id, err := pathID(r)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	if u.Admin {
+		tenantID, err := h.dels.TenantOf(r.Context(), id)
+		return tenantID, id, err
+	}
+	tenantID, ok := tenantOf(u)
+	if !ok {
+		return uuid.Nil, uuid.Nil, fault.Missing("delivery")
+	}
+	return tenantID, id, nil
+}
+
+// replayedBy says which replay last put a delivery back in the queue: a link to it for operators; for a
+// customer their own recover, or an operator's replay they cannot open.
+func (h *Handler) replayedBy(r *http.Request, tenantID uuid.UUID, replayID *uuid.UUID) (text, href string) {
+	if replayID == nil {
+		return "", ""
+	}
+	u := currentUser(r)
+	if u.Admin {
+		text = "replay " + shortID(*replayID)
+		if rep, err := h.replays.Get(r.Context(), *replayID, nil); err == nil {
+			text = rep.Kind + " replay by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(timeLayout)
+			if rep.Kind == delivery.ReplayRecover {
+				text = "recover by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(timeLayout)
+			}
+		}
+		return text, "/admin/replays/" + replayID.String()
+	}
+	if rep, err := h.replays.Get(r.Context(), *replayID, &tenantID); err == nil {
+		return "your recover of " + rep.StartedAt.UTC().Format(timeLayout) + " (by " + rep.Actor + ")", ""
+	}
+	return "an operator's bulk replay", ""
 }

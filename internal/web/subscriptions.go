@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -42,25 +43,32 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	subs, err := h.subs.List(ctx, tenantID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	dead, err := h.subs.DeadCounts(ctx, tenantID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	p := templates.HomePage{Layout: h.layout(r, "Subscriptions", templates.Crumb{Label: "Subscriptions"})}
 	if t, err := h.tenants.GetTenant(ctx, tenantID); err == nil {
 		p.TenantName = t.Name
 	}
-	// Health for every subscription in two queries, not a few per subscription.
-	health, err := h.subs.HealthOf(ctx, tenantID, subs)
-	if err != nil {
+	var err error
+	if p.Subscriptions, err = h.subscriptionsWithHealth(ctx, tenantID); err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	h.render(w, r, http.StatusOK, templates.Home(p))
+}
+
+// subscriptionsWithHealth is a tenant's subscriptions with their 24 h health, for the home page and the
+// operator's tenant page: health for all of them in a few queries, not a few per subscription.
+func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUID) ([]templates.Subscription, error) {
+	subs, err := h.subs.List(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := h.subs.DeadCounts(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	health, err := h.subs.HealthOf(ctx, tenantID, subs)
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]uuid.UUID, len(subs))
 	for i, s := range subs {
@@ -68,15 +76,15 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 	}
 	hourly, err := h.subs.HourlyOf(ctx, tenantID, ids)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return nil, err
 	}
+	out := make([]templates.Subscription, 0, len(subs))
 	for _, s := range subs {
 		v := h.subscriptionView(s)
 		v.Health = h.healthView(health[s.ID], hourly[s.ID], dead[s.ID])
-		p.Subscriptions = append(p.Subscriptions, v)
+		out = append(out, v)
 	}
-	h.render(w, r, http.StatusOK, templates.Home(p))
+	return out, nil
 }
 
 func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, dead int) (templates.Subscription, error) {
@@ -94,18 +102,40 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	return v, nil
 }
 
-// customerSubscription loads the {id} subscription of the user's tenant; anything else is NOT_FOUND.
+// customerSubscription loads the {id} subscription: of the user's tenant for a customer (anything else is
+// NOT_FOUND), of whichever tenant owns it for an operator.
 func (h *Handler) customerSubscription(r *http.Request) (uuid.UUID, subscriptions.Subscription, error) {
-	tenantID, ok := tenantOf(currentUser(r))
-	if !ok {
-		return uuid.Nil, subscriptions.Subscription{}, fault.Missing("subscription")
-	}
+	u := currentUser(r)
+	tenantID, ok := tenantOf(u)
 	id, err := pathID(r)
 	if err != nil {
 		return uuid.Nil, subscriptions.Subscription{}, err
 	}
+	if u.Admin {
+		if tenantID, err = h.console.SubscriptionTenant(r.Context(), id); err != nil {
+			return uuid.Nil, subscriptions.Subscription{}, err
+		}
+		ok = true
+	}
+	if !ok {
+		return uuid.Nil, subscriptions.Subscription{}, fault.Missing("subscription")
+	}
 	s, err := h.subs.Get(r.Context(), tenantID, id)
 	return tenantID, s, err
+}
+
+// tenantCrumbs start the breadcrumb of a tenant's page: the customer's own list, or for an operator the
+// admin pages and the tenant.
+func (h *Handler) tenantCrumbs(r *http.Request, tenantID uuid.UUID) []templates.Crumb {
+	u := currentUser(r)
+	if own, ok := tenantOf(u); !u.Admin || (ok && own == tenantID) {
+		return []templates.Crumb{{Label: "Subscriptions", Href: "/"}}
+	}
+	name := "Tenant"
+	if t, err := h.tenants.GetTenant(r.Context(), tenantID); err == nil {
+		name = t.Name
+	}
+	return []templates.Crumb{{Label: "Admin", Href: "/admin"}, {Label: name, Href: "/admin/tenants/" + tenantID.String()}}
 }
 
 // stateOptions are the filter's choices: the API's state values.
@@ -172,6 +202,13 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	rec := templates.RecoverForm{Since: r.URL.Query().Get("recover_since")}
+	h.renderSubscription(w, r, tenantID, s, rec)
+}
+
+// renderSubscription renders a subscription's page; rec is the recover form's state (a preview's answer
+// when a recover preview renders the page).
+func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, rec templates.RecoverForm) {
 	ctx := r.Context()
 	dead, err := h.subs.DeadCounts(ctx, tenantID)
 	if err != nil {
@@ -185,15 +222,20 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 	}
 	base := "/subscriptions/" + s.ID.String()
 	p := templates.SubscriptionPage{
-		Layout: h.layout(r, sv.Name(), templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: sv.Name()}),
+		Layout: h.layout(r, sv.Name(), append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: sv.Name()})...),
 		Sub:    sv, ActionBase: base, Contract: h.contract(),
 		CanPause:  s.State == subscriptions.Active,
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
 		CanTest:   s.State != subscriptions.Disabled,
 		TestType:  testEventType(s),
 	}
+	if p.Recover, err = h.recoverForm(r, tenantID, s.ID, rec); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	status := http.StatusOK
 	q := r.URL.Query()
+	q.Del("recover_since")
 	f, fv, err := subscriptionFilter(q, s.ID)
 	p.Filter = fv
 	var page delivery.Page

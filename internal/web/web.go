@@ -14,6 +14,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -55,6 +56,7 @@ type Handler struct {
 	subs      *subscriptions.Service
 	dels      *delivery.Service
 	replays   *delivery.Replays
+	console   *console.Service
 	publisher *delivery.Publisher
 	policy    delivery.RetryPolicy
 	timeout   time.Duration
@@ -83,6 +85,7 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
+		console:  console.New(o.Pool, o.Now),
 		throttle: newLoginThrottle(o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 	}
 	store := o.Store
@@ -127,7 +130,14 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/subscriptions/{id}/test", h.sendTest)
 			r.Get("/deliveries/{id}", h.delivery)
 			r.Post("/deliveries/{id}/resend", h.resend)
+			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/admin", h.admin)
+			r.Get("/admin/tenants/{id}", h.adminTenant)
+			r.Get("/admin/dead", h.deadLetters)
+			r.Get("/admin/replay", h.bulkReplay)
+			r.Post("/admin/replay", h.bulkReplay)
+			r.Get("/admin/replays", h.replayLog)
+			r.Get("/admin/replays/{id}", h.replayPage)
 		})
 	})
 	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.

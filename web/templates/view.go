@@ -18,6 +18,10 @@ type Layout struct {
 	// HasTenant is false for an operator without a tenant (no customer pages).
 	HasTenant bool
 	Flash     *Flash
+	// Refresh, when above 0, reloads the page every so many seconds (a running replay's progress).
+	Refresh int
+	// AdminNav names the current operator section; set on /admin pages, it shows their sub-navigation.
+	AdminNav string
 }
 
 // Crumb is one breadcrumb step; the last one is the current page and has no link.
@@ -162,6 +166,7 @@ type SubscriptionPage struct {
 	FirstHref  string // back to the newest, when paging
 	Contract   []string
 	ActionBase string // /subscriptions/{id}
+	Recover    RecoverForm
 }
 
 // KV is one header.
@@ -184,19 +189,23 @@ type Attempt struct {
 // DeliveryPage is /deliveries/{id}.
 type DeliveryPage struct {
 	Layout
-	ID            string
-	EventID       string
-	EventType     string
-	SubHref       string
-	SubName       string
-	State         string
-	StateClass    string
-	StateText     string
-	Discarded     bool
-	Created       Time
-	NextAttempt   Time
-	GiveUp        Time
-	LastAttempt   Time
+	ID          string
+	EventID     string
+	EventType   string
+	SubHref     string
+	SubName     string
+	State       string
+	StateClass  string
+	StateText   string
+	Discarded   bool
+	Created     Time
+	NextAttempt Time
+	GiveUp      Time
+	LastAttempt Time
+	DeadAt      Time
+	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
+	Replay        string
+	ReplayHref    string
 	RequestURL    string
 	Headers       []KV
 	Body          string
@@ -217,18 +226,6 @@ type ErrorPage struct {
 	Heading       string
 	Message       string
 	CorrelationID string
-}
-
-// Tenant is one line of the admin's tenant list.
-type Tenant struct {
-	ID, Name string
-	Created  Time
-}
-
-// AdminPage is /admin.
-type AdminPage struct {
-	Layout
-	Tenants []Tenant
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }

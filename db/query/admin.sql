@@ -1,0 +1,44 @@
+-- name: TenantOverview :many
+-- The operator overview: every tenant with its live subscriptions and capped counts of its pending,
+-- retrying (pending after an attempt) and dead deliveries and of its attempts since @since. Each count is a
+-- LATERAL subquery that stops at @up_to rows, so a tenant with millions of rows costs at most @up_to index
+-- entries per count: pending and retrying walk webhook_deliveries_tenant_state_idx, dead the dead-letter
+-- partial index (webhook_deliveries_dead_idx), attempts webhook_attempts_sub_started_idx once per
+-- subscription of the tenant (deleted ones included: their recent attempts happened).
+SELECT t.id, t.name, t.created_at,
+       subs.n AS subscriptions, pending.n AS pending, retrying.n AS retrying, dead.n AS dead,
+       attempts.n AS attempts
+FROM tenants t
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM subscriptions s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL
+) subs
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = t.id AND d.state = 'pending' LIMIT @up_to::int
+    ) m
+) pending
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.tenant_id = t.id AND d.state = 'pending' AND d.total_attempts > 0 LIMIT @up_to::int
+    ) m
+) retrying
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.tenant_id = t.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL LIMIT @up_to::int
+    ) m
+) dead
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM subscriptions s
+        JOIN webhook_attempts a ON a.subscription_id = s.id AND a.started_at >= @since::timestamptz
+        WHERE s.tenant_id = t.id
+        LIMIT @up_to::int
+    ) m
+) attempts
+ORDER BY t.name, t.id;
+
+-- name: SubscriptionTenant :one
+-- Whose a live subscription is, for operators who open any subscription by its id.
+SELECT tenant_id FROM subscriptions WHERE id = @id AND deleted_at IS NULL;

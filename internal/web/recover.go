@@ -1,0 +1,100 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// recentRecovers is how many of a subscription's recovers its page lists.
+const recentRecovers = 5
+
+// recoverForm fills a subscription page's recover card: the since field (24 h ago unless given) and the
+// subscription's recent recovers with their progress.
+func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec templates.RecoverForm) (templates.RecoverForm, error) {
+	rec.Action = "/subscriptions/" + subID.String() + "/recover"
+	if rec.Since == "" {
+		rec.Since = h.now().Add(-24 * time.Hour).UTC().Format(formTime)
+	}
+	page, err := h.replays.List(r.Context(), delivery.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, Limit: recentRecovers})
+	if err != nil {
+		return rec, err
+	}
+	for _, rep := range page.Items {
+		row := h.replayRow(rep, nil)
+		if rep.Criteria.CreatedFrom != nil {
+			row.Criteria = "dead deliveries created since " + rep.Criteria.CreatedFrom.UTC().Format("2006-01-02 15:04") + " UTC"
+		}
+		rec.Recovers = append(rec.Recovers, row)
+	}
+	return rec, nil
+}
+
+// recover is a customer's self-service replay of one subscription's dead deliveries. action=preview is a
+// dry run that says how many would be sent and renders the page with a confirm button; action=confirm
+// starts it and leads back with a message. Refusals (too many, too old, one running) come back as a
+// warning, never an error page.
+func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
+	tenantID, s, err := h.customerSubscription(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, fault.Invalid("the form could not be read"))
+		return
+	}
+	back := "/subscriptions/" + s.ID.String()
+	sinceText := r.PostFormValue("since")
+	if sinceText != "" {
+		back += "?" + url.Values{"recover_since": {sinceText}}.Encode()
+	}
+	since, err := parseFormTime("Since", sinceText)
+	if err == nil && since == nil {
+		err = fault.Invalid("choose since when to recover failed deliveries")
+	}
+	action := r.PostFormValue("action")
+	var rep delivery.Replay
+	if err == nil {
+		switch action {
+		case "preview", "confirm":
+			rep, err = h.replays.Recover(r.Context(), tenantID, s.ID, *since, action == "preview", currentUser(r).Email)
+		default:
+			err = fault.Invalid("action must be preview or confirm")
+		}
+	}
+	if err != nil {
+		fe := fault.As(err)
+		if fe == nil || fe.Code == fault.Internal || fe.Code == fault.NotFound {
+			h.fail(w, r, err)
+			return
+		}
+		h.setFlash(r, "warning", "Not recovered: "+fe.Message+".")
+		http.Redirect(w, r, back, http.StatusSeeOther)
+		return
+	}
+	when := since.UTC().Format("2006-01-02 15:04") + " UTC"
+	if action == "preview" {
+		rec := templates.RecoverForm{Since: sinceText, CanConfirm: rep.Matched > 0,
+			Preview: fmt.Sprintf("No dead deliveries since %s: nothing to recover.", when)}
+		if rep.Matched > 0 {
+			rec.Preview = fmt.Sprintf("%s since %s would be replayed, %s.",
+				templates.Plural(rep.Matched, "dead delivery", "dead deliveries"), when, spreadWords(rep.SpreadSeconds))
+		}
+		h.renderSubscription(w, r, tenantID, s, rec)
+		return
+	}
+	if rep.Matched == 0 {
+		h.setFlash(r, "info", fmt.Sprintf("Nothing to recover: no dead deliveries since %s.", when))
+	} else {
+		h.setFlash(r, "success", fmt.Sprintf("Recovering %s since %s: they are being sent again, %s.",
+			templates.Plural(rep.Matched, "dead delivery", "dead deliveries"), when, spreadWords(rep.SpreadSeconds)))
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}

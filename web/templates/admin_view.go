@@ -1,0 +1,170 @@
+package templates
+
+import "strconv"
+
+// View models of the operator pages (/admin/...) and of the replay parts of customer pages.
+
+// Admin sections, for the sub-navigation's current page.
+const (
+	NavOverview   = "overview"
+	NavDead       = "dead"
+	NavReplay     = "replay"
+	NavReplays    = "replays"
+	NavNoneActive = ""
+)
+
+// SortLink is one sortable column header of the overview.
+type SortLink struct {
+	Key, Label, Href string
+	Current          bool
+}
+
+// TenantLine is one tenant of the overview; counts are capped ("10000+").
+type TenantLine struct {
+	ID, Name, Href                               string
+	Subscriptions                                int
+	Pending, Retrying, Dead, Attempts            string
+	PendingBad, RetryingBad, DeadBad, NoAttempts bool
+	Created                                      Time
+}
+
+// AdminPage is /admin: every tenant with its counts.
+type AdminPage struct {
+	Layout
+	Sorts   []SortLink
+	Tenants []TenantLine
+	Error   string
+}
+
+// AdminTenantPage is /admin/tenants/{id}: one tenant's subscriptions with their health, read-only.
+type AdminTenantPage struct {
+	Layout
+	ID, Name      string
+	Created       Time
+	Subscriptions []Subscription
+	DeadHref      string
+	ReplaysHref   string
+}
+
+// DeadFilterForm is the dead-letter criteria as the dead-letter list and the bulk replay form show them.
+type DeadFilterForm struct {
+	Tenant       string
+	Tenants      []Option
+	Subscription string
+	EventType    string
+	States       []Option
+	Reasons      []Option
+	From, To     string // datetime-local values, UTC
+	Spread       string // minutes, bulk replay only
+	Error        string
+	Active       bool
+}
+
+// DeadLetterRow is one dead delivery of the cross-tenant list.
+type DeadLetterRow struct {
+	ID, ShortID, Href      string
+	TenantName, TenantHref string
+	SubURL, SubHref        string
+	EventType              string
+	State, StateClass      string
+	Reason                 string
+	Attempts               int
+	Created, DeadAt        Time
+}
+
+// DeadLettersPage is /admin/dead.
+type DeadLettersPage struct {
+	Layout
+	Filter     DeadFilterForm
+	Rows       []DeadLetterRow
+	Total      string
+	NextHref   string
+	FirstHref  string
+	ReplayHref string // the bulk replay form with the same criteria
+}
+
+// GroupRow is one tenant's subscription's share of a replay preview.
+type GroupRow struct {
+	TenantName, TenantHref string
+	SubURL, SubHref        string
+	Deliveries             int64
+}
+
+// ReplayPreview is what a bulk replay would do, shown before it is confirmed.
+type ReplayPreview struct {
+	Matched int64
+	Groups  []GroupRow
+	// MoreGroups says the breakdown shows only the largest groups.
+	MoreGroups bool
+	Sample     []DeadLetterRow
+	// Hidden carries the criteria to the confirm form.
+	Hidden []KV
+}
+
+// BulkReplayPage is /admin/replay.
+type BulkReplayPage struct {
+	Layout
+	Filter  DeadFilterForm
+	Preview *ReplayPreview
+}
+
+// Progress is how far a replay is: Value of Max scheduled.
+type Progress struct {
+	Value, Max int64
+	Percent    int
+	Text       string
+}
+
+// ReplayRow is a replay as the audit log and a subscription's recovers show it.
+type ReplayRow struct {
+	ID, ShortID, Href           string
+	Kind                        string
+	Actor                       string
+	Criteria                    string
+	Matched, Scheduled, Skipped int64
+	State, StateClass           string
+	DryRun                      bool
+	Started, Finished           Time
+	Progress                    Progress
+	Error                       string
+}
+
+// ReplaysPage is /admin/replays: the audit log.
+type ReplaysPage struct {
+	Layout
+	Scope     string // "" or whose replays: "Recovers of Acme"
+	Rows      []ReplayRow
+	NextHref  string
+	FirstHref string
+}
+
+// ReplayPage is /admin/replays/{id}.
+type ReplayPage struct {
+	Layout
+	Replay     ReplayRow
+	Spread     string
+	Running    bool
+	Deliveries []DeliveryRow
+	NextHref   string
+	FirstHref  string
+}
+
+// RecoverForm is a subscription page's self-service recover: the form, a preview's answer and recent recovers.
+type RecoverForm struct {
+	Action string // /subscriptions/{id}/recover
+	Since  string // datetime-local, UTC
+	// Preview is a dry run's answer; CanConfirm shows the confirm button under it.
+	Preview    string
+	CanConfirm bool
+	Recovers   []ReplayRow
+}
+
+func sprint(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Plural writes a count with the noun that fits it: "1 delivery", "3 deliveries".
+func Plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return sprint(n) + " " + many
+}
