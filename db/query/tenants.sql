@@ -35,3 +35,20 @@ SELECT * FROM users WHERE id = @id;
 
 -- name: GetTenantByName :one
 SELECT * FROM tenants WHERE name = @name ORDER BY created_at LIMIT 1;
+
+-- name: ListAPITokens :many
+-- A tenant's live tokens (never their value: only its hash is stored).
+SELECT id, name, scopes, created_at, last_used_at FROM api_tokens
+WHERE tenant_id = @tenant_id AND revoked_at IS NULL
+ORDER BY created_at, id;
+
+-- name: RevokeAPIToken :one
+UPDATE api_tokens SET revoked_at = @now::timestamptz
+WHERE id = @id AND tenant_id = @tenant_id AND revoked_at IS NULL
+RETURNING id;
+
+-- name: TouchAPIToken :exec
+-- Records that a token was used, at most once a minute per token (a write per API request would cost more
+-- than the request).
+UPDATE api_tokens SET last_used_at = @now::timestamptz
+WHERE id = @id AND (last_used_at IS NULL OR last_used_at < sqlc.arg('now')::timestamptz - make_interval(0, 0, 0, 0, 0, 1));

@@ -49,6 +49,8 @@ func (a *API) Routes() http.Handler {
 		r.Use(a.tenantAccess)
 		r.With(adminOnly).Get("/", a.getTenant)
 		r.With(adminOnly).Post("/tokens", a.createToken)
+		r.With(adminOnly).Get("/tokens", a.listTokens)
+		r.With(adminOnly).Delete("/tokens/{tokenID}", a.revokeToken)
 		r.With(adminOnly).Post("/users", a.createUser)
 
 		r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/subscriptions", a.createSubscription)

@@ -55,6 +55,28 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, t)
 }
 
+func (a *API) listTokens(w http.ResponseWriter, r *http.Request) {
+	ts, err := a.Tenants.ListTokens(r.Context(), tenantID(r))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": ts})
+}
+
+func (a *API) revokeToken(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "tokenID", "token")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := a.Tenants.RevokeToken(r.Context(), tenantID(r), id); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Email    string `json:"email"`

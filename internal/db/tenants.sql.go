@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -168,6 +169,47 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 	return i, err
 }
 
+const listAPITokens = `-- name: ListAPITokens :many
+SELECT id, name, scopes, created_at, last_used_at FROM api_tokens
+WHERE tenant_id = $1 AND revoked_at IS NULL
+ORDER BY created_at, id
+`
+
+type ListAPITokensRow struct {
+	ID         uuid.UUID
+	Name       string
+	Scopes     []string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+}
+
+// A tenant's live tokens (never their value: only its hash is stored).
+func (q *Queries) ListAPITokens(ctx context.Context, tenantID *uuid.UUID) ([]ListAPITokensRow, error) {
+	rows, err := q.db.Query(ctx, listAPITokens, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListAPITokensRow{}
+	for rows.Next() {
+		var i ListAPITokensRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Scopes,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listTenants = `-- name: ListTenants :many
 SELECT id, name, created_at FROM tenants ORDER BY created_at, id
 `
@@ -190,6 +232,42 @@ func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const revokeAPIToken = `-- name: RevokeAPIToken :one
+UPDATE api_tokens SET revoked_at = $1::timestamptz
+WHERE id = $2 AND tenant_id = $3 AND revoked_at IS NULL
+RETURNING id
+`
+
+type RevokeAPITokenParams struct {
+	Now      time.Time
+	ID       uuid.UUID
+	TenantID *uuid.UUID
+}
+
+func (q *Queries) RevokeAPIToken(ctx context.Context, arg RevokeAPITokenParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, revokeAPIToken, arg.Now, arg.ID, arg.TenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const touchAPIToken = `-- name: TouchAPIToken :exec
+UPDATE api_tokens SET last_used_at = $1::timestamptz
+WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1::timestamptz - make_interval(0, 0, 0, 0, 0, 1))
+`
+
+type TouchAPITokenParams struct {
+	Now time.Time
+	ID  uuid.UUID
+}
+
+// Records that a token was used, at most once a minute per token (a write per API request would cost more
+// than the request).
+func (q *Queries) TouchAPIToken(ctx context.Context, arg TouchAPITokenParams) error {
+	_, err := q.db.Exec(ctx, touchAPIToken, arg.Now, arg.ID)
+	return err
 }
 
 const upsertUser = `-- name: UpsertUser :one

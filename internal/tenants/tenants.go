@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +49,8 @@ type Principal struct {
 	Admin    bool
 	TenantID uuid.UUID
 	Scopes   []string
+	// TokenID is the API token's id (nil for HOOKLINE_ADMIN_TOKEN and dashboard users).
+	TokenID *uuid.UUID
 	// Actor names the caller in audit records and logs.
 	Actor string
 }
@@ -71,12 +74,19 @@ func (p Principal) Can(tenantID uuid.UUID, scope string) error {
 type Service struct {
 	q          *db.Queries
 	adminToken string
+	// Now is the clock (time.Now unless a test sets it).
+	Now func() time.Time
+	// touched remembers when this process last wrote a token's last_used_at (uuid → time.Time).
+	touched sync.Map
 }
 
 // NewService returns a Service. adminToken is HOOKLINE_ADMIN_TOKEN (empty: none).
 func NewService(pool *pgxpool.Pool, adminToken string) *Service {
-	return &Service{q: db.New(pool), adminToken: adminToken}
+	return &Service{q: db.New(pool), adminToken: adminToken, Now: time.Now}
 }
+
+// touchEvery is how stale last_used_at may get: it is written at most this often per token and process.
+const touchEvery = time.Minute
 
 // TokenPrefix starts every tenant token, so leaked tokens are easy to find by scanners.
 const TokenPrefix = "hl_"
@@ -101,10 +111,59 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	if err != nil {
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
+	s.touch(ctx, row.ID)
+	id := row.ID
 	if row.TenantID == nil {
-		return Principal{Admin: true, Actor: "token:" + row.Name}, nil
+		return Principal{Admin: true, TokenID: &id, Actor: "token:" + row.Name}, nil
 	}
-	return Principal{TenantID: *row.TenantID, Scopes: row.Scopes, Actor: "token:" + row.Name}, nil
+	return Principal{TenantID: *row.TenantID, Scopes: row.Scopes, TokenID: &id, Actor: "token:" + row.Name}, nil
+}
+
+// touch writes a token's last_used_at unless this process did so within touchEvery. A failed write must
+// not fail the request it rides on, so its error is dropped (the next use tries again).
+func (s *Service) touch(ctx context.Context, id uuid.UUID) {
+	now := s.Now()
+	if last, ok := s.touched.Load(id); ok && now.Sub(last.(time.Time)) < touchEvery {
+		return
+	}
+	if err := s.q.TouchAPIToken(ctx, db.TouchAPITokenParams{ID: id, Now: now}); err == nil {
+		s.touched.Store(id, now)
+	}
+}
+
+// Token is a tenant's API token as listed: never its value.
+type Token struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// ListTokens lists a tenant's tokens that are not revoked, oldest first.
+func (s *Service) ListTokens(ctx context.Context, tenantID uuid.UUID) ([]Token, error) {
+	rows, err := s.q.ListAPITokens(ctx, &tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]Token, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Token{ID: r.ID, Name: r.Name, Scopes: r.Scopes, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt})
+	}
+	return out, nil
+}
+
+// RevokeToken revokes a tenant's token at once: its next request is UNAUTHENTICATED. An unknown, another
+// tenant's or an already revoked token is NOT_FOUND.
+func (s *Service) RevokeToken(ctx context.Context, tenantID, id uuid.UUID) error {
+	_, err := s.q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: s.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.Missing("token")
+	}
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	return nil
 }
 
 // validText reports whether s can be stored as text: valid UTF-8 without NUL (PostgreSQL refuses both).
