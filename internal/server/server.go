@@ -22,6 +22,7 @@ import (
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
+	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -54,8 +55,9 @@ type Server struct {
 	ReplayRunner  *delivery.ReplayRunner
 	Publisher     *delivery.Publisher
 	Worker        *delivery.Worker
-	// Maintainer runs the periodic work (lease rescue, session pruning) on one elected process.
+	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
+	Retention  *retention.Sweeper
 	Metrics    *delivery.Metrics
 	Policy     delivery.RetryPolicy
 	Now        func() time.Time
@@ -157,6 +159,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return err
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
+	s.Retention = retention.New(pool, retention.Options{
+		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
+		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
+	})
+	// max: a Config built by hand (tests) may leave the interval zero.
+	s.Maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Run: func(ctx context.Context) error {
+		_, err := s.Retention.Sweep(ctx)
+		return err
+	}})
 	if cfg.AdminEmail != "" || cfg.AdminPassword != "" {
 		if err := s.Tenants.EnsureAdminUser(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
 			pool.Close()
@@ -201,6 +212,7 @@ func (s *Server) routes() http.Handler {
 		}
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}))
+	r.Use(baseSecurityHeaders)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
@@ -221,6 +233,19 @@ func (s *Server) routes() http.Handler {
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r
+}
+
+// baseSecurityHeaders go on every answer (API, health, metrics); the dashboard sets its own, stricter page
+// policy on top. JSON and text answers never need to run script, be framed or be sniffed as HTML.
+func baseSecurityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Start listens on the configured address and starts the workers.
