@@ -29,6 +29,7 @@ type Config struct {
 	RetentionDelivered   time.Duration // HOOKLINE_RETENTION_DELIVERED
 	RetentionDead        time.Duration // HOOKLINE_RETENTION_DEAD
 	ArchiveDir           string        // HOOKLINE_ARCHIVE_DIR
+	RetentionInterval    time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
 	AutoDisableAfter     time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
 	SMTPURL              string        // HOOKLINE_SMTP_URL
 	OperatorWebhookURL   string        // HOOKLINE_OPERATOR_WEBHOOK_URL
@@ -95,6 +96,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_RETENTION_DELIVERED", "delivered deliveries are deleted after this", "720h", dur(&c.RetentionDelivered)},
 		{"HOOKLINE_RETENTION_DEAD", "dead deliveries are deleted after this", "2160h", dur(&c.RetentionDead)},
 		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
+		{"HOOKLINE_RETENTION_INTERVAL", "pause between retention sweeps (on the maintenance leader)", "1m", dur(&c.RetentionInterval)},
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
 		{"HOOKLINE_SMTP_URL", "smtp://user:pass@host:port?from=... for alert emails", "", str(&c.SMTPURL)},
 		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
@@ -133,6 +135,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
 			return c, fmt.Errorf("DATABASE_URL: %w", err)
 		}
+	}
+	if c.RetentionInterval <= 0 {
+		return c, fmt.Errorf("HOOKLINE_RETENTION_INTERVAL must be more than zero")
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")

@@ -30,6 +30,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		{"max manual retries", c.MaxManualRetries, 3},
 		{"retention delivered", c.RetentionDelivered, 720 * time.Hour},
 		{"retention dead", c.RetentionDead, 2160 * time.Hour},
+		{"retention interval", c.RetentionInterval, time.Minute},
 		{"auto disable", c.AutoDisableAfter, 24 * time.Hour},
 	}
 	for _, ch := range checks {
@@ -61,6 +62,7 @@ func TestBadValuesAreClearErrors(t *testing.T) {
 		{"HOOKLINE_RETRY_MAX_ATTEMPTS": "0"},
 		{"HOOKLINE_ALLOW_PRIVATE_NETWORKS": "maybe"},
 		{"HOOKLINE_LOG_FORMAT": "xml"},
+		{"HOOKLINE_RETENTION_INTERVAL": "0s"},
 	} {
 		if _, err := Load(nil, env(tc)); err == nil {
 			t.Errorf("%v: no error", tc)
