@@ -4,6 +4,9 @@
 -- a WHERE clause, so the block is repeated and must be kept identical. NULL criteria fold away at plan time
 -- on the API/dashboard pool (plans per call), so each combination uses the dead-letter partial indexes.
 --
+-- @replayable narrows to what a replay may schedule: not the deliveries of a deleted subscription, which no
+-- worker ever claims (they would wait in pending for good). The dead-letter list still shows them.
+--
 -- Dead deliveries of every tenant, newest first, keyset-paginated on (created_at, id), with the tenant's
 -- name and the subscription's URL for display.
 SELECT sqlc.embed(d), t.name AS tenant_name, s.url AS subscription_url
@@ -19,6 +22,7 @@ WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+  AND (NOT @replayable::bool OR s.deleted_at IS NULL)
   AND (sqlc.narg('after_created_at')::timestamptz IS NULL
        OR (d.created_at, d.id) < (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
 ORDER BY d.created_at DESC, d.id DESC
@@ -37,6 +41,7 @@ SELECT count(*)::bigint FROM (
       AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
       AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
       AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+      AND (NOT @replayable::bool OR (SELECT s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id))
     LIMIT @up_to::int
 ) matches;
 
@@ -55,6 +60,7 @@ WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR d.created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR d.created_at < sqlc.narg('created_to')::timestamptz)
   AND (sqlc.narg('dead_before')::timestamptz IS NULL OR d.dead_at <= sqlc.narg('dead_before')::timestamptz)
+  AND (NOT @replayable::bool OR s.deleted_at IS NULL)
 GROUP BY d.tenant_id, t.name, d.subscription_id, s.url
 ORDER BY deliveries DESC, t.name, s.url
 LIMIT @max_rows::int;
@@ -77,6 +83,7 @@ WITH batch AS (
       AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
       AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
       AND d.dead_at <= @dead_before::timestamptz
+      AND (SELECT s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id)
       AND (sqlc.narg('after_created_at')::timestamptz IS NULL
            OR (d.created_at, d.id) > (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
     ORDER BY d.created_at, d.id

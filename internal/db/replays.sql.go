@@ -51,7 +51,8 @@ SELECT count(*)::bigint FROM (
       AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
       AND ($7::timestamptz IS NULL OR d.created_at < $7::timestamptz)
       AND ($8::timestamptz IS NULL OR d.dead_at <= $8::timestamptz)
-    LIMIT $9::int
+      AND (NOT $9::bool OR (SELECT s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id))
+    LIMIT $10::int
 ) matches
 `
 
@@ -64,6 +65,7 @@ type CountDeadLettersParams struct {
 	CreatedFrom    *time.Time
 	CreatedTo      *time.Time
 	DeadBefore     *time.Time
+	Replayable     bool
 	UpTo           int32
 }
 
@@ -78,6 +80,7 @@ func (q *Queries) CountDeadLetters(ctx context.Context, arg CountDeadLettersPara
 		arg.CreatedFrom,
 		arg.CreatedTo,
 		arg.DeadBefore,
+		arg.Replayable,
 		arg.UpTo,
 	)
 	var column_1 int64
@@ -159,9 +162,10 @@ WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
   AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
   AND ($7::timestamptz IS NULL OR d.created_at < $7::timestamptz)
   AND ($8::timestamptz IS NULL OR d.dead_at <= $8::timestamptz)
+  AND (NOT $9::bool OR s.deleted_at IS NULL)
 GROUP BY d.tenant_id, t.name, d.subscription_id, s.url
 ORDER BY deliveries DESC, t.name, s.url
-LIMIT $9::int
+LIMIT $10::int
 `
 
 type DeadLetterBreakdownParams struct {
@@ -173,6 +177,7 @@ type DeadLetterBreakdownParams struct {
 	CreatedFrom    *time.Time
 	CreatedTo      *time.Time
 	DeadBefore     *time.Time
+	Replayable     bool
 	MaxRows        int32
 }
 
@@ -195,6 +200,7 @@ func (q *Queries) DeadLetterBreakdown(ctx context.Context, arg DeadLetterBreakdo
 		arg.CreatedFrom,
 		arg.CreatedTo,
 		arg.DeadBefore,
+		arg.Replayable,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -320,10 +326,11 @@ WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
   AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
   AND ($7::timestamptz IS NULL OR d.created_at < $7::timestamptz)
   AND ($8::timestamptz IS NULL OR d.dead_at <= $8::timestamptz)
-  AND ($9::timestamptz IS NULL
-       OR (d.created_at, d.id) < ($9::timestamptz, $10::uuid))
+  AND (NOT $9::bool OR s.deleted_at IS NULL)
+  AND ($10::timestamptz IS NULL
+       OR (d.created_at, d.id) < ($10::timestamptz, $11::uuid))
 ORDER BY d.created_at DESC, d.id DESC
-LIMIT $11::int
+LIMIT $12::int
 `
 
 type ListDeadLettersParams struct {
@@ -335,6 +342,7 @@ type ListDeadLettersParams struct {
 	CreatedFrom    *time.Time
 	CreatedTo      *time.Time
 	DeadBefore     *time.Time
+	Replayable     bool
 	AfterCreatedAt *time.Time
 	AfterID        *uuid.UUID
 	MaxRows        int32
@@ -351,6 +359,9 @@ type ListDeadLettersRow struct {
 // a WHERE clause, so the block is repeated and must be kept identical. NULL criteria fold away at plan time
 // on the API/dashboard pool (plans per call), so each combination uses the dead-letter partial indexes.
 //
+// @replayable narrows to what a replay may schedule: not the deliveries of a deleted subscription, which no
+// worker ever claims (they would wait in pending for good). The dead-letter list still shows them.
+//
 // Dead deliveries of every tenant, newest first, keyset-paginated on (created_at, id), with the tenant's
 // name and the subscription's URL for display.
 func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams) ([]ListDeadLettersRow, error) {
@@ -363,6 +374,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 		arg.CreatedFrom,
 		arg.CreatedTo,
 		arg.DeadBefore,
+		arg.Replayable,
 		arg.AfterCreatedAt,
 		arg.AfterID,
 		arg.MaxRows,
@@ -584,6 +596,7 @@ WITH batch AS (
       AND ($5::text IS NULL OR d.dead_reason = $5::text)
       AND d.created_at >= $6::timestamptz AND d.created_at < $7::timestamptz
       AND d.dead_at <= $8::timestamptz
+      AND (SELECT s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id)
       AND ($9::timestamptz IS NULL
            OR (d.created_at, d.id) > ($9::timestamptz, $10::uuid))
     ORDER BY d.created_at, d.id

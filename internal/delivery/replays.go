@@ -218,12 +218,16 @@ type deadParams struct {
 	States                   []string
 	CreatedFrom, CreatedTo   *time.Time
 	DeadBefore               *time.Time
+	Replayable               bool
 }
 
+// params are the filter's query parameters. deadBefore is set when the question is what a replay would
+// schedule: then only deliveries dead by then count, and not those of deleted subscriptions, which no worker
+// would ever claim. The dead-letter list (deadBefore nil) shows every dead delivery.
 func (f DeadFilter) params(deadBefore *time.Time) deadParams {
 	return deadParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, EventType: optText(f.EventType),
 		DeadReason: optText(f.DeadReason), States: f.states(), CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo,
-		DeadBefore: deadBefore}
+		DeadBefore: deadBefore, Replayable: deadBefore != nil}
 }
 
 func (s *Replays) count(ctx context.Context, f DeadFilter, deadBefore *time.Time, upTo int) (int64, error) {
@@ -231,7 +235,7 @@ func (s *Replays) count(ctx context.Context, f DeadFilter, deadBefore *time.Time
 	n, err := s.q.CountDeadLetters(ctx, db.CountDeadLettersParams{
 		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
 		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
-		UpTo: int32(min(upTo, math.MaxInt32)),
+		Replayable: p.Replayable, UpTo: int32(min(upTo, math.MaxInt32)),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
@@ -244,7 +248,7 @@ func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time,
 	arg := db.ListDeadLettersParams{
 		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
 		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
-		MaxRows: int32(limit),
+		Replayable: p.Replayable, MaxRows: int32(limit),
 	}
 	if after != nil {
 		arg.AfterCreatedAt, arg.AfterID = &after.CreatedAt, &after.ID
@@ -327,7 +331,7 @@ func (s *Replays) Preview(ctx context.Context, f DeadFilter) (Preview, error) {
 	groups, err := s.q.DeadLetterBreakdown(ctx, db.DeadLetterBreakdownParams{
 		TenantID: dp.TenantID, SubscriptionID: dp.SubscriptionID, EventType: dp.EventType, States: dp.States,
 		DeadReason: dp.DeadReason, CreatedFrom: dp.CreatedFrom, CreatedTo: dp.CreatedTo, DeadBefore: dp.DeadBefore,
-		MaxRows: MaxPreviewGroups,
+		Replayable: dp.Replayable, MaxRows: MaxPreviewGroups,
 	})
 	if err != nil {
 		return Preview{}, fmt.Errorf("dead letter breakdown: %w", err)

@@ -1169,3 +1169,52 @@ func TestReplayAuditLogPages(t *testing.T) {
 		t.Errorf("replay JSON: %s", b)
 	}
 }
+
+// A deleted subscription's dead deliveries stay in the dead-letter list but are not replayed: no worker
+// claims a deleted subscription's deliveries, so they would wait in pending for good.
+func TestReplaySkipsDeletedSubscriptions(t *testing.T) {
+	e := setup(t)
+	rp := e.replays()
+	live, _ := e.subscribe("http://127.0.0.1:1/live", subscriptions.Input{})
+	gone, _ := e.subscribe("http://127.0.0.1:1/gone", subscriptions.Input{})
+	from := e.clock.Now().Add(-time.Minute)
+	for i := range 3 {
+		e.publish("order.created", fmt.Sprintf(`{"n":%d}`, i)) // one pending delivery to each subscription
+	}
+	e.clock.Advance(time.Second)
+	if err := e.subs.Delete(e.ctx, e.tenant, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	liveDead := e.insert(rows{sub: live.ID, n: 4, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from})
+	goneDead := e.insert(rows{sub: gone.ID, n: 2, state: delivery.Expired, reason: delivery.ReasonMaxAttempts, createdAt: from})
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND dead_reason = 'subscription_deleted'", gone.ID); n != 3 {
+		t.Fatalf("deleting the subscription dead-lettered %d deliveries, want 3", n)
+	}
+	gonePage, err := rp.DeadLetters(e.ctx, delivery.DeadFilter{SubscriptionID: &gone.ID}, 50, "", 0)
+	if err != nil || gonePage.Total != 5 || len(gonePage.Items) != 5 {
+		t.Fatalf("dead letters of the deleted subscription: %d listed, total %d, %v", len(gonePage.Items), gonePage.Total, err)
+	}
+	e.clock.Advance(time.Second)
+	to := e.clock.Now()
+	f := delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
+	p, err := rp.Preview(e.ctx, f)
+	if err != nil || p.Matched != int64(len(liveDead)) || len(p.Groups) != 1 || p.Groups[0].SubscriptionID != live.ID || len(p.Sample) != len(liveDead) {
+		t.Fatalf("preview: matched %d, %d groups, %d sampled, %v", p.Matched, len(p.Groups), len(p.Sample), err)
+	}
+	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+	if err != nil || r.Matched != int64(len(liveDead)) {
+		t.Fatalf("replay: %+v, %v", r, err)
+	}
+	e.runner(rp).RunAll(e.ctx)
+	got := e.getReplay(rp, r.ID)
+	if got.State != delivery.ReplayFinished || got.Scheduled != int64(len(liveDead)) || got.Skipped != 0 {
+		t.Fatalf("finished replay: %+v", got)
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state IN ('failed', 'expired') AND replay_id IS NULL",
+		gone.ID); n != 5 {
+		t.Fatalf("%d of the deleted subscription's 5 dead deliveries left dead", n)
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND replay_id = $2", concat(liveDead, goneDead), r.ID); n != len(liveDead) {
+		t.Fatalf("replay scheduled %d, want the live subscription's %d", n, len(liveDead))
+	}
+}
