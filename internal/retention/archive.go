@@ -77,6 +77,7 @@ func (s *Sweeper) archiveDead(ctx context.Context, conn *pgxpool.Conn, cutoff, n
 	}()
 	for {
 		var n, ev int64
+		start := time.Now()
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			q := db.New(tx)
 			rows, err := q.LockDeadBefore(ctx, db.LockDeadBeforeParams{Cutoff: cutoff, Max: int32(s.o.BatchSize)})
@@ -118,7 +119,7 @@ func (s *Sweeper) archiveDead(ctx context.Context, conn *pgxpool.Conn, cutoff, n
 		if n < int64(s.o.BatchSize) {
 			return nil
 		}
-		if !s.pause(ctx) {
+		if !s.pause(ctx, time.Since(start)) {
 			return ctx.Err()
 		}
 	}

@@ -42,7 +42,8 @@ type Options struct {
 	ArchiveDir string
 	// BatchSize is how many deliveries one statement deletes (default 1000).
 	BatchSize int
-	// Pause is the wait after each batch, leaving the database to the workers (default 10 ms).
+	// Pause is the least wait after each batch (default 10 ms). The wait is at least as long as the batch
+	// took, so a sweep keeps at most half of one connection's time and leaves the database to the workers.
 	Pause time.Duration
 	// Now is the clock the cutoffs are computed from (default time.Now).
 	Now     func() time.Time
@@ -210,6 +211,7 @@ func (s *Sweeper) deleteBatches(ctx context.Context, conn *pgxpool.Conn, deleted
 	del func(*db.Queries) ([]uuid.UUID, error)) error {
 	for {
 		var n, ev int64
+		start := time.Now()
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			q := db.New(tx)
 			eventIDs, err := del(q)
@@ -228,7 +230,7 @@ func (s *Sweeper) deleteBatches(ctx context.Context, conn *pgxpool.Conn, deleted
 		if n < int64(s.o.BatchSize) {
 			return nil
 		}
-		if !s.pause(ctx) {
+		if !s.pause(ctx, time.Since(start)) {
 			return ctx.Err()
 		}
 	}
@@ -253,6 +255,7 @@ func (s *Sweeper) deleteUndeliveredEvents(ctx context.Context, conn *pgxpool.Con
 	before := UUIDv7Floor(cutoff)
 	q := db.New(conn)
 	for slices.Compare(s.watermark[:], before[:]) < 0 {
+		start := time.Now()
 		r, err := q.DeleteUndeliveredEventsInRange(ctx, db.DeleteUndeliveredEventsInRangeParams{
 			After: s.watermark, Before: before, Max: int32(s.o.BatchSize),
 		})
@@ -266,7 +269,7 @@ func (s *Sweeper) deleteUndeliveredEvents(ctx context.Context, conn *pgxpool.Con
 			return nil
 		}
 		s.watermark = r.LastID
-		if !s.pause(ctx) {
+		if !s.pause(ctx, time.Since(start)) {
 			return ctx.Err()
 		}
 	}
@@ -280,8 +283,9 @@ func (s *Sweeper) count(kind string, n int64, total *int64) {
 	}
 }
 
-func (s *Sweeper) pause(ctx context.Context) bool {
-	t := time.NewTimer(s.o.Pause)
+// pause waits after a batch that took took: as long again, and at least Pause.
+func (s *Sweeper) pause(ctx context.Context, took time.Duration) bool {
+	t := time.NewTimer(max(s.o.Pause, took))
 	defer t.Stop()
 	select {
 	case <-t.C:
