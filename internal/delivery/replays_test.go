@@ -846,8 +846,14 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 		t.Fatalf("cancelled replay is %s", got.State)
 	}
 
-	// A fresh runner, as in another process, finishes it from the cursor.
-	e.runner(rp).RunAll(e.ctx)
+	// A fresh runner, as in another process, finishes it from the cursor. The cancelled runner's session may
+	// hold the replay for a moment after the cancel (until the server sees the connection close); the runner
+	// leaves a held replay to the next poll, which this loop stands for.
+	fresh := e.runner(rp)
+	eventually(t, 10*time.Second, "a fresh runner to finish the replay", func() bool {
+		fresh.RunAll(e.ctx)
+		return e.getReplay(rp, r.ID).State != delivery.ReplayRunning
+	})
 	got := e.getReplay(rp, r.ID)
 	if got.State != delivery.ReplayFinished || got.Scheduled != n || got.Skipped != 0 || exact("finished") != n {
 		t.Fatalf("resumed replay: %+v", got)
