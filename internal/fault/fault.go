@@ -13,7 +13,7 @@ import (
 // Code is one of the contract's error codes.
 type Code string
 
-// The contract's error codes (shared/API.md).
+// The contract's error codes (README, JSON API; api/openapi.yaml).
 const (
 	Unauthenticated Code = "UNAUTHENTICATED"
 	Forbidden       Code = "FORBIDDEN"
