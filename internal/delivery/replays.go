@@ -640,7 +640,8 @@ func (r *ReplayRunner) Start(ctx context.Context) {
 	}()
 }
 
-// Stop stops the runner after the chunk it is on; a replay left running is resumed later.
+// Stop stops the runner; a chunk it was working on rolls back whole (its transaction is cancelled), so the
+// replay keeps exact counts and is resumed later from its cursor, by this process or another.
 func (r *ReplayRunner) Stop() {
 	if r.cancel == nil {
 		return
