@@ -13,31 +13,39 @@ import (
 
 // Config is the whole configuration. Each field names its variable.
 type Config struct {
-	DatabaseURL          string        // DATABASE_URL
-	Addr                 string        // HOOKLINE_ADDR
-	AdminToken           string        // HOOKLINE_ADMIN_TOKEN
-	AdminEmail           string        // HOOKLINE_ADMIN_EMAIL
-	AdminPassword        string        // HOOKLINE_ADMIN_PASSWORD
-	RetryBase            time.Duration // HOOKLINE_RETRY_BASE
-	RetryMaxDelay        time.Duration // HOOKLINE_RETRY_MAX_DELAY
-	RetryMaxAttempts     int           // HOOKLINE_RETRY_MAX_ATTEMPTS
-	RetryWindow          time.Duration // HOOKLINE_RETRY_WINDOW
-	AttemptTimeout       time.Duration // HOOKLINE_ATTEMPT_TIMEOUT
-	AllowPrivateNetworks bool          // HOOKLINE_ALLOW_PRIVATE_NETWORKS
-	ResendPerMinute      int           // HOOKLINE_RESEND_PER_MINUTE
-	MaxManualRetries     int           // HOOKLINE_MAX_MANUAL_RETRIES
-	RetentionDelivered   time.Duration // HOOKLINE_RETENTION_DELIVERED
-	RetentionDead        time.Duration // HOOKLINE_RETENTION_DEAD
-	ArchiveDir           string        // HOOKLINE_ARCHIVE_DIR
-	RetentionInterval    time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
-	AutoDisableAfter     time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
-	SMTPURL              string        // HOOKLINE_SMTP_URL
-	OperatorWebhookURL   string        // HOOKLINE_OPERATOR_WEBHOOK_URL
-	SecretKey            string        // HOOKLINE_SECRET_KEY
-	Workers              int           // HOOKLINE_WORKERS: concurrent attempts per process
-	LogFormat            string        // HOOKLINE_LOG_FORMAT: json (default) or text
-	Demo                 bool          // HOOKLINE_DEMO: seed a demo tenant and run the demo receiver
-	DataDir              string        // HOOKLINE_DATA_DIR: where the project-managed PostgreSQL lives
+	DatabaseURL           string        // DATABASE_URL
+	Addr                  string        // HOOKLINE_ADDR
+	AdminToken            string        // HOOKLINE_ADMIN_TOKEN
+	AdminEmail            string        // HOOKLINE_ADMIN_EMAIL
+	AdminPassword         string        // HOOKLINE_ADMIN_PASSWORD
+	RetryBase             time.Duration // HOOKLINE_RETRY_BASE
+	RetryMaxDelay         time.Duration // HOOKLINE_RETRY_MAX_DELAY
+	RetryMaxAttempts      int           // HOOKLINE_RETRY_MAX_ATTEMPTS
+	RetryWindow           time.Duration // HOOKLINE_RETRY_WINDOW
+	AttemptTimeout        time.Duration // HOOKLINE_ATTEMPT_TIMEOUT
+	AllowPrivateNetworks  bool          // HOOKLINE_ALLOW_PRIVATE_NETWORKS
+	ResendPerMinute       int           // HOOKLINE_RESEND_PER_MINUTE
+	MaxManualRetries      int           // HOOKLINE_MAX_MANUAL_RETRIES
+	RetentionDelivered    time.Duration // HOOKLINE_RETENTION_DELIVERED
+	RetentionDead         time.Duration // HOOKLINE_RETENTION_DEAD
+	ArchiveDir            string        // HOOKLINE_ARCHIVE_DIR
+	RetentionInterval     time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
+	AutoDisableAfter      time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
+	SMTPURL               string        // HOOKLINE_SMTP_URL
+	OperatorWebhookURL    string        // HOOKLINE_OPERATOR_WEBHOOK_URL
+	SecretKey             string        // HOOKLINE_SECRET_KEY
+	EndpointConcurrency   int           // HOOKLINE_ENDPOINT_CONCURRENCY: attempts in flight per subscription, all processes
+	BreakerThreshold      int           // HOOKLINE_BREAKER_THRESHOLD: consecutive transient failures that open a circuit
+	BreakerProbeInterval  time.Duration // HOOKLINE_BREAKER_PROBE_INTERVAL: first wait before an open circuit's probe
+	IncidentAfter         time.Duration // HOOKLINE_INCIDENT_AFTER: only failures this long make an incident
+	OperatorWebhookSecret string        // HOOKLINE_OPERATOR_WEBHOOK_SECRET: whsec_ secret signing operator notifications
+	PublicURL             string        // HOOKLINE_PUBLIC_URL: base of dashboard links; https makes cookies Secure
+	MetricsAddr           string        // HOOKLINE_METRICS_ADDR: serve /metrics there instead of on HOOKLINE_ADDR
+	TrustedProxies        string        // HOOKLINE_TRUSTED_PROXIES: CIDRs whose X-Forwarded-For/-Proto are believed
+	Workers               int           // HOOKLINE_WORKERS: concurrent attempts per process
+	LogFormat             string        // HOOKLINE_LOG_FORMAT: json (default) or text
+	Demo                  bool          // HOOKLINE_DEMO: seed a demo tenant and run the demo receiver
+	DataDir               string        // HOOKLINE_DATA_DIR: where the project-managed PostgreSQL lives
 }
 
 type field struct {
@@ -101,6 +109,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_SMTP_URL", "smtp://user:pass@host:port?from=... for alert emails", "", str(&c.SMTPURL)},
 		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
 		{"HOOKLINE_SECRET_KEY", "key that encrypts signing secrets and custom headers at rest", "", str(&c.SecretKey)},
+		{"HOOKLINE_ENDPOINT_CONCURRENCY", "most attempts in flight to one subscription, across all processes", "10", num(&c.EndpointConcurrency, 1)},
+		{"HOOKLINE_BREAKER_THRESHOLD", "consecutive transient failures that open a subscription's circuit", "10", num(&c.BreakerThreshold, 1)},
+		{"HOOKLINE_BREAKER_PROBE_INTERVAL", "wait before an open circuit's probe; doubles after each failed probe", "30s", dur(&c.BreakerProbeInterval)},
+		{"HOOKLINE_INCIDENT_AFTER", "only failures for this long open an incident", "1h", dur(&c.IncidentAfter)},
+		{"HOOKLINE_OPERATOR_WEBHOOK_SECRET", "whsec_ secret that signs operator notifications", "", str(&c.OperatorWebhookSecret)},
+		{"HOOKLINE_PUBLIC_URL", "public base URL of the dashboard (default http:// + the listen address)", "", str(&c.PublicURL)},
+		{"HOOKLINE_METRICS_ADDR", "serve /metrics on this address instead of the main one", "", str(&c.MetricsAddr)},
+		{"HOOKLINE_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-* headers are believed", "", str(&c.TrustedProxies)},
 		{"HOOKLINE_WORKERS", "concurrent delivery attempts in this process", "32", num(&c.Workers, 1)},
 		{"HOOKLINE_LOG_FORMAT", "json or text", "json", str(&c.LogFormat)},
 		{"HOOKLINE_DEMO", "seed a demo tenant with a built-in demo receiver and a trickle of events", "false", boolean(&c.Demo)},
