@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/net/http/httpguts"
@@ -95,6 +96,8 @@ type Service struct {
 	now          func() time.Time
 	allowPrivate bool
 	allowHosts   map[string]bool
+	// box seals signing secrets and custom header values before they are stored (nil: plaintext).
+	box *secretbox.Box
 
 	// OnDeadLettered, when set, is told how many queued deliveries a deleted subscription dead-lettered,
 	// so they are counted in webhook_deliveries_failed_total like every other entry into the queue.
@@ -261,21 +264,28 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		p.Description = *in.Description
 	}
 	if in.Headers != nil {
-		p.Headers, _ = json.Marshal(canonicalHeaders(*in.Headers))
+		var err error
+		if p.Headers, err = s.sealHeaders(*in.Headers); err != nil {
+			return Subscription{}, "", err
+		}
 	}
 	if in.RateLimitPerSecond != nil && *in.RateLimitPerSecond > 0 {
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
 	secret := delivery.NewSecret()
+	stored, err := s.box.Seal(secret)
+	if err != nil {
+		return Subscription{}, "", err
+	}
 	var row db.Subscription
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		var err error
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: secret})
+		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored})
 	})
 	if err != nil {
 		return Subscription{}, "", fmt.Errorf("create subscription: %w", err)
@@ -325,6 +335,13 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 	if err := s.validate(in); err != nil {
 		return Subscription{}, err
 	}
+	var headers []byte
+	if in.Headers != nil {
+		var err error
+		if headers, err = s.sealHeaders(*in.Headers); err != nil {
+			return Subscription{}, err
+		}
+	}
 	var out db.Subscription
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -346,7 +363,7 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 			p.EventTypes = dedupe(*in.EventTypes)
 		}
 		if in.Headers != nil {
-			p.Headers, _ = json.Marshal(canonicalHeaders(*in.Headers))
+			p.Headers = headers
 		}
 		if in.ClearRateLimit || (in.RateLimitPerSecond != nil && *in.RateLimitPerSecond == 0) {
 			p.RateLimitPerSecond = nil
@@ -433,7 +450,11 @@ func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reas
 // RotateSecret adds a new signing secret and returns it. Every older secret keeps signing for SecretOverlap.
 func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	secret := delivery.NewSecret()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	stored, err := s.box.Seal(secret)
+	if err != nil {
+		return "", err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
 			return err
@@ -443,7 +464,7 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 		}); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: secret})
+		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fault.Missing("subscription")

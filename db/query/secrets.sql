@@ -1,0 +1,28 @@
+-- Signing secrets and custom header values at rest (internal/secretbox). A stored value needs sealing
+-- when it does not start with @prefix: 'enc:' finds plaintext ones (a key was just configured),
+-- 'enc:v1:<first key id>:' every one not under the sealing key (server reencrypt). Batches go in id order
+-- from @after so a value that cannot be changed is not fetched again and again.
+
+-- name: SecretsToSeal :many
+SELECT id, secret FROM subscription_secrets
+WHERE id > @after AND NOT starts_with(secret, sqlc.arg('prefix')::text)
+ORDER BY id
+LIMIT sqlc.arg('max');
+
+-- name: ReplaceStoredSecret :execrows
+-- Compare-and-set, so a concurrent change of the row is never overwritten with an older value.
+UPDATE subscription_secrets SET secret = sqlc.arg('new_secret')::text
+WHERE id = @id AND secret = sqlc.arg('old_secret')::text;
+
+-- name: HeadersToSeal :many
+-- Deleted subscriptions too: their headers are as secret as anyone's.
+SELECT id, headers FROM subscriptions
+WHERE id > @after
+  AND EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, sqlc.arg('prefix')::text))
+ORDER BY id
+LIMIT sqlc.arg('max');
+
+-- name: ReplaceStoredHeaders :execrows
+-- Compare-and-set, like ReplaceStoredSecret; updated_at stays: the customer changed nothing.
+UPDATE subscriptions SET headers = sqlc.arg('new_headers')::jsonb
+WHERE id = @id AND headers = sqlc.arg('old_headers')::jsonb;
