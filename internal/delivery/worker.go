@@ -39,6 +39,9 @@ type WorkerOptions struct {
 	Jitter  func() float64
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// Open decrypts a stored signing secret or custom header value (secretbox.Box.Open of
+	// HOOKLINE_SECRET_KEY's keys; default: plaintext values pass, sealed ones are refused).
+	Open func(stored string) (string, error)
 }
 
 func (o *WorkerOptions) defaults() {
@@ -315,8 +318,16 @@ func (w *Worker) attempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID
 			w.log.Error("subscription headers unreadable; sending without them", "subscription_id", row.SubscriptionID, "err", err)
 		}
 	}
+	secrets, headers, err := openStored(w.o.Open, row.Secrets, headers)
+	if err != nil {
+		// A key missing from HOOKLINE_SECRET_KEY is the operator's to fix, not the receiver's failure: no
+		// attempt is recorded, and the row waits a minute and comes back.
+		w.log.Error("cannot decrypt the subscription's secrets; delivery postponed", "subscription_id", row.SubscriptionID, "err", err)
+		res.release, res.releaseAt = true, w.o.Now().Add(time.Minute)
+		return res
+	}
 	res.resp = w.sender.Send(ctx, Request{
-		URL: row.URL, MsgID: row.EventID.String(), Body: row.Body, Secrets: row.Secrets, CustomHeaders: headers,
+		URL: row.URL, MsgID: row.EventID.String(), Body: row.Body, Secrets: secrets, CustomHeaders: headers,
 	}, w.o.Now)
 	if res.resp.Canceled {
 		// Cut off by shutdown: not the receiver's fault, so no attempt is recorded and the row goes back.

@@ -1,0 +1,61 @@
+package delivery_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/secretbox"
+	"github.com/hookline/hookline/internal/subscriptions"
+)
+
+// With secrets sealed at rest, the worker opens them: the receiver gets the signature of the plaintext
+// secret and the plaintext custom header. A worker without the key records no attempt and postpones the
+// delivery instead of sending it unsigned.
+func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
+	e := setup(t)
+	box, err := secretbox.Parse(secretbox.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.subs.UseKeys(box)
+	rc := newReceiver(t, nil)
+	headers := map[string]string{"X-Customer-Token": "tok_sealed"}
+	sub, secret := e.subscribe(rc.URL(), subscriptions.Input{Headers: &headers})
+	if n := e.count(`SELECT count(*) FROM subscription_secrets WHERE subscription_id = $1 AND secret LIKE 'enc:v1:%'`, sub.ID); n != 1 {
+		t.Fatalf("%d sealed secrets stored, want 1", n)
+	}
+
+	// No key: postponed, nothing sent, no attempt.
+	p := e.publish("order.created", `{}`)
+	id := uuid.MustParse(p.Deliveries[0].ID)
+	if n := e.runOnce(e.worker(delivery.WorkerOptions{}, nil)); n != 1 {
+		t.Fatalf("RunOnce handled %d, want 1", n)
+	}
+	if len(rc.requests()) != 0 || len(e.attempts(id)) != 0 {
+		t.Fatalf("without the key: %d requests, %d attempts; want none", len(rc.requests()), len(e.attempts(id)))
+	}
+	if d := e.delivery(id); d.State != string(delivery.Pending) || !d.NextAttemptAt.After(e.clock.Now()) {
+		t.Fatalf("without the key: state %s next %v, want pending later", d.State, d.NextAttemptAt)
+	}
+
+	e.clock.Advance(2 * 60e9)
+	if n := e.runOnce(e.worker(delivery.WorkerOptions{Open: box.Open}, nil)); n != 1 {
+		t.Fatalf("RunOnce attempted %d, want 1", n)
+	}
+	reqs := rc.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("receiver got %d requests, want 1", len(reqs))
+	}
+	if err := verifyStandardWebhook(secret, reqs[0].Header, reqs[0].Body); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	if got := reqs[0].Header.Get("X-Customer-Token"); got != "tok_sealed" {
+		t.Fatalf("custom header %q, want the plaintext", got)
+	}
+	if strings.Contains(reqs[0].Header.Get("webhook-signature"), "enc:") {
+		t.Fatal("signature made of the sealed form")
+	}
+	e.wantState(id, delivery.Delivered, 1)
+}
