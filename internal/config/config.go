@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -158,7 +160,43 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")
 	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL such as https://hooks.example.com: %q", c.PublicURL)
+		}
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return c, fmt.Errorf("HOOKLINE_TRUSTED_PROXIES: %w", err)
+	}
 	return c, nil
+}
+
+// ParseTrustedProxies reads HOOKLINE_TRUSTED_PROXIES: comma-separated CIDRs such as 10.0.0.0/8 or
+// fd00::/8; a bare address means that address alone. Empty trusts no proxy.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return nil, fmt.Errorf("not a CIDR such as 10.0.0.0/8 or an IP address: %q", part)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("not a CIDR such as 10.0.0.0/8 or an IP address: %q", part)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // MigrateOnly reports whether args ask for `server migrate`.

@@ -32,6 +32,11 @@ type Event struct {
 	CreatedAt      time.Time
 }
 
+type LoginThrottle struct {
+	Key       string
+	AllowedAt time.Time
+}
+
 type Replay struct {
 	ID              uuid.UUID
 	Actor           string

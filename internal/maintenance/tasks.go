@@ -26,3 +26,21 @@ func PruneSessions(q *db.Queries, now func() time.Time, log *slog.Logger) Task {
 		return nil
 	}}
 }
+
+// LoginThrottlePruneInterval is how often refilled sign-in buckets are deleted. A refilled bucket acts like
+// no row, so pruning only keeps the table small.
+const LoginThrottlePruneInterval = 10 * time.Minute
+
+// PruneLoginThrottle is the task deleting the dashboard's sign-in buckets that have refilled.
+func PruneLoginThrottle(q *db.Queries, now func() time.Time, log *slog.Logger) Task {
+	return Task{Name: "prune_login_throttle", Interval: LoginThrottlePruneInterval, Run: func(ctx context.Context) error {
+		n, err := q.DeleteFullLoginBuckets(ctx, now())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Debug("pruned refilled sign-in buckets", "count", n)
+		}
+		return nil
+	}}
+}

@@ -159,6 +159,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return err
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
+	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
 		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),

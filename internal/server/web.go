@@ -2,17 +2,24 @@ package server
 
 import (
 	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/web"
 )
 
 // mountWeb mounts the dashboard at "/". Its cross-origin (CSRF) protection and sessions apply to the
 // dashboard's routes only: the API under /api/v1 stays bearer-only.
 func (s *Server) mountWeb(r chi.Router) {
+	// config.Load has validated the list; a Config built by hand with a bad one trusts no proxy.
+	proxies, err := config.ParseTrustedProxies(s.Config.TrustedProxies)
+	if err != nil {
+		s.Log.Error("HOOKLINE_TRUSTED_PROXIES ignored", "err", err)
+	}
 	h := web.New(web.Options{
 		Pool: s.Pool, Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
 		Replays:   s.Replays,
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
 		MaxManualRetries: s.Config.MaxManualRetries, Now: s.Now, Log: s.Log.With("component", "dashboard"),
+		PublicURL: s.Config.PublicURL, TrustedProxies: proxies,
 	})
 	r.Mount("/", h.Routes())
 }

@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web/templates"
-	"golang.org/x/time/rate"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type userKey struct{}
@@ -59,9 +61,20 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 	})
 }
 
-// safeNext keeps a post-login target only when it is a path on this site.
+// safeNext keeps a post-login target only when it is an absolute path on this site: one leading "/" (a
+// second "/" or a "\" would make browsers read a host), and nothing but printable ASCII without "\".
+// Browsers drop tabs and newlines from URLs and read "\" as "/", so "/<TAB>/evil.example" is
+// "//evil.example" to them; the targets this site makes (RequestURI) are escaped, so nothing is lost.
 func safeNext(s string) string {
-	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\") || strings.ContainsAny(s, "\r\n") {
+	if len(s) > 2048 || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return ""
+		}
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return ""
 	}
 	return s
@@ -84,20 +97,45 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 const (
 	msgBadLogin  = "Invalid email or password."
 	msgThrottled = "Too many failed sign-ins. Try again in %d s."
+	msgLongEmail = "That email address is too long."
+)
+
+// Bounds of the sign-in form, checked before anything else: a larger body or email gets no throttle key,
+// no log line and no echo (a multi-megabyte email would otherwise be parsed, stored and rendered back).
+const (
+	maxLoginBody  = 16 << 10
+	maxEmailBytes = 254 // the longest address SMTP can carry (RFC 5321 path limit less the brackets)
 )
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 	if err := r.ParseForm(); err != nil {
+		if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+			h.fail(w, r, fault.New(fault.PayloadTooLarge, "the sign-in form is too large"))
+			return
+		}
 		h.fail(w, r, fault.Invalid("the form could not be read"))
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
+	if len(email) > maxEmailBytes {
+		page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Next: safeNext(r.PostFormValue("next"))}
+		page.Error = msgLongEmail
+		h.render(w, r, http.StatusBadRequest, templates.Login(page))
+		return
+	}
 	password := r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
 	page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Email: email, Next: next}
 
-	addr := clientAddr(r)
-	if wait := h.throttle.wait(email, addr); wait > 0 {
+	addr := h.clientAddr(r)
+	// The try is spent before bcrypt runs, so parallel wrong passwords cannot all be checked.
+	wait, err := h.throttle.reserve(r.Context(), email, addr)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if wait > 0 {
 		w.Header().Set("Retry-After", itoa(secondsUp(wait)))
 		page.Error = sprintf(msgThrottled, secondsUp(wait))
 		h.render(w, r, http.StatusTooManyRequests, templates.Login(page))
@@ -105,7 +143,6 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := h.tenants.CheckLogin(r.Context(), email, password)
 	if errors.Is(err, tenants.ErrBadLogin) || (err == nil && u.TenantID == nil && !u.Admin) {
-		h.throttle.failed(email, addr)
 		h.log.Info("dashboard sign-in failed", "email", email, "addr", addr)
 		page.Error = msgBadLogin
 		h.render(w, r, http.StatusUnauthorized, templates.Login(page))
@@ -115,7 +152,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.throttle.succeeded(email)
+	if err := h.throttle.succeeded(r.Context(), email, addr); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	// A fresh token at sign-in, so a token planted before it (session fixation) is worthless.
 	if err := h.sessions.RenewToken(r.Context()); err != nil {
 		h.fail(w, r, err)
@@ -148,30 +188,82 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// clientAddr is the request's remote IP (no proxy headers are trusted).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// clientAddr is the address of the person signing in: the connection's peer, or, when that peer is one of
+// the trusted proxies, the last address in X-Forwarded-For that is not a trusted proxy (the addresses
+// left of it were written by the client and prove nothing).
+func (h *Handler) clientAddr(r *http.Request) string {
+	peer := remoteIP(r)
+	if !h.trusted(peer) {
+		return peer.String()
 	}
-	return host
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	addr := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a garbled hop: keep the last address a trusted proxy vouched for
+		}
+		addr = ip.Unmap()
+		if !h.trusted(addr) {
+			break
+		}
+	}
+	return addr.String()
+}
+
+// remoteIP is the connection's peer address.
+func remoteIP(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// trusted reports whether ip is one of the trusted reverse proxies.
+func (h *Handler) trusted(ip netip.Addr) bool {
+	if !ip.IsValid() {
+		return false
+	}
+	for _, p := range h.proxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// overHTTPS reports whether the browser reached us over TLS: directly, or through a trusted proxy that
+// says so in X-Forwarded-Proto. Anyone else's X-Forwarded-Proto is ignored.
+func (h *Handler) overHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !h.trusted(remoteIP(r)) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 func secondsUp(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
-// loginThrottle limits failed sign-ins per email and per client address, in memory: a burst, then one
-// more per interval. Only failures spend tokens; a sign-in refused by it does not reach bcrypt.
+// loginThrottle limits sign-in tries per email and per client address: a burst, then one more per
+// interval. The buckets live in PostgreSQL (login_throttle) so every process shares them, and a try is
+// reserved before the password is checked: parallel requests queue on the key's row and at most the burst
+// of them reach bcrypt. A sign-in that succeeds gives its tries back, so only failures use the allowance.
 type loginThrottle struct {
-	now       func() time.Time
-	perEmail  int
-	perAddr   int
-	every     time.Duration
-	mu        sync.Mutex
-	limiters  map[string]*rate.Limiter
-	lastSweep time.Time
+	pool     *pgxpool.Pool
+	now      func() time.Time
+	perEmail int
+	perAddr  int
+	every    time.Duration
 }
 
-func newLoginThrottle(now func() time.Time, perEmail, perAddr int, every time.Duration) *loginThrottle {
+func newLoginThrottle(pool *pgxpool.Pool, now func() time.Time, perEmail, perAddr int, every time.Duration) *loginThrottle {
 	if perEmail <= 0 {
 		perEmail = 5
 	}
@@ -181,70 +273,74 @@ func newLoginThrottle(now func() time.Time, perEmail, perAddr int, every time.Du
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	return &loginThrottle{now: now, perEmail: perEmail, perAddr: perAddr, every: every, limiters: map[string]*rate.Limiter{}}
+	return &loginThrottle{pool: pool, now: now, perEmail: perEmail, perAddr: perAddr, every: every}
 }
 
-func (t *loginThrottle) keys(email, addr string) []struct {
+type throttleKey struct {
 	key   string
 	burst int
-} {
-	return []struct {
-		key   string
-		burst int
-	}{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addr, t.perAddr}}
 }
 
-// wait returns how long until another attempt is allowed for this email and address (0: now).
-func (t *loginThrottle) wait(email, addr string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// keys are the email's and the address's buckets, always in this order, so that two transactions
+// reserving the same keys lock their rows in the same order and cannot deadlock.
+func (t *loginThrottle) keys(email, addr string) []throttleKey {
+	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addr, t.perAddr}}
+}
+
+func (t *loginThrottle) interval() pgtype.Interval {
+	return pgtype.Interval{Microseconds: t.every.Microseconds(), Valid: true}
+}
+
+// reserve spends one try of the email and one of the address, both or neither. When either bucket is
+// empty it spends nothing and returns how long until both allow a try again.
+func (t *loginThrottle) reserve(ctx context.Context, email, addr string) (time.Duration, error) {
 	now := t.now()
-	var longest time.Duration
-	for _, k := range t.keys(email, addr) {
-		l := t.limiters[k.key]
-		if l == nil {
-			continue
+	keys := t.keys(email, addr)
+	refused, err := func() (bool, error) {
+		tx, err := t.pool.Begin(ctx)
+		if err != nil {
+			return false, err
 		}
-		if tokens := l.TokensAt(now); tokens < 1 {
-			d := time.Duration((1 - tokens) * float64(t.every))
-			longest = max(longest, d)
+		defer func() { _ = tx.Rollback(ctx) }()
+		q := db.New(tx)
+		for _, k := range keys {
+			_, err := q.ReserveLoginTry(ctx, db.ReserveLoginTryParams{
+				Key: k.key, NextAt: now.Add(t.every), Every: t.interval(),
+				LimitAt: now.Add(time.Duration(k.burst-1) * t.every),
+			})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return true, nil // the rollback undoes the keys already spent
+			}
+			if err != nil {
+				return false, err
+			}
+		}
+		return false, tx.Commit(ctx)
+	}()
+	if err != nil || !refused {
+		return 0, err
+	}
+	rows, err := db.New(t.pool).LoginThrottleState(ctx, []string{keys[0].key, keys[1].key})
+	if err != nil {
+		return 0, err
+	}
+	wait := time.Nanosecond // refilled in the meantime: still refused, but only just
+	for _, row := range rows {
+		for _, k := range keys {
+			if k.key == row.Key {
+				wait = max(wait, row.AllowedAt.Sub(now.Add(time.Duration(k.burst-1)*t.every)))
+			}
 		}
 	}
-	return longest
+	return wait, nil
 }
 
-// failed spends a token of the email and of the address.
-func (t *loginThrottle) failed(email, addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	for _, k := range t.keys(email, addr) {
-		l := t.limiters[k.key]
-		if l == nil {
-			l = rate.NewLimiter(rate.Every(t.every), k.burst)
-			t.limiters[k.key] = l
-		}
-		l.AllowN(now, 1)
+// succeeded gives a sign-in's tries back: the email's failures are forgotten, the address gets its try.
+func (t *loginThrottle) succeeded(ctx context.Context, email, addr string) error {
+	keys := t.keys(email, addr)
+	q := db.New(t.pool)
+	if err := q.ForgetLoginKey(ctx, keys[0].key); err != nil {
+		return err
 	}
-	t.sweep(now)
-}
-
-// succeeded forgets the email's failures (not the address's).
-func (t *loginThrottle) succeeded(email string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.limiters, "email:"+strings.ToLower(email))
-}
-
-// sweep drops limiters that have refilled, at most once a minute, so the map stays small.
-func (t *loginThrottle) sweep(now time.Time) {
-	if now.Sub(t.lastSweep) < time.Minute {
-		return
-	}
-	t.lastSweep = now
-	for k, l := range t.limiters {
-		if l.TokensAt(now) >= float64(l.Burst()) {
-			delete(t.limiters, k)
-		}
-	}
+	return q.ReleaseLoginTry(ctx, db.ReleaseLoginTryParams{Key: keys[1].key, Every: t.interval()})
 }

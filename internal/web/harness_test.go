@@ -44,6 +44,12 @@ type env struct {
 // workers claim each other's deliveries), so tests change only per-process settings in mod.
 func setup(t *testing.T, mod func(*config.Config)) *env {
 	t.Helper()
+	return setupWith(t, mod, server.Options{})
+}
+
+// setupWith starts a server with options (an injected clock, say).
+func setupWith(t *testing.T, mod func(*config.Config), opts server.Options) *env {
+	t.Helper()
 	cfg := servertest.Config(t, dbURL)
 	cfg.RetryBase = 100 * time.Millisecond
 	cfg.RetryMaxDelay = 300 * time.Millisecond
@@ -57,7 +63,7 @@ func setup(t *testing.T, mod func(*config.Config)) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv, base := servertest.Start(t, cfg, log, server.Options{})
+	srv, base := servertest.Start(t, cfg, log, opts)
 	return &env{t: t, srv: srv, base: base, recv: newReceiver(t)}
 }
 
@@ -79,6 +85,7 @@ type hit struct {
 	Path    string
 	Type    string
 	Headers http.Header
+	Body    string
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -87,9 +94,10 @@ func newReceiver(t *testing.T) *receiver {
 		var body struct {
 			Type string `json:"type"`
 		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
 		rc.mu.Lock()
-		rc.hits = append(rc.hits, hit{Path: r.URL.Path, Type: body.Type, Headers: r.Header.Clone()})
+		rc.hits = append(rc.hits, hit{Path: r.URL.Path, Type: body.Type, Headers: r.Header.Clone(), Body: string(raw)})
 		rc.mu.Unlock()
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/bad"):
@@ -226,6 +234,8 @@ type client struct {
 	e    *env
 	t    *testing.T
 	http *http.Client
+	// header is added to every request (X-Forwarded-For through a trusted proxy, say).
+	header http.Header
 }
 
 func (e *env) client() *client {
@@ -244,6 +254,9 @@ type page struct {
 
 func (c *client) do(req *http.Request) *page {
 	c.t.Helper()
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		c.t.Fatal(err)

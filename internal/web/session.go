@@ -30,7 +30,7 @@ func newSessionManager(store scs.Store, idle, lifetime time.Duration, onError fu
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Path = "/"
 	sm.Cookie.Persist = false // a browser session cookie; the server enforces both timeouts
-	sm.Cookie.Secure = false  // added per request under TLS by secureCookies
+	sm.Cookie.Secure = false  // set by New for an https public URL, else added per request under TLS by secureCookies
 	sm.ErrorFunc = onError
 	return sm
 }
@@ -46,14 +46,27 @@ func newSessionStore(pool *pgxpool.Pool, _ func() time.Time) *sessionStore {
 	return &sessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, 0)}
 }
 
-// secureCookies adds the Secure attribute to every cookie set on a request that came over TLS.
-func secureCookies(next http.Handler) http.Handler {
+// secureCookies adds the Secure attribute to every cookie set on a request that came over TLS, directly or
+// through a trusted proxy. (With an https public URL every cookie is Secure from the start.)
+func (h *Handler) secureCookies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil {
+		if !h.overHTTPS(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(&secureWriter{ResponseWriter: w}, r)
+	})
+}
+
+// hsts tells browsers to use only https for a year, on every answer when the public URL is https and on
+// answers to requests that came over TLS. Over plain http browsers ignore it, and sending it when the
+// site is not served over https would only mislead.
+func (h *Handler) hsts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.httpsOnly || h.overHTTPS(r) {
+			w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -10,6 +10,8 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -48,6 +50,12 @@ type Options struct {
 	LoginBurstPerEmail int
 	LoginBurstPerAddr  int
 	LoginInterval      time.Duration
+	// PublicURL is the dashboard's public base URL; with https the session cookie is always Secure and
+	// every answer carries Strict-Transport-Security (the server may sit behind a TLS-terminating proxy).
+	PublicURL string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed;
+	// from anyone else those headers are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // Handler serves the dashboard.
@@ -66,6 +74,8 @@ type Handler struct {
 	sessions  *scs.SessionManager
 	store     *sessionStore
 	throttle  *loginThrottle
+	proxies   []netip.Prefix
+	httpsOnly bool // the public URL is https
 }
 
 // New builds the dashboard.
@@ -86,7 +96,11 @@ func New(o Options) *Handler {
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		console:  console.New(o.Pool, o.Now),
-		throttle: newLoginThrottle(o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		proxies:  o.TrustedProxies,
+	}
+	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
+		h.httpsOnly = true
 	}
 	store := o.Store
 	if store == nil {
@@ -94,6 +108,7 @@ func New(o Options) *Handler {
 		store = h.store
 	}
 	h.sessions = newSessionManager(store, o.IdleTimeout, o.Lifetime, h.sessionError)
+	h.sessions.Cookie.Secure = h.httpsOnly
 	return h
 }
 
@@ -101,6 +116,7 @@ func New(o Options) *Handler {
 // a signed-in user and leads to /login otherwise. Cross-origin state-changing requests are refused with 403.
 func (h *Handler) Routes() http.Handler {
 	r := chi.NewRouter()
+	r.Use(h.hsts)
 	static := http.StripPrefix("/static/", http.FileServerFS(web.Static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
@@ -115,7 +131,7 @@ func (h *Handler) Routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 
 	r.Group(func(r chi.Router) {
-		r.Use(securityHeaders, secureCookies, cop.Handler, h.sessions.LoadAndSave)
+		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
@@ -141,7 +157,7 @@ func (h *Handler) Routes() http.Handler {
 		})
 	})
 	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
-	notFound := chain(http.HandlerFunc(h.notFound), securityHeaders, secureCookies, h.sessions.LoadAndSave, h.requireUser)
+	notFound := chain(http.HandlerFunc(h.notFound), securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(notFound.ServeHTTP)
 	return r
