@@ -663,6 +663,11 @@ func TestSendTestEvent(t *testing.T) {
 		if h.Path == "/good/test-event" && h.Type != "hookline.test" {
 			t.Errorf("receiver got type %q", h.Type)
 		}
+		// The endpoint learns nothing about who sent it: no email, not even its domain or local part.
+		local, _, _ := strings.Cut(tn.Email, "@")
+		if h.Path == "/good/test-event" && (strings.Contains(h.Body, tn.Email) || strings.Contains(h.Body, local)) {
+			t.Errorf("the test event carries the user's email: %s", h.Body)
+		}
 	}
 	page, err := e.srv.Deliveries.List(context.Background(), tn.ID, delivery.Filter{SubscriptionID: &other.ID})
 	if err != nil || len(page.Items) != 0 {
