@@ -1,5 +1,6 @@
 // Command server is Hookline: API, dashboard, metrics and delivery workers in one process.
-// `server migrate` only migrates the database; `server -h` lists the flags.
+// `server migrate` only migrates the database; `server reencrypt` re-encrypts every stored secret under
+// the first HOOKLINE_SECRET_KEY key; `server -h` lists the flags.
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"github.com/hookline/hookline/internal/demo"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/pgdev"
+	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/subscriptions"
 )
 
 func main() {
@@ -56,12 +59,15 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if config.MigrateOnly(args) {
+	switch cfg.Command {
+	case config.CommandMigrate:
 		if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
 			return err
 		}
 		log.Info("database migrated")
 		return nil
+	case config.CommandReencrypt:
+		return reencrypt(ctx, cfg, log)
 	}
 
 	var opts server.Options
@@ -113,5 +119,30 @@ func run(args []string) error {
 		log.Warn("shutdown", "err", err)
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// reencrypt re-seals every signing secret and custom header value not under the first key (plaintext
+// ones too), so the keys after it can be removed from HOOKLINE_SECRET_KEY once it has run. Every running
+// instance must already have the first key: values sealed under it are unreadable to one that has not.
+func reencrypt(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	box, err := secretbox.Parse(cfg.SecretKey)
+	if err != nil {
+		return fmt.Errorf("HOOKLINE_SECRET_KEY: %w", err)
+	}
+	if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	pool, err := server.Connect(ctx, cfg.DatabaseURL, 2, server.PlanPerCall)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	n, err := subscriptions.SealStored(ctx, pool, box, subscriptions.SealAll)
+	if err != nil {
+		return fmt.Errorf("reencrypt: %w (what was re-encrypted so far stays so; add the missing key to HOOKLINE_SECRET_KEY and run it again)", err)
+	}
+	log.Info("re-encrypted every stored secret under the first key", "key_id", box.KeyIDs()[0],
+		"signing_secrets", n.Secrets, "subscriptions_with_headers", n.Subscriptions)
 	return nil
 }

@@ -26,3 +26,15 @@ LIMIT sqlc.arg('max');
 -- Compare-and-set, like ReplaceStoredSecret; updated_at stays: the customer changed nothing.
 UPDATE subscriptions SET headers = sqlc.arg('new_headers')::jsonb
 WHERE id = @id AND headers = sqlc.arg('old_headers')::jsonb;
+
+-- name: CountSealedUnderOtherKeys :one
+-- Stored values sealed under none of @prefixes (the configured keys' 'enc:v1:<id>:'): they cannot be
+-- opened, so their deliveries wait; counted at start to say so.
+SELECT
+    (SELECT count(*) FROM subscription_secrets ss
+     WHERE starts_with(ss.secret, 'enc:')
+       AND NOT EXISTS (SELECT 1 FROM unnest(sqlc.arg('prefixes')::text[]) p WHERE starts_with(ss.secret, p)))::int AS secrets,
+    (SELECT count(*) FROM subscriptions s
+     WHERE EXISTS (SELECT 1 FROM jsonb_each_text(s.headers) h
+                   WHERE starts_with(h.value, 'enc:')
+                     AND NOT EXISTS (SELECT 1 FROM unnest(sqlc.arg('prefixes')::text[]) p WHERE starts_with(h.value, p))))::int AS subscriptions;

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/secretbox"
 )
 
 // Config is the whole configuration. Each field names its variable.
@@ -35,7 +37,7 @@ type Config struct {
 	AutoDisableAfter      time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
 	SMTPURL               string        // HOOKLINE_SMTP_URL
 	OperatorWebhookURL    string        // HOOKLINE_OPERATOR_WEBHOOK_URL
-	SecretKey             string        // HOOKLINE_SECRET_KEY
+	SecretKey             string        // HOOKLINE_SECRET_KEY: comma-separated base64 AES-256 keys, the first sealing
 	EndpointConcurrency   int           // HOOKLINE_ENDPOINT_CONCURRENCY: attempts in flight per subscription, all processes
 	BreakerThreshold      int           // HOOKLINE_BREAKER_THRESHOLD: consecutive transient failures that open a circuit
 	BreakerProbeInterval  time.Duration // HOOKLINE_BREAKER_PROBE_INTERVAL: first wait before an open circuit's probe
@@ -48,7 +50,16 @@ type Config struct {
 	LogFormat             string        // HOOKLINE_LOG_FORMAT: json (default) or text
 	Demo                  bool          // HOOKLINE_DEMO: seed a demo tenant and run the demo receiver
 	DataDir               string        // HOOKLINE_DATA_DIR: where the project-managed PostgreSQL lives
+
+	// Command is the command named after the flags: "" (serve), CommandMigrate or CommandReencrypt.
+	Command string
 }
+
+// Commands of the server binary.
+const (
+	CommandMigrate   = "migrate"
+	CommandReencrypt = "reencrypt"
+)
 
 type field struct {
 	env, help, def string
@@ -110,7 +121,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
 		{"HOOKLINE_SMTP_URL", "smtp://user:pass@host:port?from=... for alert emails", "", str(&c.SMTPURL)},
 		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
-		{"HOOKLINE_SECRET_KEY", "key that encrypts signing secrets and custom headers at rest", "", str(&c.SecretKey)},
+		{"HOOKLINE_SECRET_KEY", "keys that encrypt signing secrets and custom headers at rest (AES-256-GCM): base64 of 32 random bytes, several comma-separated for rotation (the first encrypts, all decrypt)", "", str(&c.SecretKey)},
 		{"HOOKLINE_ENDPOINT_CONCURRENCY", "most attempts in flight to one subscription, across all processes", "10", num(&c.EndpointConcurrency, 1)},
 		{"HOOKLINE_BREAKER_THRESHOLD", "consecutive transient failures that open a subscription's circuit", "10", num(&c.BreakerThreshold, 1)},
 		{"HOOKLINE_BREAKER_PROBE_INTERVAL", "wait before an open circuit's probe; doubles after each failed probe", "30s", dur(&c.BreakerProbeInterval)},
@@ -129,7 +140,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		fs.SetOutput(flagOutput)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n\nEvery flag mirrors an environment variable; flags win.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate|reencrypt]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n  reencrypt     migrate, re-encrypt every signing secret and custom header under the first HOOKLINE_SECRET_KEY key (so older keys can be dropped), then exit\n\nEvery flag mirrors an environment variable; flags win.\n\n")
 		fs.PrintDefaults()
 	}
 	for _, f := range fields {
@@ -146,8 +157,16 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != "migrate") {
-		return c, fmt.Errorf("unknown command %q; the only command is migrate", fs.Arg(0))
+	if fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != CommandMigrate && fs.Arg(0) != CommandReencrypt) {
+		return c, fmt.Errorf("unknown command %q; the commands are migrate and reencrypt", fs.Arg(0))
+	}
+	c.Command = fs.Arg(0)
+	// Parsed here only to refuse a malformed key at start; the server parses it again where it is used.
+	if _, err := secretbox.Parse(c.SecretKey); err != nil {
+		return c, fmt.Errorf("HOOKLINE_SECRET_KEY: %w", err)
+	}
+	if c.Command == CommandReencrypt && c.SecretKey == "" {
+		return c, fmt.Errorf("reencrypt needs HOOKLINE_SECRET_KEY: it re-encrypts every stored secret under its first key")
 	}
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
@@ -201,7 +220,7 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 
 // MigrateOnly reports whether args ask for `server migrate`.
 func MigrateOnly(args []string) bool {
-	return len(args) > 0 && args[len(args)-1] == "migrate"
+	return len(args) > 0 && args[len(args)-1] == CommandMigrate
 }
 
 // flagName turns HOOKLINE_RETRY_BASE into retry-base and DATABASE_URL into database-url.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +85,39 @@ func TestMigrateCommandAndHelp(t *testing.T) {
 	defer func() { flagOutput = nil }()
 	if _, err := Load([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestSecretKeyIsValidated(t *testing.T) {
+	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // 32 bytes
+	other := "HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA="
+	for _, ok := range []string{"", good, good + "," + other, good + ", " + other} {
+		if _, err := Load(nil, env(map[string]string{"HOOKLINE_SECRET_KEY": ok})); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, tc := range []struct{ key, want string }{
+		{"not-a-key!", "not base64"},
+		{"AAECAwQFBgcICQoLDA0ODw==", "16 bytes, want 32"},
+		{good + ",", "key 2 is empty"},
+		{good + ",xyz!", "key 2 is not base64"},
+	} {
+		_, err := Load(nil, env(map[string]string{"HOOKLINE_SECRET_KEY": tc.key}))
+		if err == nil || !strings.Contains(err.Error(), "HOOKLINE_SECRET_KEY") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error naming HOOKLINE_SECRET_KEY and %q", tc.key, err, tc.want)
+		}
+	}
+}
+
+func TestReencryptCommand(t *testing.T) {
+	c, err := Load([]string{"reencrypt"}, env(map[string]string{"HOOKLINE_SECRET_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}))
+	if err != nil || c.Command != CommandReencrypt {
+		t.Fatalf("reencrypt: %q, %v", c.Command, err)
+	}
+	if _, err := Load([]string{"reencrypt"}, env(nil)); err == nil || !strings.Contains(err.Error(), "HOOKLINE_SECRET_KEY") {
+		t.Fatalf("reencrypt without a key: %v", err)
+	}
+	if c, _ := Load([]string{"migrate"}, env(nil)); c.Command != CommandMigrate {
+		t.Fatalf("migrate: %q", c.Command)
 	}
 }

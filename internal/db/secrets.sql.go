@@ -11,6 +11,31 @@ import (
 	"github.com/google/uuid"
 )
 
+const countSealedUnderOtherKeys = `-- name: CountSealedUnderOtherKeys :one
+SELECT
+    (SELECT count(*) FROM subscription_secrets ss
+     WHERE starts_with(ss.secret, 'enc:')
+       AND NOT EXISTS (SELECT 1 FROM unnest($1::text[]) p WHERE starts_with(ss.secret, p)))::int AS secrets,
+    (SELECT count(*) FROM subscriptions s
+     WHERE EXISTS (SELECT 1 FROM jsonb_each_text(s.headers) h
+                   WHERE starts_with(h.value, 'enc:')
+                     AND NOT EXISTS (SELECT 1 FROM unnest($1::text[]) p WHERE starts_with(h.value, p))))::int AS subscriptions
+`
+
+type CountSealedUnderOtherKeysRow struct {
+	Secrets       int32
+	Subscriptions int32
+}
+
+// Stored values sealed under none of @prefixes (the configured keys' 'enc:v1:<id>:'): they cannot be
+// opened, so their deliveries wait; counted at start to say so.
+func (q *Queries) CountSealedUnderOtherKeys(ctx context.Context, prefixes []string) (CountSealedUnderOtherKeysRow, error) {
+	row := q.db.QueryRow(ctx, countSealedUnderOtherKeys, prefixes)
+	var i CountSealedUnderOtherKeysRow
+	err := row.Scan(&i.Secrets, &i.Subscriptions)
+	return i, err
+}
+
 const headersToSeal = `-- name: HeadersToSeal :many
 SELECT id, headers FROM subscriptions
 WHERE id > $1

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/jackc/pgx/v5"
@@ -110,8 +112,16 @@ func randomString(n int) string {
 }
 
 // PrepareCredentials fills in an admin token and admin login when the configuration has none, from
-// <data dir>/demo-credentials.json (made on first use), so the printed logins stay the same across runs.
+// <data dir>/demo-credentials.json (made on first use), so the printed logins stay the same across runs;
+// and HOOKLINE_SECRET_KEY, when empty, from <data dir>/secret-key, so `make run` encrypts secrets at rest.
 func PrepareCredentials(cfg *config.Config) error {
+	if cfg.SecretKey == "" {
+		key, err := secretKey(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		cfg.SecretKey = key
+	}
 	path := filepath.Join(cfg.DataDir, "demo-credentials.json")
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -140,6 +150,43 @@ func PrepareCredentials(cfg *config.Config) error {
 		cfg.AdminEmail, cfg.AdminPassword = creds.AdminEmail, creds.AdminPassword
 	}
 	return nil
+}
+
+// SecretKeyFile is the file under the data directory that holds make run's HOOKLINE_SECRET_KEY.
+const SecretKeyFile = "secret-key"
+
+// secretKey reads <data dir>/secret-key, making it with a fresh key on first use. The key must outlive
+// the process: the database under the same directory holds values sealed with it.
+func secretKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, SecretKeyFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		key := strings.TrimSpace(string(b))
+		if _, err := secretbox.Parse(key); err != nil || key == "" {
+			return "", fmt.Errorf("%s: not a HOOKLINE_SECRET_KEY (%v); it encrypts the secrets stored under %s, so restore it rather than delete it", path, err, dataDir)
+		}
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", err
+	}
+	key := secretbox.NewKey()
+	// O_EXCL: two first starts at once keep one key, not each their own.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return secretKey(dataDir)
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return key, f.Close()
 }
 
 // DemoTenant is the demo tenant's name.
@@ -275,7 +322,7 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 		advance(time.Minute)
 	}
 	sender := delivery.NewSender(delivery.SenderOptions{Timeout: 5 * time.Second, AllowAddrs: []string{rcv.Addr()}})
-	w := delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: now, Logger: slog.New(slog.DiscardHandler)})
+	w := delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: now, Logger: slog.New(slog.DiscardHandler), Open: srv.Keys.Open})
 	rcv.shippingDown.Store(true)
 	defer rcv.shippingDown.Store(false)
 	// Rewind to the outage's start and let the worker catch up on its clock, 5 s at a time: first attempts

@@ -5,12 +5,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/demo"
+	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/testdb"
@@ -19,6 +23,42 @@ import (
 var dbURL string
 
 func TestMain(m *testing.M) { testdb.Main(m, "demo", func(u string) { dbURL = u }) }
+
+// sharedKey is the tests' HOOKLINE_SECRET_KEY: they share one database (and its demo tenants, sealed
+// under the key of whichever test seeded them) but not a data directory, whose secret-key file would
+// differ.
+var sharedKey = secretbox.NewKey()
+
+// make run's secret key: made once under the data directory, kept across runs, never overriding a
+// configured one, and a damaged file is an error rather than a new key (the old one sealed the database).
+func TestPrepareCredentialsKeepsOneSecretKey(t *testing.T) {
+	dir := t.TempDir()
+	var first, second config.Config
+	first.DataDir, second.DataDir = dir, dir
+	if err := demo.PrepareCredentials(&first); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := secretbox.Parse(first.SecretKey); err != nil || !b.Enabled() {
+		t.Fatalf("no usable key prepared: %q %v", first.SecretKey, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, demo.SecretKeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	if err := demo.PrepareCredentials(&second); err != nil || second.SecretKey != first.SecretKey {
+		t.Fatalf("second run: key changed (%v)", err)
+	}
+	mine := config.Config{DataDir: dir, SecretKey: sharedKey}
+	if err := demo.PrepareCredentials(&mine); err != nil || mine.SecretKey != sharedKey {
+		t.Fatalf("a configured key was replaced (%v)", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, demo.SecretKeyFile), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.PrepareCredentials(&config.Config{DataDir: dir}); err == nil || !strings.Contains(err.Error(), "restore it") {
+		t.Fatalf("damaged key file: %v", err)
+	}
+}
 
 // make run's path: credentials prepared, the demo receiver allowed through the SSRF guard (private
 // networks stay refused), the tenant seeded twice without duplicates, and demo events really delivered.
@@ -31,6 +71,7 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	cfg := servertest.Config(t, dbURL)
 	cfg.AllowPrivateNetworks = false
 	cfg.DataDir = t.TempDir()
+	cfg.SecretKey = sharedKey
 	cfg.RetryBase = 50 * time.Millisecond
 	if err := demo.PrepareCredentials(&cfg); err != nil {
 		t.Fatal(err)
@@ -94,6 +135,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	cfg := servertest.Config(t, dbURL)
 	cfg.AllowPrivateNetworks = false
 	cfg.DataDir = t.TempDir()
+	cfg.SecretKey = sharedKey
 	if err := demo.PrepareCredentials(&cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -138,6 +138,16 @@ func (b *Box) CurrentPrefix() string {
 	return sealedPrefix + b.keys[0].id + ":"
 }
 
+// Prefixes are what values sealed under each configured key start with: a sealed value that starts with
+// none of them cannot be opened.
+func (b *Box) Prefixes() []string {
+	out := []string{}
+	for _, id := range b.KeyIDs() {
+		out = append(out, sealedPrefix+id+":")
+	}
+	return out
+}
+
 // IsSealed reports whether a stored value is sealed (under any key).
 func IsSealed(stored string) bool { return strings.HasPrefix(stored, anySealed) }
 

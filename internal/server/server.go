@@ -23,6 +23,7 @@ import (
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/retention"
+	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,8 +60,11 @@ type Server struct {
 	Maintainer *maintenance.Maintainer
 	Retention  *retention.Sweeper
 	Metrics    *delivery.Metrics
-	Policy     delivery.RetryPolicy
-	Now        func() time.Time
+	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
+	// without a key. Any other worker built on this server needs their Open.
+	Keys   *secretbox.Box
+	Policy delivery.RetryPolicy
+	Now    func() time.Time
 
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -118,6 +122,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		o.Registry = prometheus.NewRegistry()
 		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	box, err := secretbox.Parse(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLINE_SECRET_KEY: %w", err)
+	}
 	if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -130,11 +138,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		pool.Close()
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, registry: o.Registry}
+	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
 	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
+	s.Subscriptions.UseKeys(box)
+	if err := sealAtRest(ctx, pool, box, log); err != nil {
+		pool.Close()
+		enginePool.Close()
+		return nil, err
+	}
 	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
 	s.Replays = delivery.NewReplays(pool, s.Policy, o.Now)
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
@@ -149,7 +163,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks, AllowAddrs: o.AllowAddrs})
 	s.Worker = delivery.NewWorker(enginePool, sender, s.Policy, delivery.WorkerOptions{
 		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: o.Now,
-		Logger: log.With("component", "worker"), Metrics: s.Metrics,
+		Logger: log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
 	})
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
@@ -178,6 +192,36 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// sealAtRest seals the signing secrets and custom header values still stored in plaintext, so configuring
+// a key is all it takes to encrypt existing rows; or, without a key, says loudly that nothing is encrypted.
+// Every starting process runs it: the updates are compare-and-set, so concurrent starts do not conflict,
+// and after the first run it finds nothing to do.
+func sealAtRest(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, log *slog.Logger) error {
+	if !box.Enabled() {
+		log.Warn("HOOKLINE_SECRET_KEY is empty: signing secrets and custom headers are stored UNENCRYPTED in the database; " +
+			"set it to base64 of 32 random bytes (openssl rand -base64 32) to encrypt them")
+	} else {
+		n, err := subscriptions.SealStored(ctx, pool, box, subscriptions.SealPlaintext)
+		if err != nil {
+			return fmt.Errorf("encrypting stored secrets: %w", err)
+		}
+		if n.Secrets > 0 || n.Subscriptions > 0 {
+			log.Info("encrypted plaintext secrets at rest", "signing_secrets", n.Secrets, "subscriptions_with_headers", n.Subscriptions, "key_id", box.KeyIDs()[0])
+		}
+	}
+	// A key dropped too early (or a lost one) is not fatal, as other subscriptions still deliver, but it
+	// must not go unnoticed.
+	bad, err := subscriptions.Unreadable(ctx, pool, box)
+	if err != nil {
+		return err
+	}
+	if bad.Secrets > 0 || bad.Subscriptions > 0 {
+		log.Error("stored secrets are encrypted under a key missing from HOOKLINE_SECRET_KEY: their deliveries wait until it is added back",
+			"signing_secrets", bad.Secrets, "subscriptions_with_headers", bad.Subscriptions, "configured_key_ids", box.KeyIDs())
+	}
+	return nil
 }
 
 // pendingGauge counts pending deliveries at scrape time, at most once a second.

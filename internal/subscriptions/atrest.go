@@ -130,3 +130,13 @@ func SealStored(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, mod
 	}
 	return n, nil
 }
+
+// Unreadable counts the stored values sealed under none of box's keys (all sealed ones without a key):
+// their subscriptions' deliveries wait until the key is configured again.
+func Unreadable(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box) (SealCounts, error) {
+	r, err := db.New(pool).CountSealedUnderOtherKeys(ctx, box.Prefixes())
+	if err != nil {
+		return SealCounts{}, fmt.Errorf("count unreadable secrets: %w", err)
+	}
+	return SealCounts{Secrets: int(r.Secrets), Subscriptions: int(r.Subscriptions)}, nil
+}

@@ -183,6 +183,16 @@ func TestSecretsAtRest(t *testing.T) {
 		t.Fatalf("after reencrypt: %v %v", ps, ph)
 	}
 
+	if bad, err := subscriptions.Unreadable(ctx, pool, box2); err != nil || bad != (subscriptions.SealCounts{}) {
+		t.Fatalf("Unreadable with the right key: %+v, %v", bad, err)
+	}
+	if bad, _ := subscriptions.Unreadable(ctx, pool, parseBox(t, secretbox.NewKey())); bad != (subscriptions.SealCounts{Secrets: 3, Subscriptions: 2}) {
+		t.Fatalf("Unreadable with another key: %+v, want 3 secrets and 2 subscriptions", bad)
+	}
+	if bad, _ := subscriptions.Unreadable(ctx, pool, nil); bad != (subscriptions.SealCounts{Secrets: 3, Subscriptions: 2}) {
+		t.Fatalf("Unreadable without a key: %+v", bad)
+	}
+
 	// A key that is not configured: a clear error naming the row and the key.
 	_, err = subscriptions.SealStored(ctx, pool, parseBox(t, secretbox.NewKey()), subscriptions.SealAll)
 	if err == nil || !strings.Contains(err.Error(), box2.KeyIDs()[0]) || !strings.Contains(err.Error(), "not among") {
