@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -112,11 +113,53 @@ func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, templates.AdminTenant(templates.AdminTenantPage{
+	tokens, err := h.tenants.ListTokens(ctx, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := templates.AdminTenantPage{
 		Layout: h.adminLayout(r, templates.NavOverview, t.Name, templates.Crumb{Label: t.Name}),
 		ID:     t.ID.String(), Name: t.Name, Created: h.timeView(t.CreatedAt), Subscriptions: subs,
 		DeadHref: "/admin/dead?tenant=" + t.ID.String(), ReplaysHref: "/admin/replays?tenant=" + t.ID.String(),
-	}))
+	}
+	for _, tk := range tokens {
+		line := templates.TokenLine{
+			ID: tk.ID.String(), Name: tk.Name, Scopes: strings.Join(tk.Scopes, ", "), Created: h.timeView(tk.CreatedAt),
+			RevokeAction: "/admin/tenants/" + t.ID.String() + "/tokens/" + tk.ID.String() + "/revoke",
+		}
+		if tk.LastUsedAt != nil {
+			line.LastUsed = h.timeView(*tk.LastUsedAt)
+		}
+		p.Tokens = append(p.Tokens, line)
+	}
+	h.render(w, r, http.StatusOK, templates.AdminTenant(p))
+}
+
+// revokeToken revokes one of a tenant's API tokens at once (its next API request is refused) and returns
+// to the tenant's page. A token of another tenant, unknown or already revoked, is the 404 page.
+func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if !h.adminOnly(w, r) {
+		return
+	}
+	tenantID, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	tokenID, err := uuid.Parse(r.PathValue("token"))
+	if err != nil {
+		h.notFound(w, r)
+		return
+	}
+	if err := h.tenants.RevokeToken(r.Context(), tenantID, tokenID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpx.Logger(r.Context()).Info("API token revoked from the dashboard", "tenant_id", tenantID, "token_id", tokenID,
+		"by", currentUser(r).ID)
+	h.setFlash(r, "success", "Token revoked: requests with it are refused from now on.")
+	http.Redirect(w, r, "/admin/tenants/"+tenantID.String(), http.StatusSeeOther)
 }
 
 // tenantNames maps every tenant's id to its name, for filters and for criteria in words.

@@ -149,6 +149,7 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
+			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
 			r.Get("/admin/dead", h.deadLetters)
 			r.Get("/admin/replay", h.bulkReplay)
 			r.Post("/admin/replay", h.bulkReplay)

@@ -44,6 +44,17 @@ type AdminTenantPage struct {
 	Subscriptions []Subscription
 	DeadHref      string
 	ReplaysHref   string
+	// Tokens are the tenant's API tokens that are not revoked; never their values, which are not stored.
+	Tokens []TokenLine
+}
+
+// TokenLine is one API token on the operator's tenant page, with the action revoking it.
+type TokenLine struct {
+	ID, Name     string
+	Scopes       string
+	Created      Time
+	LastUsed     Time // zero: never used
+	RevokeAction string
 }
 
 // DeadFilterForm is the dead-letter criteria as the dead-letter list and the bulk replay form show them.
