@@ -70,7 +70,10 @@ type Server struct {
 	handler  http.Handler
 	httpSrv  *http.Server
 	serveErr chan error
-	stopOnce sync.Once
+	// metricsSrv serves /metrics on HOOKLINE_METRICS_ADDR when set; metricsLn is its listener.
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	stopOnce   sync.Once
 }
 
 // PlanMode says how a pool's statements are planned.
@@ -273,7 +276,12 @@ func (s *Server) routes() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	if s.Config.MetricsAddr == "" {
+		r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	} else {
+		// On its own (internal) address only: the public one must not tell anyone the process's figures.
+		r.Handle("/metrics", http.NotFoundHandler())
+	}
 	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
@@ -312,7 +320,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 	}
-	s.serveErr = make(chan error, 1)
+	s.serveErr = make(chan error, 2)
+	if s.Config.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.Config.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on HOOKLINE_METRICS_ADDR: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+		s.metricsLn = mln
+		s.metricsSrv = &http.Server{
+			Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
+		}
+		go func() {
+			if err := s.metricsSrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				s.serveErr <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
 	go func() {
 		err := s.httpSrv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -330,6 +356,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.Config.Addr }
 
+// MetricsAddr is the address /metrics is served on when HOOKLINE_METRICS_ADDR is set (the port chosen
+// when it ends in :0), after Serve; "" otherwise.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
+
 // Stop shuts down in order: stop accepting requests, finish the ones running, stop the workers (which
 // finish or release in-flight attempts), close the pool.
 func (s *Server) Stop(ctx context.Context) error {
@@ -337,6 +372,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		if s.httpSrv != nil {
 			err = s.httpSrv.Shutdown(ctx)
+		}
+		if s.metricsSrv != nil {
+			err = errors.Join(err, s.metricsSrv.Shutdown(ctx))
 		}
 		s.ReplayRunner.Stop()
 		s.Maintainer.Stop() // gives leadership up at once, so another process takes over within seconds
