@@ -36,6 +36,11 @@ func (h *Handler) adminOnly(w http.ResponseWriter, r *http.Request) bool {
 func (h *Handler) adminLayout(r *http.Request, nav, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := h.layout(r, title, append([]templates.Crumb{{Label: "Admin", Href: "/admin"}}, crumbs...)...)
 	l.AdminNav = nav
+	if !h.subs.Encrypted() {
+		// The server's log says so at start too; operators who never read it see it here.
+		l.Warning = "HOOKLINE_SECRET_KEY is not set: signing secrets and custom headers are stored unencrypted in the database. " +
+			"Set it to base64 of 32 random bytes (openssl rand -base64 32) and restart; existing rows are encrypted at start."
+	}
 	return l
 }
 

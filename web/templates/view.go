@@ -22,6 +22,8 @@ type Layout struct {
 	Refresh int
 	// AdminNav names the current operator section; set on /admin pages, it shows their sub-navigation.
 	AdminNav string
+	// Warning is a standing warning for operators (not a one-time flash): shown on every page it is set on.
+	Warning string
 }
 
 // Crumb is one breadcrumb step; the last one is the current page and has no link.
