@@ -1,52 +1,109 @@
 -- name: ClaimDeliveries :many
--- Claims up to @max due deliveries of active subscriptions for one worker, SKIP LOCKED so that any number of
--- workers and processes can claim at once without taking the same row. The event body and the
--- subscription's URL, headers and valid secrets come back with each row so sending needs no more queries.
---
--- The subscription check is a correlated subquery, not a join, on purpose: it keeps the plan an ordered
--- scan of the pending partial index that stops after @max rows. With a join, PostgreSQL plans a hash join
--- over every pending row whenever the small subscriptions table lacks statistics (autovacuum never
--- analyzes a table with fewer than 50 changes), which costs a full scan and sort per claim.
-WITH locked AS (
-    SELECT d.id
-    FROM webhook_deliveries d
-    WHERE d.state = 'pending' AND d.next_attempt_at <= @now::timestamptz
-      AND (SELECT s.state = 'active' AND s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id)
-    ORDER BY d.next_attempt_at, d.id
-    LIMIT @max::int
-    FOR UPDATE OF d SKIP LOCKED
+-- Claims up to @max due deliveries for one worker, subscription by subscription, so that no endpoint takes
+-- more than its fair share:
+--   * candidates: subscriptions that may be sent to now (active, not deleted, under @cap attempts in
+--     flight, circuit closed or due for a probe, rate-limit tokens left), each with its earliest due
+--     delivery, oldest first. Paused, disabled and broken endpoints are skipped here, at the subscription,
+--     so their backlogs are never read; each candidate's due rows are found through
+--     webhook_deliveries_sub_pending_idx without reading any other subscription's rows.
+--   * picked: up to each candidate's quota of its due rows (FOR UPDATE SKIP LOCKED, so any number of workers
+--     and processes claim at once), taken in turns: every candidate's first row before anyone's second, so
+--     a fresh event of a quiet subscription is never queued behind another's backlog.
+--   * reserved: the slots are taken on each subscription's row, in id order (no deadlock with completers,
+--     which lock in the same order), guarded by in_flight + n <= @cap on the row's newest version: a claim in
+--     another process that took the slots first makes the guard fail, and this claim then takes none of that
+--     subscription's rows. That guard is what holds the cap across processes. An open circuit due for a
+--     probe gets one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
+-- The event body and the subscription's URL, headers and valid secrets come back with each row so sending
+-- needs no more queries.
+WITH candidates AS (
+    SELECT s.id, s.in_flight, s.circuit_state,
+           coalesce(floor(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz))::int,
+                    sqlc.arg('cap')::int) AS tokens,
+           first.next_attempt_at AS first_due
+    FROM subscriptions s
+    CROSS JOIN LATERAL (
+        SELECT d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT 1
+    ) first
+    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight < sqlc.arg('cap')::int
+      AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= sqlc.arg('now')::timestamptz)
+      AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= 1, true)
+    ORDER BY first.next_attempt_at, s.id
+    LIMIT sqlc.arg('max')::int
+), picked AS (
+    SELECT p.id, p.subscription_id FROM (
+        SELECT d.id, c.id AS subscription_id, c.first_due,
+               row_number() OVER (PARTITION BY c.id ORDER BY d.next_attempt_at, d.id) AS turn
+        FROM candidates c
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.subscription_id = c.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT greatest(0, least(sqlc.arg('cap')::int - c.in_flight, c.tokens, CASE WHEN c.circuit_state = 'closed' THEN sqlc.arg('cap')::int ELSE 1 END))
+            FOR UPDATE OF d SKIP LOCKED
+        ) d
+    ) p
+    ORDER BY p.turn, p.first_due, p.subscription_id
+    LIMIT sqlc.arg('max')::int
+), wanted AS (
+    SELECT subscription_id, count(*)::int AS n FROM picked GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN wanted w ON w.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), reserved AS (
+    UPDATE subscriptions s
+    SET in_flight = s.in_flight + w.n,
+        circuit_state = CASE WHEN s.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
+        circuit_probe_at = CASE WHEN s.circuit_state = 'closed' THEN s.circuit_probe_at ELSE sqlc.arg('lease_expires_at')::timestamptz END,
+        rate_tokens = rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) - w.n,
+        rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE sqlc.arg('now')::timestamptz END
+    FROM wanted w, ordered o
+    WHERE s.id = w.subscription_id AND o.id = s.id
+      AND s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight + w.n <= sqlc.arg('cap')::int
+      AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= sqlc.arg('now')::timestamptz AND w.n = 1))
+      AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= w.n, true)
+    RETURNING s.id, s.url, s.headers, s.rate_limit_per_second
 )
 UPDATE webhook_deliveries d
-SET state = 'in_flight', lease_expires_at = @lease_expires_at::timestamptz, lease_id = @lease_id::uuid,
-    updated_at = @now::timestamptz
-FROM locked, events e, subscriptions s
-WHERE d.id = locked.id AND e.id = d.event_id AND s.id = d.subscription_id
+SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timestamptz, lease_id = sqlc.arg('lease_id')::uuid,
+    updated_at = sqlc.arg('now')::timestamptz
+FROM picked p, reserved s, events e
+WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers,
           s.rate_limit_per_second,
           array(SELECT ss.secret FROM subscription_secrets ss
-                WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > @now::timestamptz)
+                WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
                 ORDER BY ss.created_at DESC)::text[] AS secrets;
 
 -- name: CompleteAttempts :many
 -- Records a batch of finished attempts and moves each delivery to the state the worker decided, in one
 -- statement. The lease_id guard drops a result whose lease was lost (the row was rescued and maybe
 -- claimed again): that attempt's outcome no longer owns the row.
+--
+-- The same statement keeps each subscription's health, which the claim and the maintenance checks act on:
+-- its in_flight count, the run of consecutive transient failures (an answer, 2xx or permanent, ends it),
+-- last success and failure, failing_since (the start of the current run of only failures), and the circuit:
+-- @threshold transient failures in a row open it (next probe after @probe_base_ms); a failed probe opens it
+-- again for twice as long (at most @probe_max_ms); any answer closes it. A 410 Gone disables the
+-- subscription at once. Subscription rows are locked in id order, as the claim locks them.
 WITH r AS (
     -- Several unnest calls in one select list are zipped row by row.
-    SELECT unnest(@delivery_ids::uuid[]) AS delivery_id, unnest(@lease_ids::uuid[]) AS lease_id,
-           unnest(@started_at::timestamptz[]) AS started_at, unnest(@duration_ms::int[]) AS duration_ms,
-           unnest(@status::int[]) AS status, unnest(@snippet::text[]) AS snippet, unnest(@error::text[]) AS error,
-           unnest(@outcome::text[]) AS outcome, unnest(@new_state::text[]) AS new_state,
-           unnest(@next_attempt_at::timestamptz[]) AS next_attempt_at, unnest(@dead_reason::text[]) AS dead_reason,
-           unnest(@request_url::text[]) AS request_url, unnest(@request_headers::jsonb[]) AS request_headers
+    SELECT unnest(sqlc.arg('delivery_ids')::uuid[]) AS delivery_id, unnest(sqlc.arg('lease_ids')::uuid[]) AS lease_id,
+           unnest(sqlc.arg('started_at')::timestamptz[]) AS started_at, unnest(sqlc.arg('duration_ms')::int[]) AS duration_ms,
+           unnest(sqlc.arg('status')::int[]) AS status, unnest(sqlc.arg('snippet')::text[]) AS snippet, unnest(sqlc.arg('error')::text[]) AS error,
+           unnest(sqlc.arg('outcome')::text[]) AS outcome, unnest(sqlc.arg('new_state')::text[]) AS new_state,
+           unnest(sqlc.arg('next_attempt_at')::timestamptz[]) AS next_attempt_at, unnest(sqlc.arg('dead_reason')::text[]) AS dead_reason,
+           unnest(sqlc.arg('request_url')::text[]) AS request_url, unnest(sqlc.arg('request_headers')::jsonb[]) AS request_headers
 ), moved AS (
     UPDATE webhook_deliveries d
     SET state = r.new_state, attempt_count = d.attempt_count + 1, total_attempts = d.total_attempts + 1,
         next_attempt_at = r.next_attempt_at, lease_expires_at = NULL, lease_id = NULL,
         last_attempt_at = r.started_at, last_status = nullif(r.status, 0), last_response = r.snippet,
         last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
-        dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN @now::timestamptz END, updated_at = @now::timestamptz
+        dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN sqlc.arg('now')::timestamptz END, updated_at = sqlc.arg('now')::timestamptz
     FROM r
     WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
@@ -57,26 +114,102 @@ WITH r AS (
            r.snippet, r.error, r.outcome, r.request_url, r.request_headers
     FROM moved m JOIN r ON r.delivery_id = m.id
     RETURNING delivery_id
+), outcomes AS (
+    SELECT m.subscription_id, r.started_at, r.outcome, r.status
+    FROM moved m JOIN r ON r.delivery_id = m.id
+), answers AS (
+    SELECT subscription_id,
+           max(started_at) FILTER (WHERE outcome <> 'retry') AS answered_at,
+           max(started_at) FILTER (WHERE outcome = 'delivered') AS ok_at
+    FROM outcomes GROUP BY subscription_id
+), per_sub AS (
+    SELECT o.subscription_id, count(*)::int AS finished, a.answered_at, a.ok_at,
+           -- transient failures after the batch's last answer (all of them when nothing answered)
+           count(*) FILTER (WHERE o.outcome = 'retry' AND o.started_at > coalesce(a.answered_at, '-infinity'))::int AS transient,
+           max(o.started_at) FILTER (WHERE o.outcome <> 'delivered') AS failed_at,
+           min(o.started_at) FILTER (WHERE o.outcome <> 'delivered' AND o.started_at > coalesce(a.ok_at, '-infinity')) AS failing_from,
+           bool_or(o.status = 410) AS gone
+    FROM outcomes o JOIN answers a ON a.subscription_id = o.subscription_id
+    GROUP BY o.subscription_id, a.answered_at, a.ok_at
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), health AS (
+    UPDATE subscriptions s
+    SET in_flight = greatest(s.in_flight - p.finished, 0),
+        consecutive_failures = CASE WHEN p.answered_at IS NOT NULL THEN p.transient ELSE s.consecutive_failures + p.transient END,
+        last_success_at = greatest(s.last_success_at, p.ok_at),
+        last_failure_at = greatest(s.last_failure_at, p.failed_at),
+        failing_since = CASE WHEN p.ok_at IS NOT NULL THEN p.failing_from ELSE coalesce(s.failing_since, p.failing_from) END,
+        circuit_state = CASE
+            WHEN p.answered_at IS NOT NULL THEN 'closed'
+            WHEN s.circuit_state = 'half_open' THEN 'open'
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= sqlc.arg('threshold')::int THEN 'open'
+            ELSE s.circuit_state END,
+        circuit_opened_at = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= sqlc.arg('threshold')::int THEN sqlc.arg('now')::timestamptz
+            ELSE s.circuit_opened_at END,
+        circuit_probe_ms = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'half_open' THEN least(coalesce(s.circuit_probe_ms, sqlc.arg('probe_base_ms')::int) * 2, sqlc.arg('probe_max_ms')::int)
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= sqlc.arg('threshold')::int THEN sqlc.arg('probe_base_ms')::int
+            ELSE s.circuit_probe_ms END,
+        circuit_probe_at = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'half_open'
+                THEN sqlc.arg('now')::timestamptz + make_interval(0, 0, 0, 0, 0, 0, least(coalesce(s.circuit_probe_ms, sqlc.arg('probe_base_ms')::int) * 2, sqlc.arg('probe_max_ms')::int) / 1000.0)
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= sqlc.arg('threshold')::int
+                THEN sqlc.arg('now')::timestamptz + make_interval(0, 0, 0, 0, 0, 0, sqlc.arg('probe_base_ms')::int / 1000.0)
+            ELSE s.circuit_probe_at END,
+        state = CASE WHEN p.gone AND s.deleted_at IS NULL THEN 'disabled' ELSE s.state END,
+        disabled_reason = CASE WHEN p.gone AND s.deleted_at IS NULL AND s.state <> 'disabled'
+            THEN 'The endpoint answered 410 Gone: it says it no longer exists. Resume the subscription once it is back.'
+            ELSE s.disabled_reason END
+    FROM per_sub p, ordered l
+    WHERE s.id = p.subscription_id AND l.id = s.id
+    RETURNING s.id
 )
 SELECT delivery_id FROM inserted;
 
--- name: ReleaseDeliveries :execrows
+-- name: ReleaseDeliveries :exec
 -- Gives claimed deliveries back to the queue without an attempt (shutdown, or an outgoing rate limit
--- that would hold them past their lease).
-UPDATE webhook_deliveries d
-SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = r.next_attempt_at,
-    updated_at = @now::timestamptz
-FROM (SELECT unnest(@delivery_ids::uuid[]) AS delivery_id, unnest(@lease_ids::uuid[]) AS lease_id,
-             unnest(@next_attempt_at::timestamptz[]) AS next_attempt_at) AS r
-WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id;
+-- that would hold them past their lease), and their slots back to their subscriptions.
+WITH released AS (
+    UPDATE webhook_deliveries d
+    SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = r.next_attempt_at,
+        updated_at = @now::timestamptz
+    FROM (SELECT unnest(@delivery_ids::uuid[]) AS delivery_id, unnest(@lease_ids::uuid[]) AS lease_id,
+                 unnest(@next_attempt_at::timestamptz[]) AS next_attempt_at) AS r
+    WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+    RETURNING d.subscription_id
+), per_sub AS (
+    SELECT subscription_id, count(*)::int AS n FROM released GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+)
+UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
+FROM per_sub p, ordered o
+WHERE s.id = p.subscription_id AND o.id = s.id;
 
 -- name: RescueExpiredLeases :many
--- Puts deliveries whose worker died (lease ran out) back in the queue, due now.
-UPDATE webhook_deliveries
-SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = @now::timestamptz,
-    updated_at = @now::timestamptz
-WHERE state = 'in_flight' AND lease_expires_at < @now::timestamptz
-RETURNING id, subscription_id;
+-- Puts deliveries whose worker died (lease ran out) back in the queue, due now, and their slots back to
+-- their subscriptions.
+WITH rescued AS (
+    UPDATE webhook_deliveries
+    SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = @now::timestamptz,
+        updated_at = @now::timestamptz
+    WHERE state = 'in_flight' AND lease_expires_at < @now::timestamptz
+    RETURNING id, subscription_id
+), per_sub AS (
+    SELECT subscription_id, count(*)::int AS n FROM rescued GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), freed AS (
+    UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
+    FROM per_sub p, ordered o
+    WHERE s.id = p.subscription_id AND o.id = s.id
+)
+SELECT id, subscription_id FROM rescued;
 
 -- name: NextDueAt :one
 -- When the earliest pending delivery is due, so an idle worker can sleep exactly that long.

@@ -13,20 +13,61 @@ import (
 )
 
 const claimDeliveries = `-- name: ClaimDeliveries :many
-WITH locked AS (
-    SELECT d.id
-    FROM webhook_deliveries d
-    WHERE d.state = 'pending' AND d.next_attempt_at <= $3::timestamptz
-      AND (SELECT s.state = 'active' AND s.deleted_at IS NULL FROM subscriptions s WHERE s.id = d.subscription_id)
-    ORDER BY d.next_attempt_at, d.id
-    LIMIT $4::int
-    FOR UPDATE OF d SKIP LOCKED
+WITH candidates AS (
+    SELECT s.id, s.in_flight, s.circuit_state,
+           coalesce(floor(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz))::int,
+                    $4::int) AS tokens,
+           first.next_attempt_at AS first_due
+    FROM subscriptions s
+    CROSS JOIN LATERAL (
+        SELECT d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= $3::timestamptz
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT 1
+    ) first
+    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight < $4::int
+      AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= $3::timestamptz)
+      AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz) >= 1, true)
+    ORDER BY first.next_attempt_at, s.id
+    LIMIT $5::int
+), picked AS (
+    SELECT p.id, p.subscription_id FROM (
+        SELECT d.id, c.id AS subscription_id, c.first_due,
+               row_number() OVER (PARTITION BY c.id ORDER BY d.next_attempt_at, d.id) AS turn
+        FROM candidates c
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.subscription_id = c.id AND d.state = 'pending' AND d.next_attempt_at <= $3::timestamptz
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT greatest(0, least($4::int - c.in_flight, c.tokens, CASE WHEN c.circuit_state = 'closed' THEN $4::int ELSE 1 END))
+            FOR UPDATE OF d SKIP LOCKED
+        ) d
+    ) p
+    ORDER BY p.turn, p.first_due, p.subscription_id
+    LIMIT $5::int
+), wanted AS (
+    SELECT subscription_id, count(*)::int AS n FROM picked GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN wanted w ON w.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), reserved AS (
+    UPDATE subscriptions s
+    SET in_flight = s.in_flight + w.n,
+        circuit_state = CASE WHEN s.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
+        circuit_probe_at = CASE WHEN s.circuit_state = 'closed' THEN s.circuit_probe_at ELSE $1::timestamptz END,
+        rate_tokens = rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz) - w.n,
+        rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE $3::timestamptz END
+    FROM wanted w, ordered o
+    WHERE s.id = w.subscription_id AND o.id = s.id
+      AND s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight + w.n <= $4::int
+      AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= $3::timestamptz AND w.n = 1))
+      AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz) >= w.n, true)
+    RETURNING s.id, s.url, s.headers, s.rate_limit_per_second
 )
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = $1::timestamptz, lease_id = $2::uuid,
     updated_at = $3::timestamptz
-FROM locked, events e, subscriptions s
-WHERE d.id = locked.id AND e.id = d.event_id AND s.id = d.subscription_id
+FROM picked p, reserved s, events e
+WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers,
           s.rate_limit_per_second,
@@ -39,6 +80,7 @@ type ClaimDeliveriesParams struct {
 	LeaseExpiresAt time.Time
 	LeaseID        uuid.UUID
 	Now            time.Time
+	Cap            int32
 	Max            int32
 }
 
@@ -60,19 +102,30 @@ type ClaimDeliveriesRow struct {
 	Secrets            []string
 }
 
-// Claims up to @max due deliveries of active subscriptions for one worker, SKIP LOCKED so that any number of
-// workers and processes can claim at once without taking the same row. The event body and the
-// subscription's URL, headers and valid secrets come back with each row so sending needs no more queries.
+// Claims up to @max due deliveries for one worker, subscription by subscription, so that no endpoint takes
+// more than its fair share:
+//   - candidates: subscriptions that may be sent to now (active, not deleted, under @cap attempts in
+//     flight, circuit closed or due for a probe, rate-limit tokens left), each with its earliest due
+//     delivery, oldest first. Paused, disabled and broken endpoints are skipped here, at the subscription,
+//     so their backlogs are never read; each candidate's due rows are found through
+//     webhook_deliveries_sub_pending_idx without reading any other subscription's rows.
+//   - picked: up to each candidate's quota of its due rows (FOR UPDATE SKIP LOCKED, so any number of workers
+//     and processes claim at once), taken in turns: every candidate's first row before anyone's second, so
+//     a fresh event of a quiet subscription is never queued behind another's backlog.
+//   - reserved: the slots are taken on each subscription's row, in id order (no deadlock with completers,
+//     which lock in the same order), guarded by in_flight + n <= @cap on the row's newest version: a claim in
+//     another process that took the slots first makes the guard fail, and this claim then takes none of that
+//     subscription's rows. That guard is what holds the cap across processes. An open circuit due for a
+//     probe gets one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
 //
-// The subscription check is a correlated subquery, not a join, on purpose: it keeps the plan an ordered
-// scan of the pending partial index that stops after @max rows. With a join, PostgreSQL plans a hash join
-// over every pending row whenever the small subscriptions table lacks statistics (autovacuum never
-// analyzes a table with fewer than 50 changes), which costs a full scan and sort per claim.
+// The event body and the subscription's URL, headers and valid secrets come back with each row so sending
+// needs no more queries.
 func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDeliveries,
 		arg.LeaseExpiresAt,
 		arg.LeaseID,
 		arg.Now,
+		arg.Cap,
 		arg.Max,
 	)
 	if err != nil {
@@ -135,6 +188,60 @@ WITH r AS (
            r.snippet, r.error, r.outcome, r.request_url, r.request_headers
     FROM moved m JOIN r ON r.delivery_id = m.id
     RETURNING delivery_id
+), outcomes AS (
+    SELECT m.subscription_id, r.started_at, r.outcome, r.status
+    FROM moved m JOIN r ON r.delivery_id = m.id
+), answers AS (
+    SELECT subscription_id,
+           max(started_at) FILTER (WHERE outcome <> 'retry') AS answered_at,
+           max(started_at) FILTER (WHERE outcome = 'delivered') AS ok_at
+    FROM outcomes GROUP BY subscription_id
+), per_sub AS (
+    SELECT o.subscription_id, count(*)::int AS finished, a.answered_at, a.ok_at,
+           -- transient failures after the batch's last answer (all of them when nothing answered)
+           count(*) FILTER (WHERE o.outcome = 'retry' AND o.started_at > coalesce(a.answered_at, '-infinity'))::int AS transient,
+           max(o.started_at) FILTER (WHERE o.outcome <> 'delivered') AS failed_at,
+           min(o.started_at) FILTER (WHERE o.outcome <> 'delivered' AND o.started_at > coalesce(a.ok_at, '-infinity')) AS failing_from,
+           bool_or(o.status = 410) AS gone
+    FROM outcomes o JOIN answers a ON a.subscription_id = o.subscription_id
+    GROUP BY o.subscription_id, a.answered_at, a.ok_at
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), health AS (
+    UPDATE subscriptions s
+    SET in_flight = greatest(s.in_flight - p.finished, 0),
+        consecutive_failures = CASE WHEN p.answered_at IS NOT NULL THEN p.transient ELSE s.consecutive_failures + p.transient END,
+        last_success_at = greatest(s.last_success_at, p.ok_at),
+        last_failure_at = greatest(s.last_failure_at, p.failed_at),
+        failing_since = CASE WHEN p.ok_at IS NOT NULL THEN p.failing_from ELSE coalesce(s.failing_since, p.failing_from) END,
+        circuit_state = CASE
+            WHEN p.answered_at IS NOT NULL THEN 'closed'
+            WHEN s.circuit_state = 'half_open' THEN 'open'
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= $15::int THEN 'open'
+            ELSE s.circuit_state END,
+        circuit_opened_at = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= $15::int THEN $14::timestamptz
+            ELSE s.circuit_opened_at END,
+        circuit_probe_ms = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'half_open' THEN least(coalesce(s.circuit_probe_ms, $16::int) * 2, $17::int)
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= $15::int THEN $16::int
+            ELSE s.circuit_probe_ms END,
+        circuit_probe_at = CASE
+            WHEN p.answered_at IS NOT NULL THEN NULL
+            WHEN s.circuit_state = 'half_open'
+                THEN $14::timestamptz + make_interval(0, 0, 0, 0, 0, 0, least(coalesce(s.circuit_probe_ms, $16::int) * 2, $17::int) / 1000.0)
+            WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= $15::int
+                THEN $14::timestamptz + make_interval(0, 0, 0, 0, 0, 0, $16::int / 1000.0)
+            ELSE s.circuit_probe_at END,
+        state = CASE WHEN p.gone AND s.deleted_at IS NULL THEN 'disabled' ELSE s.state END,
+        disabled_reason = CASE WHEN p.gone AND s.deleted_at IS NULL AND s.state <> 'disabled'
+            THEN 'The endpoint answered 410 Gone: it says it no longer exists. Resume the subscription once it is back.'
+            ELSE s.disabled_reason END
+    FROM per_sub p, ordered l
+    WHERE s.id = p.subscription_id AND l.id = s.id
+    RETURNING s.id
 )
 SELECT delivery_id FROM inserted
 `
@@ -154,11 +261,21 @@ type CompleteAttemptsParams struct {
 	RequestURL     []string
 	RequestHeaders [][]byte
 	Now            time.Time
+	Threshold      int32
+	ProbeBaseMs    int32
+	ProbeMaxMs     int32
 }
 
 // Records a batch of finished attempts and moves each delivery to the state the worker decided, in one
 // statement. The lease_id guard drops a result whose lease was lost (the row was rescued and maybe
 // claimed again): that attempt's outcome no longer owns the row.
+//
+// The same statement keeps each subscription's health, which the claim and the maintenance checks act on:
+// its in_flight count, the run of consecutive transient failures (an answer, 2xx or permanent, ends it),
+// last success and failure, failing_since (the start of the current run of only failures), and the circuit:
+// @threshold transient failures in a row open it (next probe after @probe_base_ms); a failed probe opens it
+// again for twice as long (at most @probe_max_ms); any answer closes it. A 410 Gone disables the
+// subscription at once. Subscription rows are locked in id order, as the claim locks them.
 func (q *Queries) CompleteAttempts(ctx context.Context, arg CompleteAttemptsParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, completeAttempts,
 		arg.DeliveryIDs,
@@ -175,6 +292,9 @@ func (q *Queries) CompleteAttempts(ctx context.Context, arg CompleteAttemptsPara
 		arg.RequestURL,
 		arg.RequestHeaders,
 		arg.Now,
+		arg.Threshold,
+		arg.ProbeBaseMs,
+		arg.ProbeMaxMs,
 	)
 	if err != nil {
 		return nil, err
@@ -544,13 +664,23 @@ func (q *Queries) NextDueAt(ctx context.Context) (time.Time, error) {
 	return column_1, err
 }
 
-const releaseDeliveries = `-- name: ReleaseDeliveries :execrows
-UPDATE webhook_deliveries d
-SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = r.next_attempt_at,
-    updated_at = $1::timestamptz
-FROM (SELECT unnest($2::uuid[]) AS delivery_id, unnest($3::uuid[]) AS lease_id,
-             unnest($4::timestamptz[]) AS next_attempt_at) AS r
-WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+const releaseDeliveries = `-- name: ReleaseDeliveries :exec
+WITH released AS (
+    UPDATE webhook_deliveries d
+    SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = r.next_attempt_at,
+        updated_at = $1::timestamptz
+    FROM (SELECT unnest($2::uuid[]) AS delivery_id, unnest($3::uuid[]) AS lease_id,
+                 unnest($4::timestamptz[]) AS next_attempt_at) AS r
+    WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+    RETURNING d.subscription_id
+), per_sub AS (
+    SELECT subscription_id, count(*)::int AS n FROM released GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+)
+UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
+FROM per_sub p, ordered o
+WHERE s.id = p.subscription_id AND o.id = s.id
 `
 
 type ReleaseDeliveriesParams struct {
@@ -561,26 +691,34 @@ type ReleaseDeliveriesParams struct {
 }
 
 // Gives claimed deliveries back to the queue without an attempt (shutdown, or an outgoing rate limit
-// that would hold them past their lease).
-func (q *Queries) ReleaseDeliveries(ctx context.Context, arg ReleaseDeliveriesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, releaseDeliveries,
+// that would hold them past their lease), and their slots back to their subscriptions.
+func (q *Queries) ReleaseDeliveries(ctx context.Context, arg ReleaseDeliveriesParams) error {
+	_, err := q.db.Exec(ctx, releaseDeliveries,
 		arg.Now,
 		arg.DeliveryIDs,
 		arg.LeaseIDs,
 		arg.NextAttemptAt,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	return err
 }
 
 const rescueExpiredLeases = `-- name: RescueExpiredLeases :many
-UPDATE webhook_deliveries
-SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = $1::timestamptz,
-    updated_at = $1::timestamptz
-WHERE state = 'in_flight' AND lease_expires_at < $1::timestamptz
-RETURNING id, subscription_id
+WITH rescued AS (
+    UPDATE webhook_deliveries
+    SET state = 'pending', lease_expires_at = NULL, lease_id = NULL, next_attempt_at = $1::timestamptz,
+        updated_at = $1::timestamptz
+    WHERE state = 'in_flight' AND lease_expires_at < $1::timestamptz
+    RETURNING id, subscription_id
+), per_sub AS (
+    SELECT subscription_id, count(*)::int AS n FROM rescued GROUP BY subscription_id
+), ordered AS (
+    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+), freed AS (
+    UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
+    FROM per_sub p, ordered o
+    WHERE s.id = p.subscription_id AND o.id = s.id
+)
+SELECT id, subscription_id FROM rescued
 `
 
 type RescueExpiredLeasesRow struct {
@@ -588,7 +726,8 @@ type RescueExpiredLeasesRow struct {
 	SubscriptionID uuid.UUID
 }
 
-// Puts deliveries whose worker died (lease ran out) back in the queue, due now.
+// Puts deliveries whose worker died (lease ran out) back in the queue, due now, and their slots back to
+// their subscriptions.
 func (q *Queries) RescueExpiredLeases(ctx context.Context, now time.Time) ([]RescueExpiredLeasesRow, error) {
 	rows, err := q.db.Query(ctx, rescueExpiredLeases, now)
 	if err != nil {

@@ -83,6 +83,11 @@ type Subscription struct {
 	DeletedAt           *time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	InFlight            int32
+	CircuitProbeAt      *time.Time
+	CircuitProbeMs      *int32
+	RateTokens          *float64
+	RateCountedAt       *time.Time
 }
 
 type SubscriptionSecret struct {

@@ -54,7 +54,7 @@ func BenchmarkReplay100k(b *testing.B) {
 	to := now
 	filter := delivery.DeadFilter{SubscriptionID: &dead.ID, CreatedFrom: &from, CreatedTo: &to}
 
-	w := e.worker(delivery.WorkerOptions{BatchSize: 100}, nil)
+	w := e.worker(delivery.WorkerOptions{BatchSize: 100, EndpointConcurrency: 100}, nil)
 	drain := func(ctx context.Context, stopAfter int) (int, time.Duration) {
 		start, handled := time.Now(), 0
 		for ctx.Err() == nil && (stopAfter == 0 || handled < stopAfter) {

@@ -43,7 +43,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 			if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, subscriptions, events"); err != nil {
 				b.Fatal(err)
 			}
-			w := e.worker(delivery.WorkerOptions{BatchSize: batch}, nil)
+			w := e.worker(delivery.WorkerOptions{BatchSize: batch, EndpointConcurrency: batch}, nil)
 			left, handled := rows, 0
 			for b.Loop() {
 				if left < batch { // refill, untimed
@@ -83,7 +83,7 @@ func BenchmarkDrain(b *testing.B) {
 	rc := newReceiver(b, nil)
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
 	event := uuid.MustParse(e.publish("order.created", `{"n":1}`).ID)
-	w := e.worker(delivery.WorkerOptions{Concurrency: 32, Now: time.Now, PollInterval: time.Minute}, nil)
+	w := e.worker(delivery.WorkerOptions{Concurrency: 32, EndpointConcurrency: 32, Now: time.Now, PollInterval: time.Minute}, nil)
 	if err := w.Start(e.ctx); err != nil {
 		b.Fatal(err)
 	}

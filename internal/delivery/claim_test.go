@@ -61,7 +61,7 @@ func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 
 func (c *claimTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func TestClaimOnLargeTableUsesPendingIndex(t *testing.T) {
+func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	const pending, done = 50_000, 20_000
 	e := setup(t)
 	if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, subscriptions, events"); err != nil {
@@ -79,8 +79,9 @@ func TestClaimOnLargeTableUsesPendingIndex(t *testing.T) {
 	insertDeliveries(t, e, sub.ID, event, "delivered", done, now)
 	insertDeliveries(t, e, paused.ID, event, "pending", 100, now.Add(-time.Hour)) // due first, but held
 	// Statistics taken while the tables were empty (made at the top of the test) are the hardest case for
-	// the planner; a small subscriptions table is never auto-analyzed at all. The claim must still scan the
-	// pending index in order.
+	// the planner; a small subscriptions table is never auto-analyzed at all. The claim must still find each
+	// subscription's due rows through the per-subscription pending index, in order, and never read the
+	// paused subscription's backlog.
 
 	// The engine pool's settings, plus a tracer to capture the claim as sent.
 	tr := &claimTracer{}
@@ -101,7 +102,7 @@ func TestClaimOnLargeTableUsesPendingIndex(t *testing.T) {
 		want = append(want, id)
 	}
 	w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), e.policy,
-		delivery.WorkerOptions{Now: e.clock.Now, Logger: quietLog})
+		delivery.WorkerOptions{Now: e.clock.Now, Logger: quietLog, EndpointConcurrency: 100})
 	t0 := time.Now()
 	rows, lease, err := w.Claim(e.ctx, 100)
 	took := time.Since(t0)
@@ -136,8 +137,8 @@ func TestClaimOnLargeTableUsesPendingIndex(t *testing.T) {
 	}
 	defer conn.Release()
 	text := explain(t, conn.Conn(), "EXPLAIN "+sql, args...)
-	if !strings.Contains(text, "webhook_deliveries_pending_idx") || strings.Contains(text, "Seq Scan on webhook_deliveries") {
-		t.Errorf("the claim does not use the pending partial index:\n%s", text)
+	if !strings.Contains(text, "webhook_deliveries_sub_pending_idx") || strings.Contains(text, "Seq Scan on webhook_deliveries") {
+		t.Errorf("the claim does not use the per-subscription pending index:\n%s", text)
 	}
 
 	// The engine's pool caches plans (server.PlanCached), so the generic plan must be as good: the one
@@ -161,8 +162,8 @@ func TestClaimOnLargeTableUsesPendingIndex(t *testing.T) {
 		}
 	}
 	generic := explain(t, conn.Conn(), "EXPLAIN EXECUTE hl_claim("+strings.Join(literals, ", ")+")")
-	if !strings.Contains(generic, "webhook_deliveries_pending_idx") || strings.Contains(generic, "Seq Scan on webhook_deliveries") {
-		t.Errorf("the claim's generic plan does not use the pending partial index:\n%s", generic)
+	if !strings.Contains(generic, "webhook_deliveries_sub_pending_idx") || strings.Contains(generic, "Seq Scan on webhook_deliveries") {
+		t.Errorf("the claim's generic plan does not use the per-subscription pending index:\n%s", generic)
 	}
 }
 

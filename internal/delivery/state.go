@@ -193,6 +193,43 @@ func (p RetryPolicy) Decide(r Result, attempt int, giveUpAt, now time.Time, jitt
 	return Decision{Outcome: OutcomeRetry, State: Pending, NextAttemptAt: next}
 }
 
+// Circuit states of a subscription (subscriptions.circuit_state).
+const (
+	// CircuitClosed: deliveries flow.
+	CircuitClosed = "closed"
+	// CircuitOpen: too many transient failures in a row; due deliveries wait (their give_up_at still runs)
+	// until the probe time.
+	CircuitOpen = "open"
+	// CircuitHalfOpen: one probe delivery is in flight; its outcome closes the circuit or opens it again for
+	// twice as long.
+	CircuitHalfOpen = "half_open"
+)
+
+// Breaker is the circuit breaker's policy (HOOKLINE_BREAKER_* in the configuration). The transitions are
+// carried out in SQL, where the outcomes are recorded (CompleteAttempts) and where rows are claimed.
+type Breaker struct {
+	// Threshold is how many transient failures in a row open the circuit (default 10). Any answer from
+	// the endpoint, 2xx or a permanent error, ends the run.
+	Threshold int
+	// ProbeInterval is how long an open circuit waits before its probe (default 30 s); it doubles after
+	// each failed probe, up to ProbeMax (default 6 h).
+	ProbeInterval time.Duration
+	ProbeMax      time.Duration
+}
+
+func (b *Breaker) defaults() {
+	if b.Threshold <= 0 {
+		b.Threshold = 10
+	}
+	if b.ProbeInterval <= 0 {
+		b.ProbeInterval = 30 * time.Second
+	}
+	if b.ProbeMax <= 0 {
+		b.ProbeMax = 6 * time.Hour
+	}
+	b.ProbeMax = max(b.ProbeMax, b.ProbeInterval)
+}
+
 // GiveUpAt is the deadline of a schedule that starts at start (creation, manual retry or replay).
 func (p RetryPolicy) GiveUpAt(start time.Time) time.Time { return start.Add(p.Window) }
 

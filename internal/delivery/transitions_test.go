@@ -45,7 +45,7 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 	}
 	statements := []statement{
 		{"ClaimDeliveries", delivery.InFlight, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
-			_, err := q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{Now: now, Max: 10, LeaseExpiresAt: now.Add(time.Minute), LeaseID: uuid.New()})
+			_, err := q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{Now: now, Max: 10, Cap: 10, LeaseExpiresAt: now.Add(time.Minute), LeaseID: uuid.New()})
 			return err
 		}},
 		{"CompleteAttempts→delivered", delivery.Delivered, []delivery.State{delivery.InFlight}, complete(delivery.Delivered)},
@@ -53,9 +53,8 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 		{"CompleteAttempts→failed", delivery.Failed, []delivery.State{delivery.InFlight}, complete(delivery.Failed)},
 		{"CompleteAttempts→expired", delivery.Expired, []delivery.State{delivery.InFlight}, complete(delivery.Expired)},
 		{"ReleaseDeliveries", delivery.Pending, []delivery.State{delivery.InFlight}, func(ctx context.Context, id, lease uuid.UUID, now time.Time) error {
-			_, err := q.ReleaseDeliveries(ctx, db.ReleaseDeliveriesParams{DeliveryIDs: []uuid.UUID{id}, LeaseIDs: []uuid.UUID{lease},
+			return q.ReleaseDeliveries(ctx, db.ReleaseDeliveriesParams{DeliveryIDs: []uuid.UUID{id}, LeaseIDs: []uuid.UUID{lease},
 				NextAttemptAt: []time.Time{now}, Now: now})
-			return err
 		}},
 		{"RescueExpiredLeases", delivery.Pending, []delivery.State{delivery.InFlight}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
 			_, err := q.RescueExpiredLeases(ctx, now.Add(2*time.Hour)) // every lease has run out by then

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -33,6 +34,11 @@ type WorkerOptions struct {
 	// ShutdownGrace is how long Stop lets running attempts finish before cutting them off and releasing
 	// their rows (default AttemptTimeout).
 	ShutdownGrace time.Duration
+	// EndpointConcurrency is the most attempts in flight to one subscription, counted across every
+	// process on the database (default 10).
+	EndpointConcurrency int
+	// Breaker opens a subscription's circuit; zero values take the defaults.
+	Breaker Breaker
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Jitter returns numbers in [0, 1) for the backoff (default math/rand).
@@ -63,6 +69,10 @@ func (o *WorkerOptions) defaults() {
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = o.AttemptTimeout
 	}
+	if o.EndpointConcurrency <= 0 {
+		o.EndpointConcurrency = 10
+	}
+	o.Breaker.defaults()
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -236,9 +246,15 @@ func (w *Worker) fetch(ctx context.Context) {
 }
 
 // idle waits for a notification, the soonest retry this worker scheduled, or the jittered poll interval.
-// A retry scheduled while it waits (by the completer) shortens the wait.
+// A retry scheduled while it waits (by the completer) shortens the wait. While this worker's own attempts
+// run, a finished one ends the wait too: a claim that came back short may have been held back by an
+// endpoint's concurrency cap, and a finished attempt frees a slot under that cap.
 func (w *Worker) idle(ctx context.Context) {
 	pollAt := time.Now().Add(time.Duration(float64(w.o.PollInterval) * (0.8 + 0.4*rand.Float64())))
+	var freed <-chan struct{}
+	if len(w.slots) > 0 {
+		freed = w.slotFreed
+	}
 	for {
 		wait := time.Until(pollAt)
 		w.soonestMu.Lock()
@@ -251,6 +267,9 @@ func (w *Worker) idle(ctx context.Context) {
 		t := time.NewTimer(wait)
 		select {
 		case <-w.wake:
+			t.Stop()
+			return
+		case <-freed:
 			t.Stop()
 			return
 		case <-w.rescheduled:
@@ -284,7 +303,7 @@ func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uui
 	leaseID := uuid.New()
 	now := w.o.Now()
 	rows, err := w.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{
-		Now: now, Max: int32(n), LeaseExpiresAt: now.Add(w.o.Lease), LeaseID: leaseID,
+		Now: now, Max: int32(n), LeaseExpiresAt: now.Add(w.o.Lease), LeaseID: leaseID, Cap: int32(w.o.EndpointConcurrency),
 	})
 	if err != nil {
 		return nil, leaseID, fmt.Errorf("claim deliveries: %w", err)
@@ -430,11 +449,14 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 		done.RequestHeaders = append(done.RequestHeaders, hdr)
 	}
 	done.Now = now
+	done.Threshold = int32(w.o.Breaker.Threshold)
+	done.ProbeBaseMs = int32(w.o.Breaker.ProbeInterval.Milliseconds())
+	done.ProbeMaxMs = int32(min(w.o.Breaker.ProbeMax.Milliseconds(), math.MaxInt32))
 	rel.Now = now
 	var written []uuid.UUID
 	write := func(q *db.Queries) error {
 		if len(rel.DeliveryIDs) > 0 {
-			if _, err := q.ReleaseDeliveries(ctx, rel); err != nil {
+			if err := q.ReleaseDeliveries(ctx, rel); err != nil {
 				return fmt.Errorf("release deliveries: %w", err)
 			}
 		}

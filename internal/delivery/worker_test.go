@@ -537,7 +537,7 @@ func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
 	// A worker claims with a 5 s lease, then dies: it never completes.
 	leaseA := uuid.New()
 	claimed, err := e.q.ClaimDeliveries(e.ctx, db.ClaimDeliveriesParams{
-		Now: e.clock.Now(), Max: 10, LeaseExpiresAt: e.clock.Now().Add(5 * time.Second), LeaseID: leaseA,
+		Now: e.clock.Now(), Max: 10, Cap: 10, LeaseExpiresAt: e.clock.Now().Add(5 * time.Second), LeaseID: leaseA,
 	})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d rows, %v", len(claimed), err)
@@ -579,7 +579,7 @@ func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
 	id2 := e.publishOne(`{}`)
 	leaseOld := uuid.New()
 	old, err := e.q.ClaimDeliveries(e.ctx, db.ClaimDeliveriesParams{
-		Now: e.clock.Now(), Max: 10, LeaseExpiresAt: e.clock.Now().Add(time.Second), LeaseID: leaseOld,
+		Now: e.clock.Now(), Max: 10, Cap: 10, LeaseExpiresAt: e.clock.Now().Add(time.Second), LeaseID: leaseOld,
 	})
 	if err != nil || len(old) != 1 {
 		t.Fatalf("claim: %d rows, %v", len(old), err)

@@ -45,7 +45,7 @@ func BenchmarkRetentionSweep(b *testing.B) {
 		clock := func() time.Time { return e.now }
 		policy := delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}
 		w := delivery.NewWorker(e.pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true, Timeout: 5 * time.Second}),
-			policy, delivery.WorkerOptions{Now: clock, Logger: quietLog})
+			policy, delivery.WorkerOptions{Now: clock, Logger: quietLog, EndpointConcurrency: 100})
 		drain := func(ctx context.Context) (int, time.Duration) {
 			start, n := time.Now(), 0
 			for ctx.Err() == nil {

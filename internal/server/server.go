@@ -166,7 +166,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks, AllowAddrs: o.AllowAddrs})
 	s.Worker = delivery.NewWorker(enginePool, sender, s.Policy, delivery.WorkerOptions{
 		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: o.Now,
-		Logger: log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
+		EndpointConcurrency: cfg.EndpointConcurrency,
+		Breaker:             delivery.Breaker{Threshold: cfg.BreakerThreshold, ProbeInterval: cfg.BreakerProbeInterval, ProbeMax: cfg.RetryMaxDelay},
+		Logger:              log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
 	})
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),

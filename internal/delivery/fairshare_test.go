@@ -1,0 +1,193 @@
+package delivery_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/tenants"
+)
+
+// concurrencyMeter is a receiver that counts requests in progress and remembers the most at once.
+type concurrencyMeter struct {
+	now, most atomic.Int64
+	hits      atomic.Int64
+}
+
+func (m *concurrencyMeter) enter() {
+	n := m.now.Add(1)
+	m.hits.Add(1)
+	for {
+		old := m.most.Load()
+		if n <= old || m.most.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (m *concurrencyMeter) leave() { m.now.Add(-1) }
+
+// One tenant's endpoint hangs until the attempt timeout with a backlog behind it, and another of its
+// endpoints has a large backlog; two workers on separate pools (two processes, as far as the database can
+// tell) share 16 slots. The other tenant's fresh events must still arrive within a few seconds, and neither
+// busy endpoint may ever have more than HOOKLINE_ENDPOINT_CONCURRENCY attempts in flight across both
+// workers. Before fair share, the backlog was claimed first-due-first-served and held every slot.
+func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes about 10 s")
+	}
+	e := setup(t)
+	const endpointCap = 4
+
+	var hanging, busy concurrencyMeter
+	hangSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging.enter()
+		defer hanging.leave()
+		// The body must be read: only then does the server watch the connection and cancel the context
+		// when the sender gives up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done() // until the sender's timeout cuts it off
+	}))
+	t.Cleanup(hangSrv.Close)
+	busySrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		busy.enter()
+		defer busy.leave()
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(busySrv.Close)
+
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	quietSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived[r.Header.Get("webhook-id")] = time.Now()
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(quietSrv.Close)
+
+	hangSub, _ := e.subscribe(hangSrv.URL+"/hook", subscriptions.Input{})
+	busySub, _ := e.subscribe(busySrv.URL+"/hook", subscriptions.Input{})
+	event := e.publish("backlog.seed", `{}`).ID
+	insertDeliveries(t, e, hangSub.ID, event, "pending", 2_000, e.clock.Now())
+	insertDeliveries(t, e, busySub.ID, event, "pending", 20_000, e.clock.Now())
+
+	other, err := tenants.NewService(e.pool, "").CreateTenant(e.ctx, "quiet tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quietURL := quietSrv.URL + "/hook"
+	if _, _, err := e.subs.Create(e.ctx, other.ID, subscriptions.Input{URL: &quietURL}); err != nil {
+		t.Fatal(err)
+	}
+
+	workers := make([]*delivery.Worker, 2)
+	for i := range workers {
+		workers[i] = delivery.NewWorker(connect(t, 8),
+			delivery.NewSender(delivery.SenderOptions{AllowPrivate: true, Timeout: 2 * time.Second}), e.policy,
+			delivery.WorkerOptions{Concurrency: 8, EndpointConcurrency: endpointCap, AttemptTimeout: 2 * time.Second,
+				Now: time.Now, Logger: quietLog})
+		if err := workers[i].Start(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, w := range workers {
+			w.Stop()
+		}
+	}()
+
+	// The backlogs are claimed first; then the quiet tenant publishes an event every 200 ms.
+	time.Sleep(500 * time.Millisecond)
+	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)
+	sent := map[string]time.Time{}
+	for range 20 {
+		p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: other.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent[p.ID] = time.Now()
+		time.Sleep(200 * time.Millisecond)
+	}
+	eventually(t, 10*time.Second, "every quiet-tenant event delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(arrived) == len(sent)
+	})
+
+	var waits []time.Duration
+	mu.Lock()
+	for id, at := range sent {
+		waits = append(waits, arrived[id].Sub(at))
+	}
+	mu.Unlock()
+	slices.Sort(waits)
+	p50, worst := waits[len(waits)/2], waits[len(waits)-1]
+	t.Logf("quiet tenant's latency behind a hanging endpoint and a 20,000-row backlog: p50 %s, max %s; "+
+		"most in flight: hanging %d, busy %d (cap %d); busy endpoint got %d requests",
+		p50, worst, hanging.most.Load(), busy.most.Load(), endpointCap, busy.hits.Load())
+	if worst > 2*time.Second {
+		t.Errorf("a quiet tenant's event waited %s behind other tenants' endpoints; want under 2 s", worst)
+	}
+	if hanging.most.Load() > endpointCap || busy.most.Load() > endpointCap {
+		t.Errorf("in flight at once: hanging %d, busy %d; the cap across both workers is %d",
+			hanging.most.Load(), busy.most.Load(), endpointCap)
+	}
+	if busy.hits.Load() < 100 {
+		t.Errorf("the busy endpoint got only %d requests: its backlog should drain under its cap", busy.hits.Load())
+	}
+}
+
+// The in_flight counters that carry the cap equal the rows actually in flight once the workers stop, and
+// after a rescue: every statement that moves a row into or out of in_flight keeps them.
+func TestInFlightCounterMatchesRows(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, statuses(200, 503, 410, 200))
+	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
+	for range 30 {
+		e.publishOne(`{}`)
+	}
+	w := e.worker(delivery.WorkerOptions{EndpointConcurrency: 5}, nil)
+	for range 3 {
+		if n := e.runOnce(w); n > 5 {
+			t.Fatalf("one claim took %d rows of one subscription; the cap is 5", n)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		counter := e.count("SELECT in_flight FROM subscriptions WHERE id = $1", sub.ID)
+		rows := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'in_flight'", sub.ID)
+		if counter != rows {
+			t.Fatalf("%s: in_flight counter %d, rows in flight %d", when, counter, rows)
+		}
+	}
+	check("after three claims and their outcomes")
+	claimed, _, err := w.Claim(e.ctx, 10)
+	if err != nil || len(claimed) == 0 {
+		// The 410 above disabled the subscription: resume it, then claim and abandon the rows.
+		if _, err := e.subs.Resume(e.ctx, e.tenant, sub.ID); err != nil {
+			t.Fatal(err)
+		}
+		if claimed, _, err = w.Claim(e.ctx, 10); err != nil || len(claimed) == 0 {
+			t.Fatalf("claim after resume: %d rows, %v", len(claimed), err)
+		}
+	}
+	check("with claimed rows abandoned")
+	e.clock.Advance(time.Hour)
+	if _, err := w.RescueExpired(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after the rescue")
+	if n := e.count("SELECT in_flight FROM subscriptions WHERE id = $1", sub.ID); n != 0 {
+		t.Fatalf("in_flight %d after everything was rescued", n)
+	}
+}
