@@ -25,11 +25,30 @@ WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL
 RETURNING *;
 
 -- name: SetSubscriptionState :one
--- Moves a subscription between states; from_states guards the transition.
+-- Moves a subscription between states; from_states guards the transition. Resuming a disabled
+-- subscription is a fresh start: the circuit closes and the failure run is forgotten.
 UPDATE subscriptions
-SET state = @state, disabled_reason = @disabled_reason, updated_at = now()
-WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL AND state = ANY(@from_states::text[])
+SET state = sqlc.arg('state'), disabled_reason = sqlc.arg('disabled_reason'), updated_at = now(),
+    circuit_state = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN 'closed' ELSE circuit_state END,
+    circuit_opened_at = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE circuit_opened_at END,
+    circuit_probe_at = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE circuit_probe_at END,
+    circuit_probe_ms = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE circuit_probe_ms END,
+    consecutive_failures = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN 0 ELSE consecutive_failures END,
+    failing_since = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE failing_since END
+WHERE id = sqlc.arg('id') AND tenant_id = sqlc.arg('tenant_id') AND deleted_at IS NULL
+  AND state = ANY(sqlc.arg('from_states')::text[])
 RETURNING *;
+
+-- name: DisableFailingSubscriptions :many
+-- Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
+-- failing_since is kept by the statement that records attempts (CompleteAttempts).
+UPDATE subscriptions
+SET state = 'disabled', updated_at = sqlc.arg('now')::timestamptz,
+    disabled_reason = 'Every attempt has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
+        || ' UTC, for longer than ' || sqlc.arg('after_text')::text
+        || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
+WHERE state = 'active' AND deleted_at IS NULL AND failing_since < sqlc.arg('failing_before')::timestamptz
+RETURNING id, tenant_id, url, failing_since;
 
 -- name: DeleteSubscription :one
 UPDATE subscriptions SET deleted_at = now(), state = 'disabled', disabled_reason = 'deleted', updated_at = now()

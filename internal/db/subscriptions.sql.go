@@ -195,6 +195,56 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 	return id, err
 }
 
+const disableFailingSubscriptions = `-- name: DisableFailingSubscriptions :many
+UPDATE subscriptions
+SET state = 'disabled', updated_at = $1::timestamptz,
+    disabled_reason = 'Every attempt has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
+        || ' UTC, for longer than ' || $2::text
+        || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
+WHERE state = 'active' AND deleted_at IS NULL AND failing_since < $3::timestamptz
+RETURNING id, tenant_id, url, failing_since
+`
+
+type DisableFailingSubscriptionsParams struct {
+	Now           time.Time
+	AfterText     string
+	FailingBefore time.Time
+}
+
+type DisableFailingSubscriptionsRow struct {
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	URL          string
+	FailingSince *time.Time
+}
+
+// Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
+// failing_since is kept by the statement that records attempts (CompleteAttempts).
+func (q *Queries) DisableFailingSubscriptions(ctx context.Context, arg DisableFailingSubscriptionsParams) ([]DisableFailingSubscriptionsRow, error) {
+	rows, err := q.db.Query(ctx, disableFailingSubscriptions, arg.Now, arg.AfterText, arg.FailingBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DisableFailingSubscriptionsRow{}
+	for rows.Next() {
+		var i DisableFailingSubscriptionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.URL,
+			&i.FailingSince,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const expireSubscriptionSecrets = `-- name: ExpireSubscriptionSecrets :exec
 UPDATE subscription_secrets SET expires_at = $1
 WHERE subscription_id = $2 AND (expires_at IS NULL OR expires_at > $1)
@@ -349,8 +399,15 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 
 const setSubscriptionState = `-- name: SetSubscriptionState :one
 UPDATE subscriptions
-SET state = $1, disabled_reason = $2, updated_at = now()
-WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL AND state = ANY($5::text[])
+SET state = $1, disabled_reason = $2, updated_at = now(),
+    circuit_state = CASE WHEN state = 'disabled' AND $1 = 'active' THEN 'closed' ELSE circuit_state END,
+    circuit_opened_at = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE circuit_opened_at END,
+    circuit_probe_at = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE circuit_probe_at END,
+    circuit_probe_ms = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE circuit_probe_ms END,
+    consecutive_failures = CASE WHEN state = 'disabled' AND $1 = 'active' THEN 0 ELSE consecutive_failures END,
+    failing_since = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE failing_since END
+WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
+  AND state = ANY($5::text[])
 RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at
 `
 
@@ -362,7 +419,8 @@ type SetSubscriptionStateParams struct {
 	FromStates     []string
 }
 
-// Moves a subscription between states; from_states guards the transition.
+// Moves a subscription between states; from_states guards the transition. Resuming a disabled
+// subscription is a fresh start: the circuit closes and the failure run is forgotten.
 func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionStateParams) (Subscription, error) {
 	row := q.db.QueryRow(ctx, setSubscriptionState,
 		arg.State,

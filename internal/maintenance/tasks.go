@@ -44,3 +44,21 @@ func PruneLoginThrottle(q *db.Queries, now func() time.Time, log *slog.Logger) T
 		return nil
 	}}
 }
+
+// AutoDisableInterval is how often failing subscriptions are checked: the contract wants the rule to act
+// within a few seconds of its threshold.
+const AutoDisableInterval = 5 * time.Second
+
+// AutoDisable is the task disabling subscriptions whose attempts have only failed for longer than after.
+func AutoDisable(disable func(ctx context.Context, after time.Duration) (int, error), after time.Duration, log *slog.Logger) Task {
+	return Task{Name: "auto_disable", Interval: AutoDisableInterval, Run: func(ctx context.Context) error {
+		n, err := disable(ctx, after)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Warn("subscriptions disabled: only failures for too long", "count", n, "after", after)
+		}
+		return nil
+	}}
+}

@@ -179,6 +179,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
 	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
+	if cfg.AutoDisableAfter > 0 {
+		s.Maintainer.Register(maintenance.AutoDisable(func(ctx context.Context, after time.Duration) (int, error) {
+			disabled, err := s.Subscriptions.DisableFailing(ctx, after)
+			for _, d := range disabled {
+				log.Warn("subscription disabled after only failures", "subscription_id", d.ID, "tenant_id", d.TenantID,
+					"failing_since", d.FailingSince)
+			}
+			return len(disabled), err
+		}, cfg.AutoDisableAfter, log.With("component", "maintenance")))
+	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
 		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),

@@ -24,6 +24,11 @@ type Health struct {
 	ConsecutiveFailures int        `json:"consecutive_failures"`
 	LastSuccessAt       *time.Time `json:"last_success_at"`
 	LastFailureAt       *time.Time `json:"last_failure_at"`
+	// CircuitState is closed, open or half_open; FailingSince starts the current run of only failures
+	// (null while healthy).
+	CircuitState  string     `json:"circuit_state"`
+	CircuitOpened *time.Time `json:"circuit_opened_at"`
+	FailingSince  *time.Time `json:"failing_since"`
 }
 
 // HourBucket is one hour of the health chart.
@@ -52,7 +57,8 @@ func (s *Service) HealthOf(ctx context.Context, tenantID uuid.UUID, subs []Subsc
 	out := make(map[uuid.UUID]Health, len(subs))
 	for i, sub := range subs {
 		ids[i] = sub.ID
-		out[sub.ID] = Health{State: sub.State}
+		out[sub.ID] = Health{State: sub.State, CircuitState: sub.Circuit.State, CircuitOpened: sub.Circuit.OpenedAt,
+			FailingSince: sub.FailingSince}
 	}
 	rows, err := s.q.AttemptStatsBySubscription(ctx, db.AttemptStatsBySubscriptionParams{
 		SubscriptionIds: ids, TenantID: tenantID, Since: s.now().Add(-HealthWindow),

@@ -47,18 +47,34 @@ type Subscription struct {
 	Description        string    `json:"description"`
 	EventTypes         []string  `json:"event_types"`
 	State              string    `json:"state"`
-	DisabledReason     string    `json:"disabled_reason,omitempty"`
+	DisabledReason     string    `json:"disabled_reason"`
 	HeaderNames        []string  `json:"header_names"`
 	RateLimitPerSecond *int      `json:"rate_limit_per_second"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	// Circuit is the breaker's state: closed, open or half_open (a probe in flight).
+	Circuit Circuit `json:"circuit"`
+	// FailingSince starts the current run of only failures; nil while healthy.
+	FailingSince *time.Time `json:"failing_since"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+// Circuit is a subscription's circuit breaker as the API and dashboard show it.
+type Circuit struct {
+	State string `json:"state"`
+	// OpenedAt is when it opened (nil while closed); NextProbeAt when the next probe may go.
+	OpenedAt    *time.Time `json:"opened_at"`
+	NextProbeAt *time.Time `json:"next_probe_at"`
 }
 
 func fromRow(r db.Subscription) Subscription {
 	s := Subscription{
 		ID: r.ID, TenantID: r.TenantID, URL: r.URL, Description: r.Description, EventTypes: r.EventTypes,
 		State: r.State, DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		HeaderNames: []string{},
+		HeaderNames: []string{}, FailingSince: r.FailingSince,
+		Circuit: Circuit{State: r.CircuitState, OpenedAt: r.CircuitOpenedAt},
+	}
+	if r.CircuitState != "closed" {
+		s.Circuit.NextProbeAt = r.CircuitProbeAt
 	}
 	if s.EventTypes == nil {
 		s.EventTypes = []string{}
@@ -406,6 +422,23 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 		return fmt.Errorf("delete subscription: %w", err)
 	}
 	return nil
+}
+
+// DisableFailing disables every active subscription whose attempts have only failed for longer than after
+// (HOOKLINE_AUTO_DISABLE_AFTER), saying so in its disabled_reason. Its waiting deliveries are held, as for
+// a paused one, until Resume. It returns the subscriptions it disabled.
+func (s *Service) DisableFailing(ctx context.Context, after time.Duration) ([]Subscription, error) {
+	rows, err := s.q.DisableFailingSubscriptions(ctx, db.DisableFailingSubscriptionsParams{
+		Now: s.now(), FailingBefore: s.now().Add(-after), AfterText: after.String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
+	}
+	out := make([]Subscription, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Subscription{ID: r.ID, TenantID: r.TenantID, URL: r.URL, State: Disabled, FailingSince: r.FailingSince})
+	}
+	return out, nil
 }
 
 // Pause stops deliveries to a subscription; new ones are stored and wait. Pausing a paused one is a no-op.
