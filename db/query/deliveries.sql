@@ -215,8 +215,23 @@ SELECT id, subscription_id FROM rescued;
 -- When the earliest pending delivery is due, so an idle worker can sleep exactly that long.
 SELECT min(next_attempt_at)::timestamptz FROM webhook_deliveries WHERE state = 'pending';
 
--- name: CountPendingDeliveries :one
-SELECT count(*)::bigint FROM webhook_deliveries WHERE state = 'pending';
+-- name: QueueGauges :one
+-- The queue's gauges for /metrics, in one statement: pending deliveries (paused subscriptions' included),
+-- dead ones (not discarded), subscriptions with an open or half-open circuit, disabled subscriptions, and
+-- the queue lag: how long the oldest due delivery of an active subscription has waited (found per
+-- subscription through its pending index, as the claim does).
+SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint AS pending,
+       (SELECT count(*) FROM webhook_deliveries WHERE state IN ('failed', 'expired') AND discarded_at IS NULL)::bigint AS dead,
+       (SELECT count(*) FROM subscriptions WHERE deleted_at IS NULL AND circuit_state <> 'closed')::bigint AS circuits_open,
+       (SELECT count(*) FROM subscriptions WHERE deleted_at IS NULL AND state = 'disabled')::bigint AS disabled,
+       coalesce((SELECT extract(epoch FROM sqlc.arg('now')::timestamptz - min(first.next_attempt_at))
+                 FROM subscriptions s
+                 CROSS JOIN LATERAL (
+                     SELECT d.next_attempt_at FROM webhook_deliveries d
+                     WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
+                     ORDER BY d.next_attempt_at, d.id LIMIT 1
+                 ) first
+                 WHERE s.state = 'active' AND s.deleted_at IS NULL), 0)::float8 AS lag_seconds;
 
 -- name: GetDelivery :one
 SELECT * FROM webhook_deliveries WHERE id = @id AND tenant_id = @tenant_id;

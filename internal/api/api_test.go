@@ -484,7 +484,8 @@ func TestOperationalEndpoints(t *testing.T) {
 	}
 	r := e.call("GET", e.base+"/metrics", "", nil)
 	for _, m := range []string{"webhook_deliveries_failed_total", "webhook_delivery_attempts_total",
-		"webhook_delivery_attempt_duration_seconds", "webhook_deliveries_pending"} {
+		"webhook_delivery_attempt_duration_seconds", "webhook_deliveries_pending", "webhook_deliveries_dead",
+		"webhook_queue_lag_seconds", "webhook_subscriptions_circuit_open", "webhook_subscriptions_disabled"} {
 		if r.status != 200 || !strings.Contains(string(r.body), m) {
 			t.Errorf("/metrics lacks %s (%d)", m, r.status)
 		}

@@ -357,17 +357,6 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return column_1, err
 }
 
-const countPendingDeliveries = `-- name: CountPendingDeliveries :one
-SELECT count(*)::bigint FROM webhook_deliveries WHERE state = 'pending'
-`
-
-func (q *Queries) CountPendingDeliveries(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countPendingDeliveries)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const deadLetterQueuedOfSubscription = `-- name: DeadLetterQueuedOfSubscription :execrows
 UPDATE webhook_deliveries
 SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = $1::timestamptz, updated_at = $1::timestamptz
@@ -662,6 +651,46 @@ func (q *Queries) NextDueAt(ctx context.Context) (time.Time, error) {
 	var column_1 time.Time
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const queueGauges = `-- name: QueueGauges :one
+SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint AS pending,
+       (SELECT count(*) FROM webhook_deliveries WHERE state IN ('failed', 'expired') AND discarded_at IS NULL)::bigint AS dead,
+       (SELECT count(*) FROM subscriptions WHERE deleted_at IS NULL AND circuit_state <> 'closed')::bigint AS circuits_open,
+       (SELECT count(*) FROM subscriptions WHERE deleted_at IS NULL AND state = 'disabled')::bigint AS disabled,
+       coalesce((SELECT extract(epoch FROM $1::timestamptz - min(first.next_attempt_at))
+                 FROM subscriptions s
+                 CROSS JOIN LATERAL (
+                     SELECT d.next_attempt_at FROM webhook_deliveries d
+                     WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= $1::timestamptz
+                     ORDER BY d.next_attempt_at, d.id LIMIT 1
+                 ) first
+                 WHERE s.state = 'active' AND s.deleted_at IS NULL), 0)::float8 AS lag_seconds
+`
+
+type QueueGaugesRow struct {
+	Pending      int64
+	Dead         int64
+	CircuitsOpen int64
+	Disabled     int64
+	LagSeconds   float64
+}
+
+// The queue's gauges for /metrics, in one statement: pending deliveries (paused subscriptions' included),
+// dead ones (not discarded), subscriptions with an open or half-open circuit, disabled subscriptions, and
+// the queue lag: how long the oldest due delivery of an active subscription has waited (found per
+// subscription through its pending index, as the claim does).
+func (q *Queries) QueueGauges(ctx context.Context, now time.Time) (QueueGaugesRow, error) {
+	row := q.db.QueryRow(ctx, queueGauges, now)
+	var i QueueGaugesRow
+	err := row.Scan(
+		&i.Pending,
+		&i.Dead,
+		&i.CircuitsOpen,
+		&i.Disabled,
+		&i.LagSeconds,
+	)
+	return i, err
 }
 
 const releaseDeliveries = `-- name: ReleaseDeliveries :exec

@@ -14,9 +14,17 @@ type Metrics struct {
 	AttemptDuration prometheus.Histogram
 }
 
-// NewMetrics registers the engine's metrics on reg. pending, when not nil, backs the
-// webhook_deliveries_pending gauge and is called at scrape time.
-func NewMetrics(reg prometheus.Registerer, pending func() float64) *Metrics {
+// QueueStats are the queue's gauges, read at scrape time.
+type QueueStats struct {
+	Pending, Dead, CircuitsOpen, Disabled int64
+	// LagSeconds is how long the oldest due delivery of an active subscription has waited.
+	LagSeconds float64
+}
+
+// NewMetrics registers the engine's metrics on reg. stats, when not nil, backs the queue gauges
+// (webhook_deliveries_pending, webhook_deliveries_dead, webhook_queue_lag_seconds,
+// webhook_subscriptions_circuit_open, webhook_subscriptions_disabled) and is called at scrape time.
+func NewMetrics(reg prometheus.Registerer, stats func() QueueStats) *Metrics {
 	m := &Metrics{
 		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_deliveries_failed_total",
@@ -39,11 +47,22 @@ func NewMetrics(reg prometheus.Registerer, pending func() float64) *Metrics {
 	m.Failed.WithLabelValues(string(Expired))
 	if reg != nil {
 		reg.MustRegister(m.Failed, m.Attempts, m.AttemptDuration)
-		if pending != nil {
-			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "webhook_deliveries_pending",
-				Help: "Deliveries waiting in the queue (state pending, paused subscriptions included).",
-			}, pending))
+		if stats != nil {
+			gauge := func(name, help string, v func(QueueStats) float64) prometheus.Collector {
+				return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
+			}
+			reg.MustRegister(
+				gauge("webhook_deliveries_pending", "Deliveries waiting in the queue (state pending, paused subscriptions included).",
+					func(s QueueStats) float64 { return float64(s.Pending) }),
+				gauge("webhook_deliveries_dead", "Dead deliveries (failed or expired, not discarded): the dead-letter queue.",
+					func(s QueueStats) float64 { return float64(s.Dead) }),
+				gauge("webhook_queue_lag_seconds", "How long the oldest due delivery of an active subscription has waited.",
+					func(s QueueStats) float64 { return s.LagSeconds }),
+				gauge("webhook_subscriptions_circuit_open", "Subscriptions whose circuit breaker is open or half open.",
+					func(s QueueStats) float64 { return float64(s.CircuitsOpen) }),
+				gauge("webhook_subscriptions_disabled", "Subscriptions disabled by a 410 Gone or by only failing for too long.",
+					func(s QueueStats) float64 { return float64(s.Disabled) }),
+			)
 		}
 	}
 	return m

@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
-	s.Metrics = delivery.NewMetrics(o.Registry, pendingGauge(pool))
+	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
 		s.Metrics.Failed.WithLabelValues(string(delivery.Failed)).Add(float64(n))
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
@@ -239,13 +239,13 @@ func sealAtRest(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, log
 	return nil
 }
 
-// pendingGauge counts pending deliveries at scrape time, at most once a second.
-func pendingGauge(pool *pgxpool.Pool) func() float64 {
+// queueStats reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).
+func queueStats(pool *pgxpool.Pool, now func() time.Time) func() delivery.QueueStats {
 	var mu sync.Mutex
 	var last time.Time
-	var value float64
+	var value delivery.QueueStats
 	q := db.New(pool)
-	return func() float64 {
+	return func() delivery.QueueStats {
 		mu.Lock()
 		defer mu.Unlock()
 		if time.Since(last) < time.Second {
@@ -253,8 +253,10 @@ func pendingGauge(pool *pgxpool.Pool) func() float64 {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if n, err := q.CountPendingDeliveries(ctx); err == nil {
-			value, last = float64(n), time.Now()
+		if g, err := q.QueueGauges(ctx, now()); err == nil {
+			value = delivery.QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
+				Disabled: g.Disabled, LagSeconds: g.LagSeconds}
+			last = time.Now()
 		}
 		return value
 	}
