@@ -129,11 +129,30 @@ func deliveryState(d delivery.Delivery) (label, class string) {
 }
 
 func (h *Handler) subscriptionView(s subscriptions.Subscription) templates.Subscription {
-	return templates.Subscription{
+	v := templates.Subscription{
 		ID: s.ID.String(), Href: "/subscriptions/" + s.ID.String(), URL: s.URL, Description: s.Description,
 		EventTypes: s.EventTypes, State: s.State, StateClass: subStateClass(s.State), StateReason: s.DisabledReason,
 		Created: h.timeView(s.CreatedAt),
 	}
+	now := h.now()
+	if s.FailingSince != nil {
+		v.FailingSince = "Every attempt has failed since " + s.FailingSince.UTC().Format(timeLayout) + " (" + ago(now, *s.FailingSince) + ")."
+	}
+	switch c := s.Circuit; c.State {
+	case delivery.CircuitOpen:
+		v.Circuit = "Circuit open"
+		if c.OpenedAt != nil {
+			v.Circuit += " since " + c.OpenedAt.UTC().Format(timeLayout) + " (" + ago(now, *c.OpenedAt) + ")"
+		}
+		v.Circuit += ": too many failures in a row, so due deliveries wait instead of being sent (their deadline still runs)."
+		if c.NextProbeAt != nil {
+			v.Circuit += " One delivery will be tried at " + c.NextProbeAt.UTC().Format(timeLayout) + " (" + ago(now, *c.NextProbeAt) +
+				"); if it succeeds, the rest follow."
+		}
+	case delivery.CircuitHalfOpen:
+		v.Circuit = "Circuit half open: one delivery is being tried to see whether the endpoint is back; if it succeeds, the rest follow."
+	}
+	return v
 }
 
 func (h *Handler) healthView(hl subscriptions.Health, hours []subscriptions.HourBucket, dead int) templates.Health {

@@ -103,8 +103,12 @@ type Subscription struct {
 	State       string // active, paused, disabled
 	StateClass  string // badge class
 	StateReason string // why it is disabled
-	Created     Time
-	Health      Health
+	// Circuit says in words what the circuit breaker is doing ("" while closed); FailingSince, when set,
+	// starts the current run of only failures.
+	Circuit      string
+	FailingSince string
+	Created      Time
+	Health       Health
 }
 
 // Name is what a subscription is called in titles: its description, else its URL.
