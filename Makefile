@@ -6,7 +6,13 @@ SQLC      := $(GO) tool -modfile=tools/go.mod sqlc
 TEMPL     := $(GO) tool templ
 GENERATED := internal/db web/templates
 
-.PHONY: run build test generate check-generated vet bench browser stop-db clean
+# make fuzz: each fuzz target runs FUZZTIME; make test under CI=true runs them for CI_FUZZTIME each.
+# A new input's minimisation is bounded too (Go's default, 60 s, would stall a short run).
+FUZZTIME         ?= 10s
+CI_FUZZTIME      ?= 10s
+FUZZMINIMIZETIME ?= 2s
+
+.PHONY: run build test fuzz generate check-generated vet bench browser stop-db clean
 
 ## run: build, start PostgreSQL if needed, migrate, seed the demo tenant and serve on :8080
 run: build
@@ -18,6 +24,21 @@ build:
 ## test: generated code up to date, vet, and every test with the race detector
 test: browser check-generated vet
 	$(GO) test -race -count=1 ./...
+ifeq ($(CI),true)
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME)
+endif
+
+## fuzz: every fuzz target (func FuzzX in a _test.go under internal/ or cmd/), FUZZTIME each; a plain
+## `go test` runs their seed corpora. -fuzz takes one package and one target per run, hence the loop; a
+## failing input is saved under the package's testdata/fuzz/ and fails the run.
+fuzz:
+	@targets=$$(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' internal cmd | \
+	  sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)$$#./\1 \2#' | sort -u); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets found"; exit 1; fi; \
+	echo "$$targets" | while read -r pkg fn; do \
+	  echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || exit 1; \
+	done
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,221 @@
+package delivery
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/fault"
+)
+
+// Fuzz targets of the pure code: the deliveries list's state filter and cursor, and the webhook signature.
+// `go test -run '^$' -fuzz '^FuzzSignVerify$' ./internal/delivery/` explores one (make fuzz runs them all);
+// a plain `go test` runs the seeds.
+
+// verifySignature is a receiver's check, written from the Standard Webhooks spec independently of Sign:
+// some space-separated "v1,<base64>" entry of header is the HMAC-SHA256, under the base64-decoded part of
+// the whsec_ secret, of "msgID.timestamp.body".
+func verifySignature(header, secret, msgID string, timestamp int64, body []byte) bool {
+	raw, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return false
+	}
+	key, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(msgID + "." + strconv.FormatInt(timestamp, 10) + "."))
+	mac.Write(body)
+	want := mac.Sum(nil)
+	for _, entry := range strings.Split(header, " ") {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(sig)
+		if err == nil && hmac.Equal(got, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzSignVerify signs arbitrary ids, timestamps and bodies under arbitrary keys: the header verifies, with
+// each of several secrets; it fails once any one of the id, timestamp, body, key or signature is changed;
+// and Sign never panics on an arbitrary secret string (a malformed one is an error, not a signature).
+func FuzzSignVerify(f *testing.F) {
+	f.Add([]byte("0123456789abcdef0123456789abcdef"), "msg_p5jXN8AQM9LWM0D4loKWxJek", int64(1614265330), []byte(`{"test": 2432232314}`), uint(3), "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	f.Add([]byte{}, "", int64(0), []byte{}, uint(0), "")
+	f.Add([]byte{0}, ".", int64(-1), []byte("."), uint(1), "whsec_")
+	f.Add([]byte(strings.Repeat("k", 200)), "01a20000-0000-7000-8000-000000000000", int64(math.MaxInt64), []byte(strings.Repeat("\x00", 70)), uint(69), "whsec_====")
+	f.Add([]byte("k"), "id.1", int64(math.MinInt64), []byte("\xff\xfe"), uint(1<<40), "whsec_\xff")
+	f.Add([]byte("key"), "a b", int64(9), []byte("1.body"), uint(7), "WHSEC_a2V5")
+	f.Fuzz(func(t *testing.T, key []byte, msgID string, ts int64, body []byte, at uint, anySecret string) {
+		secret := SecretPrefix + base64.StdEncoding.EncodeToString(key)
+		sig, err := Sign([]string{secret}, msgID, ts, body)
+		if err != nil {
+			t.Fatalf("Sign(%q): %v", secret, err)
+		}
+		if !strings.HasPrefix(sig, "v1,") || strings.Count(sig, " ") != 0 {
+			t.Fatalf("signature %q is not one v1,<base64> entry", sig)
+		}
+		if !verifySignature(sig, secret, msgID, ts, body) {
+			t.Fatalf("signature %q does not verify", sig)
+		}
+
+		// Tampering with any one part fails verification.
+		if verifySignature(sig, secret, msgID+"x", ts, body) {
+			t.Fatal("verifies with another message id")
+		}
+		ts2 := ts + 1
+		if ts == math.MaxInt64 {
+			ts2 = ts - 1
+		}
+		if verifySignature(sig, secret, msgID, ts2, body) {
+			t.Fatal("verifies with another timestamp")
+		}
+		if verifySignature(sig, secret, msgID, ts, append(slices.Clone(body), 'x')) {
+			t.Fatal("verifies with a longer body")
+		}
+		if len(body) > 0 {
+			b := slices.Clone(body)
+			b[at%uint(len(b))] ^= 1 << (at % 8)
+			if verifySignature(sig, secret, msgID, ts, b) {
+				t.Fatal("verifies with a changed body")
+			}
+		}
+		// Another key of the same length (HMAC pads keys with zeros, so a longer key ending in 0 would be
+		// the same key): flip one bit.
+		k := slices.Clone(key)
+		if len(k) == 0 {
+			k = []byte{1}
+		} else {
+			k[at%uint(len(k))] ^= 1 << (at % 8)
+		}
+		if verifySignature(sig, SecretPrefix+base64.StdEncoding.EncodeToString(k), msgID, ts, body) {
+			t.Fatal("verifies under another key")
+		}
+		mac, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sig, "v1,"))
+		mac[at%uint(len(mac))] ^= 1 << (at % 8)
+		if verifySignature("v1,"+base64.StdEncoding.EncodeToString(mac), secret, msgID, ts, body) {
+			t.Fatal("a changed signature verifies")
+		}
+		if verifySignature("v2,"+strings.TrimPrefix(sig, "v1,"), secret, msgID, ts, body) {
+			t.Fatal("a signature of another version verifies")
+		}
+
+		// Several secrets (a rotation): one entry each, in order, each verifying under its own secret.
+		other := SecretPrefix + base64.StdEncoding.EncodeToString(k)
+		both, err := Sign([]string{secret, other}, msgID, ts, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(both, " ")
+		if len(parts) != 2 || parts[0] != sig || !verifySignature(both, other, msgID, ts, body) || !verifySignature(both, secret, msgID, ts, body) {
+			t.Fatalf("two secrets: %q (one: %q)", both, sig)
+		}
+
+		// An arbitrary secret: an error, or a signature under exactly what it decodes to.
+		got, err := Sign([]string{anySecret}, msgID, ts, body)
+		switch {
+		case err != nil && got != "":
+			t.Fatalf("Sign(%q) returned %q with error %v", anySecret, got, err)
+		case err == nil && !verifySignature(got, anySecret, msgID, ts, body):
+			t.Fatalf("Sign(%q) = %q, which does not verify", anySecret, got)
+		case err == nil && !strings.HasPrefix(anySecret, SecretPrefix):
+			t.Fatalf("Sign accepted %q, which lacks the whsec_ prefix", anySecret)
+		}
+		if _, err := Sign([]string{secret, anySecret}, msgID, ts, body); (err == nil) != (got != "") {
+			t.Fatalf("Sign with a valid secret and %q: %v, alone: %q", anySecret, err, got)
+		}
+	})
+}
+
+// FuzzParseStates parses arbitrary state lists: never a panic; an error is INVALID_REQUEST; otherwise every
+// state is a real one, listed once, and "retrying" alone asks for retrying pending deliveries only.
+func FuzzParseStates(f *testing.F) {
+	for _, s := range []string{"", ",", "dead", "retrying", "dead,retrying", "pending, delivered ,failed", "pending,pending",
+		"in_flight,expired", "DEAD", "dead,,dead", "retrying,retrying", "x", "\x00", "\xff", " , ", strings.Repeat("dead,", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		states, retrying, err := ParseStates(list)
+		if err != nil {
+			if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
+				t.Fatalf("ParseStates(%q): %v is not INVALID_REQUEST", list, err)
+			}
+			if states != nil || retrying != nil {
+				t.Fatalf("ParseStates(%q): error with a result", list)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range states {
+			if !State(s).Valid() || seen[s] {
+				t.Fatalf("ParseStates(%q) = %v: invalid or repeated state", list, states)
+			}
+			seen[s] = true
+		}
+		if retrying != nil && (!*retrying || !slices.Equal(states, []string{string(Pending)})) {
+			t.Fatalf("ParseStates(%q) = %v, retrying %v", list, states, *retrying)
+		}
+		// What it returns parses to itself.
+		again, r2, err := ParseStates(strings.Join(states, ","))
+		if err != nil || !slices.Equal(again, states) || (retrying == nil && r2 != nil) {
+			t.Fatalf("ParseStates(%q) = %v, which parses to %v, %v, %v", list, states, again, r2, err)
+		}
+	})
+}
+
+// FuzzCursor decodes arbitrary cursors: never a panic; an error is INVALID_REQUEST; a cursor that decodes
+// encodes back to one that decodes to the same position; encoding any position decodes to it.
+func FuzzCursor(f *testing.F) {
+	valid := encodeCursor(Delivery{ID: uuid.MustParse("01a204a9-5a26-767f-afc7-b1079f5a67a5"), CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)})
+	for _, s := range []string{valid, "", "e30", "bnVsbA", "eyJ0IjoiMjAyNi0wMS0wMVQwMDowMDowMFoiLCJpIjoiMDAwMDAwMDAtMDAwMC0wMDAwLTAwMDAtMDAwMDAwMDAwMDAwIn0",
+		"eyJ0Ijo1LCJpIjpbXX0", "%%%", valid + "=", valid[:len(valid)-1], strings.Repeat("A", 5000), "\xff"} {
+		f.Add(s, int64(0), []byte{})
+	}
+	f.Add("", int64(-62135596800), []byte("0123456789abcdef"))
+	f.Add("", int64(253402300799), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, s string, unix int64, id []byte) {
+		if c, err := decodeCursor(s); err != nil {
+			if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
+				t.Fatalf("decodeCursor(%q): %v is not INVALID_REQUEST", s, err)
+			}
+		} else {
+			if c.ID == uuid.Nil {
+				t.Fatalf("decodeCursor(%q) accepted the nil id", s)
+			}
+			back, err := decodeCursor(encodeCursor(Delivery{ID: c.ID, CreatedAt: c.CreatedAt}))
+			if err != nil || back.ID != c.ID || !back.CreatedAt.Equal(c.CreatedAt) {
+				t.Fatalf("cursor %q = %+v re-encodes to %+v, %v", s, c, back, err)
+			}
+		}
+		if !utf8.ValidString(encodeCursor(Delivery{})) {
+			t.Fatal("cursor is not text")
+		}
+
+		// Any position the database can hold (years 1 to 9999, as JSON times allow) makes a cursor that
+		// decodes to itself.
+		var u uuid.UUID
+		copy(u[:], id)
+		at := time.Unix(unix, int64(len(id))*1000).UTC()
+		if u == uuid.Nil || at.Year() < 1 || at.Year() > 9999 {
+			return
+		}
+		enc := encodeCursor(Delivery{ID: u, CreatedAt: at})
+		c, err := decodeCursor(enc)
+		if err != nil || c.ID != u || !c.CreatedAt.Equal(at) {
+			t.Fatalf("cursor of %v %v = %q decodes to %+v, %v", u, at, enc, c, err)
+		}
+	})
+}

@@ -1,0 +1,414 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/web"
+)
+
+// The dashboard's tenant-isolation walk: every route the dashboard registers is visited by a customer of
+// tenant A with tenant B's ids (and B's tenant in forms and queries). A route added to internal/web/web.go
+// without an entry in webIsolationRoutes fails TestWebIsolationWalkCoversEveryRoute.
+
+// webRoute says how the walk fills in one dashboard route.
+type webRoute struct {
+	// params says what each path parameter names: "subscription", "delivery", "tenant", "replay" or
+	// "token" (nil for routes without one).
+	params map[string]string
+	// access: "public" (no sign-in needed), "customer" (a signed-in customer's own pages), "admin"
+	// (operators only: a customer gets the 404 page).
+	access string
+	// form is a valid form (POST) or query (GET) for the route, naming B where it can.
+	form func(w *webIsoWorld) url.Values
+}
+
+// webIsolationRoutes are the dashboard routes the walk knows, keyed "METHOD pattern" as chi registers them.
+var webIsolationRoutes = map[string]webRoute{
+	"GET /static/*":                   {access: "public"},
+	"GET /favicon.ico":                {access: "public"},
+	"GET /login":                      {access: "public"},
+	"POST /login":                     {access: "public"},
+	"GET /logout":                     {access: "public"},
+	"POST /logout":                    {access: "public"},
+	"GET /":                           {access: "customer"},
+	"GET /subscriptions/{id}":         {access: "customer", params: idParam("subscription"), form: filterQuery},
+	"POST /subscriptions/{id}/pause":  {access: "customer", params: idParam("subscription")},
+	"POST /subscriptions/{id}/resume": {access: "customer", params: idParam("subscription")},
+	"POST /subscriptions/{id}/test":   {access: "customer", params: idParam("subscription")},
+	"GET /deliveries/{id}":            {access: "customer", params: idParam("delivery")},
+	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
+	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
+		return url.Values{"since": {w.since}, "action": {"confirm"}}
+	}},
+	"GET /admin":              {access: "admin", form: func(*webIsoWorld) url.Values { return url.Values{"sort": {"dead"}} }},
+	"GET /admin/tenants/{id}": {access: "admin", params: idParam("tenant")},
+	"GET /admin/dead":         {access: "admin", form: deadQuery},
+	"GET /admin/replay":       {access: "admin", form: deadQuery},
+	"POST /admin/replay": {access: "admin", form: func(w *webIsoWorld) url.Values {
+		v := deadQuery(w)
+		v.Set("action", "confirm")
+		v.Set("spread", "0")
+		return v
+	}},
+	"GET /admin/replays":                             {access: "admin"},
+	"POST /admin/tenants/{id}/tokens/{token}/revoke": {access: "admin", params: map[string]string{"id": "tenant", "token": "token"}},
+	"GET /admin/replays/{id}":                        {access: "admin", params: idParam("replay")},
+}
+
+// idParam is the params of a route whose one parameter {id} names a kind of object.
+func idParam(kind string) map[string]string { return map[string]string{"id": kind} }
+
+func filterQuery(*webIsoWorld) url.Values { return url.Values{"state": {"dead"}} }
+
+func deadQuery(w *webIsoWorld) url.Values {
+	return url.Values{"tenant": {w.b.ID.String()}, "from": {w.since}, "to": {time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04")}}
+}
+
+// webIsoTenant is one tenant's objects.
+type webIsoTenant struct {
+	tenant
+	marker                    string
+	active, dead, paused      uuid.UUID // subscriptions
+	delivered, deadDelivery   uuid.UUID
+	recoverReplay, bulkReplay uuid.UUID
+	ids                       map[string][]string // kind → ids
+	secrets                   []string
+	description               string
+}
+
+type webIsoWorld struct {
+	e     *env
+	a, b  *webIsoTenant
+	since string // an hour ago, as the forms take it
+}
+
+var webParamRE = regexp.MustCompile(`\{([^}:]+)(?::[^}]*)?\}`)
+
+type walkedWebRoute struct{ key, method, pattern string }
+
+// walkWeb walks the dashboard's router as web.go builds it.
+func walkWeb(t *testing.T, e *env) []walkedWebRoute {
+	t.Helper()
+	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions,
+		Deliveries: e.srv.Deliveries, Replays: e.srv.Replays, Publisher: e.srv.Publisher})
+	r, ok := h.Routes().(chi.Routes)
+	if !ok {
+		t.Fatal("web Routes() is not a chi router")
+	}
+	var out []walkedWebRoute
+	err := chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, walkedWebRoute{key: method + " " + route, method: method, pattern: route})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk: %v", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// TestWebIsolationWalkCoversEveryRoute fails when the dashboard registers a route the walk does not know,
+// or the walk lists one that is gone.
+func TestWebIsolationWalkCoversEveryRoute(t *testing.T) {
+	e := setup(t, nil)
+	walked := map[string]bool{}
+	for _, rt := range walkWeb(t, e) {
+		walked[rt.key] = true
+		spec, ok := webIsolationRoutes[rt.key]
+		if !ok {
+			t.Errorf("dashboard route %s is not known to the isolation walk: add it to webIsolationRoutes", rt.key)
+			continue
+		}
+		params := webParamRE.FindAllStringSubmatch(rt.pattern, -1)
+		known := len(params) == len(spec.params)
+		for _, p := range params {
+			kind, ok := spec.params[p[1]]
+			known = known && ok && slices.Contains([]string{"subscription", "delivery", "tenant", "replay", "token"}, kind)
+		}
+		if !known {
+			t.Errorf("dashboard route %s: the walk fills in %v, the route has parameters %v", rt.key, spec.params, params)
+		}
+	}
+	for k := range webIsolationRoutes {
+		if !walked[k] {
+			t.Errorf("webIsolationRoutes lists %s, which the dashboard does not register", k)
+		}
+	}
+}
+
+func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
+	e := w.e
+	t := e.t
+	t.Helper()
+	ctx := context.Background()
+	mark := "iso" + label + "-" + uuid.NewString()[:8]
+	tn := &webIsoTenant{tenant: e.newTenant("Tenant " + mark), marker: mark, description: "description " + mark}
+	tn.active = e.newSubscription(tn.tenant, "/"+mark+"/ok", tn.description, "iso.ok").ID
+	tn.dead = e.newSubscription(tn.tenant, "/bad/"+mark, "", "iso.bad").ID
+	tn.paused = e.newSubscription(tn.tenant, "/"+mark+"/paused", "", "iso.paused").ID
+	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, tn.paused); err != nil {
+		t.Fatal(err)
+	}
+	tn.delivered = e.publishTo(tn.tenant, tn.active, "iso.ok", map[string]any{"secret": "payload-" + mark})
+	tn.deadDelivery = e.publishTo(tn.tenant, tn.dead, "iso.bad", map[string]any{"secret": "payload-" + mark})
+	e.waitState(tn.tenant, tn.delivered, delivery.Delivered)
+	e.waitState(tn.tenant, tn.deadDelivery, delivery.Failed)
+	since, _ := time.Parse("2006-01-02T15:04", w.since)
+	rec, err := e.srv.Replays.Recover(ctx, tn.ID, tn.dead, since, true, tn.Email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.recoverReplay = rec.ID
+	to := time.Now().Add(time.Hour)
+	bulk, err := e.srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{TenantID: &tn.ID,
+		CreatedFrom: &since, CreatedTo: &to}, DryRun: true, Actor: "ops@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.bulkReplay = bulk.ID
+	tok, err := e.srv.Tenants.CreateToken(ctx, tn.ID, "token "+mark, []string{"deliveries:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.ids = map[string][]string{
+		"token":        {tok.ID.String()},
+		"subscription": {tn.active.String(), tn.dead.String(), tn.paused.String()},
+		"delivery":     {tn.delivered.String(), tn.deadDelivery.String()},
+		"tenant":       {tn.ID.String()},
+		"replay":       {tn.recoverReplay.String(), tn.bulkReplay.String()},
+	}
+	tn.secrets = []string{tn.ID.String(), "Tenant " + mark, mark, tn.description, tn.Email,
+		tn.active.String(), tn.dead.String(), tn.paused.String(), tn.delivered.String(), tn.deadDelivery.String(),
+		tn.recoverReplay.String(), tn.bulkReplay.String(), tok.ID.String(), tok.Token}
+	return tn
+}
+
+// snapshot is every row of the tenant's, in every table, as JSON.
+func (w *webIsoWorld) snapshot(tenantID uuid.UUID) map[string]string {
+	w.e.t.Helper()
+	out := map[string]string{}
+	for table, where := range map[string]string{
+		"tenants":              "id = $1",
+		"api_tokens":           "tenant_id = $1",
+		"users":                "tenant_id = $1",
+		"subscriptions":        "tenant_id = $1",
+		"subscription_secrets": "subscription_id IN (SELECT id FROM subscriptions WHERE tenant_id = $1)",
+		"events":               "tenant_id = $1",
+		"replays":              "tenant_id = $1",
+		"webhook_deliveries":   "tenant_id = $1",
+		"webhook_attempts":     "tenant_id = $1",
+	} {
+		var s string
+		q := fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY to_jsonb(x)::text), '[]')::text FROM %s x WHERE %s`, table, where)
+		if err := w.e.srv.Pool.QueryRow(context.Background(), q, tenantID).Scan(&s); err != nil {
+			w.e.t.Fatalf("snapshot %s: %v", table, err)
+		}
+		out[table] = s
+	}
+	return out
+}
+
+// replayCount is how many replays exist (a customer must not start one of any tenant's).
+func (w *webIsoWorld) replayCount() int {
+	var n int
+	if err := w.e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM replays`).Scan(&n); err != nil {
+		w.e.t.Fatal(err)
+	}
+	return n
+}
+
+// webCombo is one assignment of ids to a route's parameters: owners is "A", "B" or "mixed"; first marks
+// the first all-A one.
+type webCombo struct {
+	ids    map[string]string
+	owners string
+	first  bool
+}
+
+// webCombos are every assignment of A's and B's ids to the parameters.
+func webCombos(params map[string]string, a, b *webIsoTenant) []webCombo {
+	type partial struct {
+		ids    map[string]string
+		owners map[string]bool
+	}
+	out := []partial{{ids: map[string]string{}, owners: map[string]bool{}}}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		var next []partial
+		for _, c := range out {
+			for _, tn := range []*webIsoTenant{a, b} {
+				for _, id := range tn.ids[params[name]] {
+					n := partial{ids: maps.Clone(c.ids), owners: maps.Clone(c.owners)}
+					n.ids[name] = id
+					n.owners[map[bool]string{true: "A", false: "B"}[tn == a]] = true
+					next = append(next, n)
+				}
+			}
+		}
+		out = next
+	}
+	var combos []webCombo
+	firstA := true
+	for _, c := range out {
+		wc := webCombo{ids: c.ids, owners: "mixed"}
+		switch {
+		case !c.owners["B"]:
+			wc.owners, wc.first, firstA = "A", firstA, false
+		case !c.owners["A"]:
+			wc.owners = "B"
+		}
+		combos = append(combos, wc)
+	}
+	return combos
+}
+
+// fillWeb puts ids into a route pattern.
+func fillWeb(pattern string, ids map[string]string) string {
+	return webParamRE.ReplaceAllStringFunc(pattern, func(m string) string { return ids[webParamRE.FindStringSubmatch(m)[1]] })
+}
+
+// noFollow is a client of the signed-in customer that does not follow redirects, so each answer is the
+// route's own.
+func (c *client) noFollow() *client {
+	hc := *c.http
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &client{e: c.e, t: c.t, http: &hc}
+}
+
+// TestWebIsolationWalk: a customer of tenant A visits every dashboard route with B's ids (every assignment
+// of A's and B's ids to a route's parameters but A's own), B's tenant in forms and queries, and every
+// operator page; an operator visits every route whose parameters mix two tenants' ids (A's tenant with B's
+// token). Each answer with an id of B's, or mixing tenants, is the 404 page; every operator page is the 404
+// page for a customer; no page shows the customer B's names, ids, urls or payloads; and B's rows
+// (subscription states, deliveries, replays, tokens, secrets) are unchanged afterwards, with no replay
+// started and no request sent to B's endpoints.
+func TestWebIsolationWalk(t *testing.T) {
+	e := setup(t, withAdmin)
+	w := &webIsoWorld{e: e, since: time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")}
+	w.a = newWebIsoTenant(w, "a")
+	w.b = newWebIsoTenant(w, "b")
+	before, replaysBefore := w.snapshot(w.b.ID), w.replayCount()
+	hitsBefore := e.recv.count("/"+w.b.marker) + e.recv.count("/bad/"+w.b.marker)
+
+	customer := e.client()
+	customer.login(w.a.Email)
+	operator := e.client()
+	operator.login(adminEmail)
+	clients := map[string]*client{"A's customer": customer.noFollow(), "an operator": operator.noFollow()}
+	n := 0
+	visit := func(who, method, path string, form url.Values) *page {
+		t.Helper()
+		n++
+		c := clients[who]
+		var p *page
+		if method == http.MethodGet {
+			if len(form) > 0 {
+				path += "?" + form.Encode()
+			}
+			p = c.get(path)
+		} else {
+			p = c.post(path, form)
+		}
+		sent := path + " " + form.Encode()
+		for _, s := range w.b.secrets {
+			if who == "A's customer" && !strings.Contains(sent, s) && !strings.Contains(sent, url.QueryEscape(s)) && strings.Contains(p.Body, s) {
+				t.Errorf("%s %s as %s: the page holds tenant B's %q", method, path, who, s)
+			}
+		}
+		if p.Status >= 500 {
+			t.Errorf("%s %s as %s: %d", method, path, who, p.Status)
+		}
+		return p
+	}
+	want404 := func(who, method, path string, form url.Values) {
+		t.Helper()
+		p := visit(who, method, path, form)
+		if p.Status != http.StatusNotFound || !strings.Contains(p.text(), "Page not found") {
+			t.Errorf("%s %s as %s: want the 404 page, got %d %.200q", method, path, who, p.Status, p.text())
+		}
+	}
+
+	routes := walkWeb(t, e)
+	for _, rt := range routes {
+		spec, ok := webIsolationRoutes[rt.key]
+		if !ok {
+			continue // TestWebIsolationWalkCoversEveryRoute reports it
+		}
+		var form url.Values
+		if spec.form != nil {
+			form = spec.form(w)
+		}
+		switch {
+		case len(spec.params) > 0:
+			for _, c := range webCombos(spec.params, w.a, w.b) {
+				path := fillWeb(rt.pattern, c.ids)
+				switch {
+				case c.owners == "B":
+					// B's objects: the 404 page for A's customer.
+					want404("A's customer", rt.method, path, form)
+				case c.owners == "mixed":
+					// One tenant's object under another's: the 404 page, for an operator too.
+					want404("A's customer", rt.method, path, form)
+					want404("an operator", rt.method, path, form)
+				case c.first && rt.method == http.MethodGet && spec.access == "customer":
+					// A's own object answers (so the 404s are about B's ids, not a broken session).
+					if p := visit("A's customer", rt.method, path, nil); p.Status != http.StatusOK {
+						t.Errorf("GET %s, A's own: %d", path, p.Status)
+					}
+				}
+			}
+		case spec.access == "admin":
+			want404("A's customer", rt.method, rt.pattern, form)
+			want404("A's customer", rt.method, rt.pattern, nil)
+		case spec.access == "customer":
+			if p := visit("A's customer", rt.method, rt.pattern, form); p.Status != http.StatusOK {
+				t.Errorf("%s %s as A's customer: %d", rt.method, rt.pattern, p.Status)
+			}
+		case rt.key == "POST /logout" || rt.key == "POST /login":
+			// Signing in and out: on a client of its own, so the walk's session stays.
+			other := e.client()
+			other.login(w.a.Email)
+			oc := &client{e: e, t: t, http: other.http}
+			form := url.Values{"email": {w.a.Email}, "password": {password}, "next": {"/subscriptions/" + w.b.active.String()}}
+			if p := oc.post(strings.TrimPrefix(rt.key, "POST "), form); p.Status >= 500 ||
+				(rt.key == "POST /login" && (p.Status != http.StatusNotFound || strings.Contains(p.Body, w.b.marker))) {
+				t.Errorf("%s (next=B's subscription): %d at %s", rt.key, p.Status, p.URL)
+			}
+			n++
+		default:
+			path := strings.Replace(rt.pattern, "*", "app.css", 1)
+			visit("A's customer", rt.method, path, form)
+		}
+	}
+
+	// Nothing of B's changed, no replay was started, nothing was sent to B's endpoints.
+	time.Sleep(300 * time.Millisecond) // a wrongly accepted resend or test event would have been attempted
+	after := w.snapshot(w.b.ID)
+	for table, rows := range before {
+		if after[table] != rows {
+			t.Errorf("tenant B's %s changed during the walk:\nbefore %.2000s\nafter  %.2000s", table, rows, after[table])
+		}
+	}
+	if got := w.replayCount(); got != replaysBefore {
+		t.Errorf("%d replays were started during the walk", got-replaysBefore)
+	}
+	if h := e.recv.count("/"+w.b.marker) + e.recv.count("/bad/"+w.b.marker); h != hitsBefore {
+		t.Errorf("B's endpoints got %d requests during the walk", h-hitsBefore)
+	}
+	if s, err := e.srv.Subscriptions.Get(context.Background(), w.b.ID, w.b.paused); err != nil || s.State != "paused" {
+		t.Errorf("B's paused subscription: %v %+v", err, s)
+	}
+	t.Logf("%d dashboard routes walked, %d requests", len(routes), n)
+}
