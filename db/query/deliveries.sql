@@ -64,7 +64,7 @@ WITH candidates AS (
       AND s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight + w.n <= sqlc.arg('cap')::int
       AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= sqlc.arg('now')::timestamptz AND w.n = 1))
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= w.n, true)
-    RETURNING s.id, s.url, s.headers, s.rate_limit_per_second
+    RETURNING s.id, s.url, s.headers
 )
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timestamptz, lease_id = sqlc.arg('lease_id')::uuid,
@@ -73,7 +73,6 @@ FROM picked p, reserved s, events e
 WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          s.rate_limit_per_second,
           array(SELECT ss.secret FROM subscription_secrets ss
                 WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
                 ORDER BY ss.created_at DESC)::text[] AS secrets;

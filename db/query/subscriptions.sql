@@ -88,3 +88,21 @@ SELECT subscription_id, count(*)::int AS dead
 FROM webhook_deliveries
 WHERE tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
 GROUP BY subscription_id;
+
+-- name: TakeResendToken :one
+-- Takes one manual resend from the subscription's bucket (capacity @per_minute, refilled evenly over a
+-- minute), on the row's newest version so that every process shares it. granted says whether there was
+-- one; wait_seconds how long until there is.
+WITH cur AS (
+    SELECT s.id, bucket_tokens_at(sqlc.arg('per_minute')::float8, sqlc.arg('per_minute')::float8 / 60,
+                                  s.resend_tokens, s.resend_counted_at, sqlc.arg('now')::timestamptz) AS tokens
+    FROM subscriptions s
+    WHERE s.id = sqlc.arg('id')
+    FOR NO KEY UPDATE
+), took AS (
+    UPDATE subscriptions s SET resend_tokens = cur.tokens - 1, resend_counted_at = sqlc.arg('now')::timestamptz
+    FROM cur WHERE s.id = cur.id AND cur.tokens >= 1
+    RETURNING s.id
+)
+SELECT (SELECT count(*) FROM took) = 1 AS granted,
+       coalesce(greatest(0, (1 - (SELECT tokens FROM cur)) * 60 / sqlc.arg('per_minute')::float8), 0)::float8 AS wait_seconds;

@@ -61,7 +61,7 @@ WITH candidates AS (
       AND s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight + w.n <= $4::int
       AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= $3::timestamptz AND w.n = 1))
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz) >= w.n, true)
-    RETURNING s.id, s.url, s.headers, s.rate_limit_per_second
+    RETURNING s.id, s.url, s.headers
 )
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = $1::timestamptz, lease_id = $2::uuid,
@@ -70,7 +70,6 @@ FROM picked p, reserved s, events e
 WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          s.rate_limit_per_second,
           array(SELECT ss.secret FROM subscription_secrets ss
                 WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > $3::timestamptz)
                 ORDER BY ss.created_at DESC)::text[] AS secrets
@@ -85,21 +84,20 @@ type ClaimDeliveriesParams struct {
 }
 
 type ClaimDeliveriesRow struct {
-	ID                 uuid.UUID
-	TenantID           uuid.UUID
-	EventID            uuid.UUID
-	SubscriptionID     uuid.UUID
-	EventType          string
-	AttemptCount       int32
-	TotalAttempts      int32
-	GiveUpAt           time.Time
-	CreatedAt          time.Time
-	Body               []byte
-	EventCreatedAt     time.Time
-	URL                string
-	Headers            []byte
-	RateLimitPerSecond *int32
-	Secrets            []string
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	EventID        uuid.UUID
+	SubscriptionID uuid.UUID
+	EventType      string
+	AttemptCount   int32
+	TotalAttempts  int32
+	GiveUpAt       time.Time
+	CreatedAt      time.Time
+	Body           []byte
+	EventCreatedAt time.Time
+	URL            string
+	Headers        []byte
+	Secrets        []string
 }
 
 // Claims up to @max due deliveries for one worker, subscription by subscription, so that no endpoint takes
@@ -149,7 +147,6 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 			&i.EventCreatedAt,
 			&i.URL,
 			&i.Headers,
-			&i.RateLimitPerSecond,
 			&i.Secrets,
 		); err != nil {
 			return nil, err

@@ -88,6 +88,8 @@ type Subscription struct {
 	CircuitProbeMs      *int32
 	RateTokens          *float64
 	RateCountedAt       *time.Time
+	ResendTokens        *float64
+	ResendCountedAt     *time.Time
 }
 
 type SubscriptionSecret struct {

@@ -127,7 +127,7 @@ func (q *Queries) CountDeadDeliveriesBySubscription(ctx context.Context, tenantI
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
 `
 
 type CreateSubscriptionParams struct {
@@ -173,6 +173,8 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.CircuitProbeMs,
 		&i.RateTokens,
 		&i.RateCountedAt,
+		&i.ResendTokens,
+		&i.ResendCountedAt,
 	)
 	return i, err
 }
@@ -262,7 +264,7 @@ func (q *Queries) ExpireSubscriptionSecrets(ctx context.Context, arg ExpireSubsc
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -297,6 +299,8 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.CircuitProbeMs,
 		&i.RateTokens,
 		&i.RateCountedAt,
+		&i.ResendTokens,
+		&i.ResendCountedAt,
 	)
 	return i, err
 }
@@ -350,7 +354,7 @@ func (q *Queries) HourlyOutcomesBySubscription(ctx context.Context, arg HourlyOu
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -386,6 +390,8 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.CircuitProbeMs,
 			&i.RateTokens,
 			&i.RateCountedAt,
+			&i.ResendTokens,
+			&i.ResendCountedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -408,7 +414,7 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     failing_since = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE failing_since END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
 `
 
 type SetSubscriptionStateParams struct {
@@ -454,7 +460,46 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.CircuitProbeMs,
 		&i.RateTokens,
 		&i.RateCountedAt,
+		&i.ResendTokens,
+		&i.ResendCountedAt,
 	)
+	return i, err
+}
+
+const takeResendToken = `-- name: TakeResendToken :one
+WITH cur AS (
+    SELECT s.id, bucket_tokens_at($1::float8, $1::float8 / 60,
+                                  s.resend_tokens, s.resend_counted_at, $2::timestamptz) AS tokens
+    FROM subscriptions s
+    WHERE s.id = $3
+    FOR NO KEY UPDATE
+), took AS (
+    UPDATE subscriptions s SET resend_tokens = cur.tokens - 1, resend_counted_at = $2::timestamptz
+    FROM cur WHERE s.id = cur.id AND cur.tokens >= 1
+    RETURNING s.id
+)
+SELECT (SELECT count(*) FROM took) = 1 AS granted,
+       coalesce(greatest(0, (1 - (SELECT tokens FROM cur)) * 60 / $1::float8), 0)::float8 AS wait_seconds
+`
+
+type TakeResendTokenParams struct {
+	PerMinute float64
+	Now       time.Time
+	ID        uuid.UUID
+}
+
+type TakeResendTokenRow struct {
+	Granted     bool
+	WaitSeconds float64
+}
+
+// Takes one manual resend from the subscription's bucket (capacity @per_minute, refilled evenly over a
+// minute), on the row's newest version so that every process shares it. granted says whether there was
+// one; wait_seconds how long until there is.
+func (q *Queries) TakeResendToken(ctx context.Context, arg TakeResendTokenParams) (TakeResendTokenRow, error) {
+	row := q.db.QueryRow(ctx, takeResendToken, arg.PerMinute, arg.Now, arg.ID)
+	var i TakeResendTokenRow
+	err := row.Scan(&i.Granted, &i.WaitSeconds)
 	return i, err
 }
 
@@ -463,7 +508,7 @@ UPDATE subscriptions
 SET url = $1, description = $2, event_types = $3, headers = $4,
     rate_limit_per_second = $5, updated_at = now()
 WHERE id = $6 AND tenant_id = $7 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
 `
 
 type UpdateSubscriptionParams struct {
@@ -511,6 +556,8 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.CircuitProbeMs,
 		&i.RateTokens,
 		&i.RateCountedAt,
+		&i.ResendTokens,
+		&i.ResendCountedAt,
 	)
 	return i, err
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +15,6 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/time/rate"
 )
 
 // Delivery is one event to one subscription, as the API and the dashboard show it.
@@ -128,16 +126,13 @@ type Service struct {
 	now       func() time.Time
 	maxManual int
 	perMinute int
-
-	mu       sync.Mutex
-	limiters map[uuid.UUID]*rate.Limiter
 }
 
 // NewService returns a Service. maxManual caps a tenant's manual retries of one delivery;
 // resendPerMinute limits manual resends per subscription.
 func NewService(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time, maxManual, resendPerMinute int) *Service {
 	return &Service{pool: pool, q: db.New(pool), policy: policy, now: now, maxManual: maxManual,
-		perMinute: resendPerMinute, limiters: map[uuid.UUID]*rate.Limiter{}}
+		perMinute: resendPerMinute}
 }
 
 // ParseStates turns the API's comma list (with "dead" and "retrying") into states and a retrying flag.
@@ -314,7 +309,11 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 	if err := s.retryAllowed(fromRow(cur), actor); err != nil {
 		return Delivery{}, err
 	}
-	if wait := s.reserveResend(cur.SubscriptionID); wait > 0 {
+	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if wait > 0 {
 		secs := int(wait.Seconds() + 0.999)
 		return Delivery{}, fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
 	}
@@ -394,23 +393,17 @@ func CanRetry(d Delivery, admin bool, maxManual int) error {
 	return nil
 }
 
-// reserveResend takes a token from the subscription's resend limiter and returns how long to wait when
-// there is none.
-func (s *Service) reserveResend(subID uuid.UUID) time.Duration {
-	s.mu.Lock()
-	l := s.limiters[subID]
-	if l == nil {
-		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(max(s.perMinute, 1))), max(s.perMinute, 1))
-		s.limiters[subID] = l
+// reserveResend takes a token from the subscription's resend bucket, kept in PostgreSQL so the limit holds
+// across processes, and returns how long to wait when there is none.
+func (s *Service) reserveResend(ctx context.Context, subID uuid.UUID) (time.Duration, error) {
+	r, err := s.q.TakeResendToken(ctx, db.TakeResendTokenParams{ID: subID, PerMinute: float64(max(s.perMinute, 1)), Now: s.now()})
+	if err != nil {
+		return 0, fmt.Errorf("resend limit: %w", err)
 	}
-	s.mu.Unlock()
-	now := s.now()
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d
+	if r.Granted {
+		return 0, nil
 	}
-	return 0
+	return max(time.Duration(r.WaitSeconds*float64(time.Second)), time.Millisecond), nil
 }
 
 // get reads one delivery row: NOT_FOUND only when there is no such row of the tenant, any other error as is.

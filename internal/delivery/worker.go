@@ -14,7 +14,6 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/time/rate"
 )
 
 // WorkerOptions tune a Worker. Zero values take the defaults noted.
@@ -109,9 +108,6 @@ type Worker struct {
 	soonestMu sync.Mutex
 	soonest   time.Time // earliest retry this worker scheduled, to wake for it
 
-	limitersMu sync.Mutex
-	limiters   map[uuid.UUID]*rate.Limiter
-
 	stopClaiming  context.CancelFunc
 	stopSending   context.CancelFunc
 	sendCtx       context.Context
@@ -131,7 +127,6 @@ func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerO
 		wake:        make(chan struct{}, 1),
 		rescheduled: make(chan struct{}, 1),
 		results:     make(chan attemptResult, o.Concurrency),
-		limiters:    map[uuid.UUID]*rate.Limiter{},
 	}
 }
 
@@ -311,26 +306,10 @@ func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uui
 	return rows, leaseID, nil
 }
 
-// maxLimiterWait is how long an attempt may wait for its subscription's outgoing rate limit before the
-// row goes back to the queue for later.
-const maxLimiterWait = time.Second
-
 // attempt sends one claimed delivery and decides what comes next. It does no database work.
 func (w *Worker) attempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID uuid.UUID) attemptResult {
+	// The outgoing rate limit was applied where the row was claimed (a token bucket on the subscription).
 	res := attemptResult{row: row, leaseID: leaseID}
-	if row.RateLimitPerSecond != nil {
-		lim := w.limiter(row.SubscriptionID, int(*row.RateLimitPerSecond))
-		now := w.o.Now()
-		r := lim.ReserveN(now, 1)
-		if d := r.DelayFrom(now); d > 0 {
-			if d > maxLimiterWait {
-				r.CancelAt(now)
-				res.release, res.releaseAt = true, now.Add(d)
-				return res
-			}
-			w.sleep(ctx, d)
-		}
-	}
 	var headers map[string]string
 	if len(row.Headers) > 0 {
 		if err := json.Unmarshal(row.Headers, &headers); err != nil {
@@ -356,17 +335,6 @@ func (w *Worker) attempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID
 	res.decision = w.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter},
 		int(row.AttemptCount)+1, row.GiveUpAt, w.o.Now(), w.o.Jitter())
 	return res
-}
-
-func (w *Worker) limiter(id uuid.UUID, perSecond int) *rate.Limiter {
-	w.limitersMu.Lock()
-	defer w.limitersMu.Unlock()
-	l := w.limiters[id]
-	if l == nil || l.Limit() != rate.Limit(perSecond) {
-		l = rate.NewLimiter(rate.Limit(perSecond), perSecond)
-		w.limiters[id] = l
-	}
-	return l
 }
 
 // complete batches finished attempts: whatever has arrived is written in one statement.
