@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -104,5 +105,41 @@ func TestLimitError(t *testing.T) {
 	s := LimitError(strings.Repeat("é", ErrorLimit)) // 2 bytes each: the cut falls inside a rune
 	if len(s) > ErrorLimit || !strings.HasPrefix(strings.Repeat("é", ErrorLimit), s) || len(s) < ErrorLimit-1 {
 		t.Fatalf("LimitError kept %d bytes", len(s))
+	}
+}
+
+// A receiver's answer costs at most the snippet, whatever it sends: an endless body is cut off, and a
+// gzip-encoded one is never inflated (a gzip bomb stays its compressed size, and only 512 bytes of it are
+// kept).
+func TestSendBoundsTheAnswer(t *testing.T) {
+	t.Parallel()
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte(strings.Repeat("A", 32<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer endless.Close()
+	gzipped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(bytes.Repeat([]byte{0x1f, 0x8b, 0x08, 0x00}, 1<<16)) // 256 KiB that claims to be gzip
+	}))
+	defer gzipped.Close()
+	s := NewSender(SenderOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	defer s.CloseIdle()
+	for name, url := range map[string]string{"endless": endless.URL, "gzip": gzipped.URL} {
+		start := time.Now()
+		res := s.Send(context.Background(), Request{URL: url, MsgID: "m", Body: []byte(`{}`),
+			Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, time.Now)
+		if res.Status != 200 || len(res.Snippet) > SnippetLimit || res.Err != "" {
+			t.Errorf("%s: status %d, snippet %d bytes, error %q", name, res.Status, len(res.Snippet), res.Err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s: the attempt took %s: the body was read far past the snippet", name, took)
+		}
 	}
 }

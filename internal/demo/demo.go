@@ -66,6 +66,12 @@ func StartReceiver() (*Receiver, error) {
 			_, _ = w.Write([]byte(`{"ok":true}`))
 		}
 	})
+	// /hang never answers (until the sender gives up): point a demo subscription at it to watch the circuit
+	// breaker open while the other endpoints keep their pace.
+	mux.HandleFunc("POST /hang", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // read first: only then does the server notice the client leave
+		<-r.Context().Done()
+	})
 	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	// /shipping answers 200, except during the played-back outage: 503 to a first attempt, then 404 (a
 	// broken deploy that lost the route), so each delivery shows a retry and then a permanent failure.

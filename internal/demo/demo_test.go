@@ -219,3 +219,18 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// The demo receiver's /hang never answers, so an operator can watch a circuit open with `make run`.
+func TestReceiverHangs(t *testing.T) {
+	rcv, err := demo.StartReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	client := &http.Client{Timeout: 300 * time.Millisecond}
+	res, err := client.Post(rcv.URL("/hang"), "application/json", strings.NewReader(`{}`))
+	if err == nil {
+		res.Body.Close()
+		t.Fatalf("/hang answered %d", res.StatusCode)
+	}
+}
