@@ -170,27 +170,47 @@ func ParseStates(list string) (states []string, retrying *bool, err error) {
 	return states, nil, nil
 }
 
+// A cursor names the last item of a page by its keyset: (created_at, id), or (started_at, id) for replays.
 type cursor struct {
 	CreatedAt time.Time `json:"t"`
 	ID        uuid.UUID `json:"i"`
 }
 
-func encodeCursor(d Delivery) string {
-	b, _ := json.Marshal(cursor{d.CreatedAt, d.ID})
+func encodeCursor(t time.Time, id uuid.UUID) string {
+	b, _ := json.Marshal(cursor{t, id})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s string) (cursor, error) {
+// parseCursor reads a cursor this API returned: nil for none (the first page).
+func parseCursor(s string) (*cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
 	var c cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.ID == uuid.Nil {
-		return c, fault.Invalid("cursor is not one this API returned")
+		return nil, fault.Invalid("cursor is not one this API returned")
 	}
-	return c, nil
+	return &c, nil
 }
+
+// keysetPage turns the up to limit+1 rows a keyset query returned into at most limit items and, when there
+// was one more row, the cursor of the last item kept. key gives an item's keyset.
+func keysetPage[R, T any](rows []R, limit int, conv func(R) T, key func(T) (time.Time, uuid.UUID)) ([]T, string) {
+	items := make([]T, 0, min(len(rows), limit))
+	for _, r := range rows[:min(len(rows), limit)] {
+		items = append(items, conv(r))
+	}
+	if len(rows) <= limit || len(items) == 0 {
+		return items, ""
+	}
+	return items, encodeCursor(key(items[len(items)-1]))
+}
+
+func deliveryKey(d Delivery) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID }
 
 // MaxPageSize is the largest page a list returns.
 const MaxPageSize = 100
@@ -218,25 +238,19 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if states == nil {
 		p.States = []string{}
 	}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return Page{}, err
-		}
-		p.AfterCreatedAt, p.AfterID = &c.CreatedAt, &c.ID
+	after, err := parseCursor(f.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	if after != nil {
+		p.AfterCreatedAt, p.AfterID = &after.CreatedAt, &after.ID
 	}
 	rows, err := s.q.ListDeliveries(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list deliveries: %w", err)
 	}
-	page := Page{Items: make([]Delivery, 0, min(len(rows), f.Limit))}
-	for i, r := range rows {
-		if i == f.Limit {
-			page.NextCursor = encodeCursor(page.Items[len(page.Items)-1])
-			break
-		}
-		page.Items = append(page.Items, fromRow(r))
-	}
+	var page Page
+	page.Items, page.NextCursor = keysetPage(rows, f.Limit, fromRow, deliveryKey)
 	if f.WithTotal {
 		upTo := int32(math.MaxInt32)
 		if f.CountUpTo > 0 && f.CountUpTo < math.MaxInt32 {

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,23 +279,17 @@ func (s *Replays) DeadLetters(ctx context.Context, f DeadFilter, limit int, curs
 	if countUpTo <= 0 {
 		countUpTo = 10000
 	}
-	var after *cursor
-	if cursorText != "" {
-		c, err := decodeCursor(cursorText)
-		if err != nil {
-			return DeadPage{}, err
-		}
-		after = &c
+	after, err := parseCursor(cursorText)
+	if err != nil {
+		return DeadPage{}, err
 	}
 	items, err := s.list(ctx, f, nil, limit+1, after)
 	if err != nil {
 		return DeadPage{}, err
 	}
-	page := DeadPage{Items: items}
-	if len(items) > limit {
-		page.Items = items[:limit]
-		page.NextCursor = encodeCursor(page.Items[limit-1].Delivery)
-	}
+	var page DeadPage
+	page.Items, page.NextCursor = keysetPage(items, limit, func(d DeadLetter) DeadLetter { return d },
+		func(d DeadLetter) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID })
 	if page.Total, err = s.count(ctx, f, nil, countUpTo); err != nil {
 		return DeadPage{}, err
 	}
@@ -471,27 +464,20 @@ func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, err
 		return ReplayPage{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
 	}
 	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, MaxRows: int32(f.Limit + 1)}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return ReplayPage{}, err
-		}
-		arg.AfterStartedAt, arg.AfterID = &c.CreatedAt, &c.ID
+	after, err := parseCursor(f.Cursor)
+	if err != nil {
+		return ReplayPage{}, err
+	}
+	if after != nil {
+		arg.AfterStartedAt, arg.AfterID = &after.CreatedAt, &after.ID
 	}
 	rows, err := s.q.ListReplays(ctx, arg)
 	if err != nil {
 		return ReplayPage{}, fmt.Errorf("list replays: %w", err)
 	}
-	page := ReplayPage{Items: make([]Replay, 0, min(len(rows), f.Limit))}
-	for i, r := range rows {
-		if i == f.Limit {
-			last := page.Items[len(page.Items)-1]
-			b, _ := json.Marshal(cursor{last.StartedAt, last.ID})
-			page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
-			break
-		}
-		page.Items = append(page.Items, replayFromRow(r))
-	}
+	var page ReplayPage
+	page.Items, page.NextCursor = keysetPage(rows, f.Limit, replayFromRow,
+		func(r Replay) (time.Time, uuid.UUID) { return r.StartedAt, r.ID })
 	return page, nil
 }
 
@@ -501,25 +487,19 @@ func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int,
 		limit = 50
 	}
 	arg := db.ListReplayDeliveriesParams{ReplayID: &replayID, MaxRows: int32(limit + 1)}
-	if cursorText != "" {
-		c, err := decodeCursor(cursorText)
-		if err != nil {
-			return Page{}, err
-		}
-		arg.AfterCreatedAt, arg.AfterID = &c.CreatedAt, &c.ID
+	after, err := parseCursor(cursorText)
+	if err != nil {
+		return Page{}, err
+	}
+	if after != nil {
+		arg.AfterCreatedAt, arg.AfterID = &after.CreatedAt, &after.ID
 	}
 	rows, err := s.q.ListReplayDeliveries(ctx, arg)
 	if err != nil {
 		return Page{}, fmt.Errorf("list replay deliveries: %w", err)
 	}
-	page := Page{Items: make([]Delivery, 0, min(len(rows), limit))}
-	for i, r := range rows {
-		if i == limit {
-			page.NextCursor = encodeCursor(page.Items[len(page.Items)-1])
-			break
-		}
-		page.Items = append(page.Items, fromRow(r))
-	}
+	var page Page
+	page.Items, page.NextCursor = keysetPage(rows, limit, fromRow, deliveryKey)
 	return page, nil
 }
 
