@@ -34,7 +34,8 @@ SET state = sqlc.arg('state'), disabled_reason = sqlc.arg('disabled_reason'), up
     circuit_probe_at = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE circuit_probe_at END,
     circuit_probe_ms = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE circuit_probe_ms END,
     consecutive_failures = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN 0 ELSE consecutive_failures END,
-    failing_since = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE failing_since END
+    failing_since = CASE WHEN state = 'disabled' AND sqlc.arg('state') = 'active' THEN NULL ELSE failing_since END,
+    disabled_notified_at = CASE WHEN sqlc.arg('state') = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = sqlc.arg('id') AND tenant_id = sqlc.arg('tenant_id') AND deleted_at IS NULL
   AND state = ANY(sqlc.arg('from_states')::text[])
 RETURNING *;

@@ -176,6 +176,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.RetentionInterval <= 0 {
 		return c, fmt.Errorf("HOOKLINE_RETENTION_INTERVAL must be more than zero")
 	}
+	if c.OperatorWebhookURL != "" {
+		if u, err := url.Parse(c.OperatorWebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL must be an absolute http:// or https:// URL")
+		}
+		if !strings.HasPrefix(c.OperatorWebhookSecret, "whsec_") {
+			return c, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_SECRET must be set to a whsec_ secret with HOOKLINE_OPERATOR_WEBHOOK_URL")
+		}
+	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")
 	}

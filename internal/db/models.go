@@ -32,9 +32,41 @@ type Event struct {
 	CreatedAt      time.Time
 }
 
+type Incident struct {
+	ID                 uuid.UUID
+	TenantID           uuid.UUID
+	SubscriptionID     uuid.UUID
+	FailingSince       time.Time
+	OpenedAt           time.Time
+	EndedAt            *time.Time
+	DayNotifiedAt      *time.Time
+	ExpiringNotifiedAt *time.Time
+	ExpiredNotifiedAt  *time.Time
+	ExpiredCount       int32
+}
+
 type LoginThrottle struct {
 	Key       string
 	AllowedAt time.Time
+}
+
+type Notification struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	IncidentID    *uuid.UUID
+	Kind          string
+	Recipient     string
+	Data          []byte
+	Attempts      int32
+	NextAttemptAt time.Time
+	SentAt        *time.Time
+	LastError     string
+	CreatedAt     time.Time
+}
+
+type OperatorWatermark struct {
+	Name  string
+	Until time.Time
 }
 
 type Replay struct {
@@ -90,6 +122,7 @@ type Subscription struct {
 	RateCountedAt       *time.Time
 	ResendTokens        *float64
 	ResendCountedAt     *time.Time
+	DisabledNotifiedAt  *time.Time
 }
 
 type SubscriptionSecret struct {
@@ -104,6 +137,7 @@ type Tenant struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+	Internal  bool
 }
 
 type User struct {

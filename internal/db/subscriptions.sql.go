@@ -127,7 +127,7 @@ func (q *Queries) CountDeadDeliveriesBySubscription(ctx context.Context, tenantI
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
 `
 
 type CreateSubscriptionParams struct {
@@ -175,6 +175,7 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.RateCountedAt,
 		&i.ResendTokens,
 		&i.ResendCountedAt,
+		&i.DisabledNotifiedAt,
 	)
 	return i, err
 }
@@ -264,7 +265,7 @@ func (q *Queries) ExpireSubscriptionSecrets(ctx context.Context, arg ExpireSubsc
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -301,6 +302,7 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.RateCountedAt,
 		&i.ResendTokens,
 		&i.ResendCountedAt,
+		&i.DisabledNotifiedAt,
 	)
 	return i, err
 }
@@ -354,7 +356,7 @@ func (q *Queries) HourlyOutcomesBySubscription(ctx context.Context, arg HourlyOu
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -392,6 +394,7 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.RateCountedAt,
 			&i.ResendTokens,
 			&i.ResendCountedAt,
+			&i.DisabledNotifiedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -411,10 +414,11 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     circuit_probe_at = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE circuit_probe_at END,
     circuit_probe_ms = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE circuit_probe_ms END,
     consecutive_failures = CASE WHEN state = 'disabled' AND $1 = 'active' THEN 0 ELSE consecutive_failures END,
-    failing_since = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE failing_since END
+    failing_since = CASE WHEN state = 'disabled' AND $1 = 'active' THEN NULL ELSE failing_since END,
+    disabled_notified_at = CASE WHEN $1 = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
 `
 
 type SetSubscriptionStateParams struct {
@@ -462,6 +466,7 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.RateCountedAt,
 		&i.ResendTokens,
 		&i.ResendCountedAt,
+		&i.DisabledNotifiedAt,
 	)
 	return i, err
 }
@@ -508,7 +513,7 @@ UPDATE subscriptions
 SET url = $1, description = $2, event_types = $3, headers = $4,
     rate_limit_per_second = $5, updated_at = now()
 WHERE id = $6 AND tenant_id = $7 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, in_flight, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
 `
 
 type UpdateSubscriptionParams struct {
@@ -558,6 +563,7 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.RateCountedAt,
 		&i.ResendTokens,
 		&i.ResendCountedAt,
+		&i.DisabledNotifiedAt,
 	)
 	return i, err
 }

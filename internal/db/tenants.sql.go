@@ -46,13 +46,18 @@ func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) 
 }
 
 const createTenant = `-- name: CreateTenant :one
-INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at
+INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, internal
 `
 
 func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error) {
 	row := q.db.QueryRow(ctx, createTenant, name)
 	var i Tenant
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Internal,
+	)
 	return i, err
 }
 
@@ -110,24 +115,34 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (ApiT
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, created_at FROM tenants WHERE id = $1
+SELECT id, name, created_at, internal FROM tenants WHERE id = $1
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 	row := q.db.QueryRow(ctx, getTenant, id)
 	var i Tenant
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Internal,
+	)
 	return i, err
 }
 
 const getTenantByName = `-- name: GetTenantByName :one
-SELECT id, name, created_at FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1
+SELECT id, name, created_at, internal FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1
 `
 
 func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, error) {
 	row := q.db.QueryRow(ctx, getTenantByName, name)
 	var i Tenant
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Internal,
+	)
 	return i, err
 }
 
@@ -211,7 +226,7 @@ func (q *Queries) ListAPITokens(ctx context.Context, tenantID *uuid.UUID) ([]Lis
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+SELECT id, name, created_at, internal FROM tenants ORDER BY created_at, id
 `
 
 func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
@@ -223,7 +238,12 @@ func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 	items := []Tenant{}
 	for rows.Next() {
 		var i Tenant
-		if err := rows.Scan(&i.ID, &i.Name, &i.CreatedAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.Internal,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -20,6 +20,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/retention"
@@ -58,6 +59,8 @@ type Server struct {
 	Worker        *delivery.Worker
 	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
+	// Incidents finds failing endpoints and queues what to tell customers and the operator.
+	Incidents *incidents.Service
 	Retention  *retention.Sweeper
 	Metrics    *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
@@ -158,8 +161,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
+	s.Publisher.Metrics = s.Metrics
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
-		s.Metrics.Failed.WithLabelValues(string(delivery.Failed)).Add(float64(n))
+		s.Metrics.DeadLettered(delivery.Failed, n)
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
 			"subscription_id", subID, "deliveries", n, "reason", delivery.ReasonSubscriptionDeleted)
 	}
@@ -179,6 +183,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
 	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
+	var operator *incidents.Operator
+	if cfg.OperatorWebhookURL != "" {
+		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret); err != nil {
+			pool.Close()
+			enginePool.Close()
+			return nil, err
+		}
+	}
+	s.Incidents = incidents.New(pool, incidents.Options{After: cfg.IncidentAfter, PublicURL: PublicURL(cfg), Now: o.Now,
+		Log: log.With("component", "incidents"), Operator: operator})
+	s.Maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
 	if cfg.AutoDisableAfter > 0 {
 		s.Maintainer.Register(maintenance.AutoDisable(func(ctx context.Context, after time.Duration) (int, error) {
 			disabled, err := s.Subscriptions.DisableFailing(ctx, after)
@@ -237,6 +252,22 @@ func sealAtRest(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, log
 			"signing_secrets", bad.Secrets, "subscriptions_with_headers", bad.Subscriptions, "configured_key_ids", box.KeyIDs())
 	}
 	return nil
+}
+
+// PublicURL is the base of links in messages: HOOKLINE_PUBLIC_URL, else http:// and the listen address
+// (localhost for a wildcard host).
+func PublicURL(cfg config.Config) string {
+	if cfg.PublicURL != "" {
+		return strings.TrimRight(cfg.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return "http://" + cfg.Addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // queueStats reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).

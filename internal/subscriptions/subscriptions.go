@@ -508,4 +508,47 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 	return secret, nil
 }
 
+// EnsureInternal makes sure the tenant has one subscription with this description, pointing at url and
+// signing with exactly secret (a whsec_ secret chosen by the operator: HOOKLINE_OPERATOR_WEBHOOK_SECRET),
+// and returns it. Hookline's own notifications to the operator are delivered through it.
+func (s *Service) EnsureInternal(ctx context.Context, tenantID uuid.UUID, description, url, secret string) (Subscription, error) {
+	if _, err := delivery.Sign([]string{secret}, "check", 0, nil); err != nil {
+		return Subscription{}, fmt.Errorf("the secret must be a whsec_ secret: %w", err)
+	}
+	all, err := s.List(ctx, tenantID)
+	if err != nil {
+		return Subscription{}, err
+	}
+	var sub Subscription
+	for _, x := range all {
+		if x.Description == description {
+			sub = x
+		}
+	}
+	if sub.ID == uuid.Nil {
+		if sub, _, err = s.Create(ctx, tenantID, Input{URL: &url, Description: &description}); err != nil {
+			return Subscription{}, err
+		}
+	} else if sub.URL != url {
+		if sub, err = s.Update(ctx, tenantID, sub.ID, Input{URL: &url}); err != nil {
+			return Subscription{}, err
+		}
+	}
+	stored, err := s.box.Seal(secret)
+	if err != nil {
+		return Subscription{}, err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := q.ExpireSubscriptionSecrets(ctx, db.ExpireSubscriptionSecretsParams{SubscriptionID: sub.ID, ExpiresAt: ptr(s.now())}); err != nil {
+			return err
+		}
+		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: sub.ID, Secret: stored})
+	})
+	if err != nil {
+		return Subscription{}, fmt.Errorf("set the internal subscription's secret: %w", err)
+	}
+	return sub, nil
+}
+
 func ptr[T any](v T) *T { return &v }

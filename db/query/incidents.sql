@@ -1,0 +1,124 @@
+-- name: OpenIncidents :many
+-- Opens an incident for every live subscription whose attempts have only failed since before @cutoff
+-- (now - HOOKLINE_INCIDENT_AFTER) and has none open. The unique index on open incidents makes this safe to
+-- run from several processes at once: one insert wins, the others do nothing.
+INSERT INTO incidents (tenant_id, subscription_id, failing_since, opened_at)
+SELECT s.tenant_id, s.id, s.failing_since, sqlc.arg('now')::timestamptz
+FROM subscriptions s
+WHERE s.failing_since < sqlc.arg('cutoff')::timestamptz AND s.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.subscription_id = s.id AND i.ended_at IS NULL)
+ON CONFLICT DO NOTHING
+RETURNING *;
+
+-- name: EndIncidents :many
+-- Ends the open incidents whose subscription has had a 2xx since (failing_since cleared, or a newer run of
+-- failures began), or was deleted.
+UPDATE incidents i SET ended_at = sqlc.arg('now')::timestamptz
+FROM subscriptions s
+WHERE i.subscription_id = s.id AND i.ended_at IS NULL
+  AND (s.failing_since IS NULL OR s.failing_since > i.failing_since OR s.deleted_at IS NOT NULL)
+RETURNING i.*;
+
+-- name: ClaimIncidentDaySteps :many
+-- The 24 h step of incidents still open a day after they opened, each claimed once.
+UPDATE incidents SET day_notified_at = sqlc.arg('now')::timestamptz
+WHERE ended_at IS NULL AND day_notified_at IS NULL AND opened_at <= sqlc.arg('day_ago')::timestamptz
+RETURNING *;
+
+-- name: ClaimIncidentExpiringSteps :many
+-- The "before the first delivery expires" step: the earliest give_up_at of the subscription's waiting
+-- deliveries is less than @warn_before away. Claimed once per incident.
+WITH due AS (
+    SELECT i.id, (SELECT min(d.give_up_at) FROM webhook_deliveries d
+                  WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')) AS first_expiry
+    FROM incidents i
+    WHERE i.ended_at IS NULL AND i.expiring_notified_at IS NULL
+)
+UPDATE incidents i SET expiring_notified_at = sqlc.arg('now')::timestamptz
+FROM due
+WHERE i.id = due.id AND due.first_expiry < sqlc.arg('warn_before')::timestamptz AND i.expiring_notified_at IS NULL
+RETURNING i.*, due.first_expiry::timestamptz AS first_expiry;
+
+-- name: ClaimIncidentExpiredSteps :many
+-- The "what was lost" step: deliveries of the subscription expired during the incident, the first of them
+-- at least @settle ago (so one summary covers a burst). Claimed once per incident, with the count.
+WITH lost AS (
+    SELECT i.id, count(*)::int AS n, min(d.dead_at) AS first_dead
+    FROM incidents i
+    JOIN webhook_deliveries d ON d.subscription_id = i.subscription_id AND d.state = 'expired'
+                             AND d.dead_at >= i.failing_since
+    WHERE i.ended_at IS NULL AND i.expired_notified_at IS NULL
+    GROUP BY i.id
+)
+UPDATE incidents i SET expired_notified_at = sqlc.arg('now')::timestamptz, expired_count = lost.n
+FROM lost
+WHERE i.id = lost.id AND lost.first_dead <= sqlc.arg('settled_before')::timestamptz AND i.expired_notified_at IS NULL
+RETURNING i.*;
+
+-- name: ExpiredEventsOfIncident :many
+-- The last few events whose deliveries expired during an incident, for its summary.
+SELECT d.event_id, d.event_type, d.dead_at::timestamptz AS dead_at
+FROM webhook_deliveries d
+WHERE d.subscription_id = sqlc.arg('subscription_id') AND d.state = 'expired' AND d.dead_at >= sqlc.arg('since')::timestamptz
+ORDER BY d.dead_at DESC, d.id DESC
+LIMIT sqlc.arg('max_rows')::int;
+
+-- name: IncidentWaiting :one
+-- How many deliveries of a subscription wait, and when the first of them expires ('epoch' when none wait:
+-- the caller reads it as none).
+SELECT count(*)::int AS waiting, coalesce(min(give_up_at), 'epoch')::timestamptz AS first_expiry
+FROM webhook_deliveries
+WHERE subscription_id = sqlc.arg('subscription_id') AND state IN ('pending', 'in_flight');
+
+-- name: OpenIncidentsOfTenant :many
+-- A tenant's open incidents with their subscriptions, for the dashboard's banner.
+SELECT sqlc.embed(i), s.url, s.description
+FROM incidents i JOIN subscriptions s ON s.id = i.subscription_id
+WHERE i.tenant_id = sqlc.arg('tenant_id') AND i.ended_at IS NULL
+ORDER BY i.opened_at;
+
+-- name: IncidentsOfSubscription :many
+-- A subscription's incidents, newest first.
+SELECT * FROM incidents
+WHERE tenant_id = sqlc.arg('tenant_id') AND subscription_id = sqlc.arg('subscription_id')
+ORDER BY opened_at DESC
+LIMIT sqlc.arg('max_rows')::int;
+
+-- name: TenantUserEmails :many
+-- Every dashboard user of a tenant: the recipients of its incident emails.
+SELECT email FROM users WHERE tenant_id = sqlc.arg('tenant_id') ORDER BY email;
+
+-- name: EnqueueNotification :exec
+INSERT INTO notifications (tenant_id, incident_id, kind, recipient, data, next_attempt_at)
+VALUES (sqlc.arg('tenant_id'), sqlc.narg('incident_id'), sqlc.arg('kind'), sqlc.arg('recipient'), sqlc.arg('data'),
+        sqlc.arg('now')::timestamptz);
+
+-- name: ClaimDisabledNotices :many
+-- Subscriptions disabled (410 or auto-disable) that the operator has not been told about; claimed once.
+UPDATE subscriptions SET disabled_notified_at = sqlc.arg('now')::timestamptz
+WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
+RETURNING id, tenant_id, url, disabled_reason;
+
+-- name: AdvanceOperatorWatermark :one
+-- Moves a watermark to @until and returns where it was (or @until on first use), under the row's lock so
+-- that two processes never report the same span.
+INSERT INTO operator_watermarks AS w (name, until) VALUES (sqlc.arg('name'), sqlc.arg('until')::timestamptz)
+ON CONFLICT (name) DO UPDATE SET until = excluded.until
+RETURNING coalesce((SELECT o.until FROM operator_watermarks o WHERE o.name = sqlc.arg('name')), sqlc.arg('until')::timestamptz)::timestamptz AS previous;
+
+-- name: ExhaustedSince :many
+-- Deliveries that expired in (@since, @until], counted per subscription (for deliveries.exhausted).
+SELECT d.tenant_id, d.subscription_id, s.url, count(*)::int AS expired
+FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.state = 'expired' AND d.dead_at > sqlc.arg('since')::timestamptz AND d.dead_at <= sqlc.arg('until')::timestamptz
+GROUP BY d.tenant_id, d.subscription_id, s.url;
+
+-- name: InternalTenant :one
+SELECT * FROM tenants WHERE internal AND name = sqlc.arg('name') ORDER BY created_at LIMIT 1;
+
+-- name: CreateInternalTenant :one
+INSERT INTO tenants (name, internal) VALUES (sqlc.arg('name'), true) RETURNING *;
+
+-- name: GetSubscriptionAny :one
+-- A subscription by id alone, deleted or not: incident messages name the endpoint that failed.
+SELECT * FROM subscriptions WHERE id = sqlc.arg('id');

@@ -1,0 +1,343 @@
+// Package incidents tells people when an endpoint is down, once per step, never per event.
+//
+// A subscription whose attempts have only failed for HOOKLINE_INCIDENT_AFTER has an incident. Its steps are
+// opened, a day later, before its first waiting delivery expires, and after deliveries expired (a summary of
+// what was lost); a 2xx ends it. Check finds them, run by the maintenance leader every few seconds; each
+// step is claimed by one SQL statement (a timestamp set where it was NULL), so several processes tell it
+// once. Telling is queued, not done inline: customer emails go to the notifications outbox (sent and
+// retried by the notifier), operator notifications are published as events of an internal tenant, so the
+// delivery engine signs, retries and dead-letters them like any other.
+package incidents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Steps of an incident, as notification kinds.
+const (
+	KindOpened   = "incident_opened"
+	KindDay      = "incident_day"
+	KindExpiring = "incident_expiring"
+	KindExpired  = "incident_expired"
+	KindEnded    = "incident_ended"
+)
+
+// Operator notification event types (the contract's).
+const (
+	EventFailing   = "subscription.failing"
+	EventRecovered = "subscription.recovered"
+	EventDisabled  = "subscription.disabled"
+	EventExhausted = "deliveries.exhausted"
+)
+
+// Timing of the steps.
+const (
+	// DayAfter is when an open incident is told again.
+	DayAfter = 24 * time.Hour
+	// ExpiryWarning: the "first delivery expires soon" step comes when that is less than this away.
+	ExpiryWarning = 12 * time.Hour
+	// ExpiredSettle lets a burst of expiries settle before the one summary of what was lost.
+	ExpiredSettle = 5 * time.Minute
+	// ExhaustedEvery is how often deliveries.exhausted may be sent per subscription (with a count).
+	ExhaustedEvery = time.Minute
+	// LostEvents is how many expired event ids a summary lists.
+	LostEvents = 10
+)
+
+// Options configure the Service.
+type Options struct {
+	// After is HOOKLINE_INCIDENT_AFTER: only failures this long make an incident.
+	After time.Duration
+	// PublicURL is the base of links in messages (HOOKLINE_PUBLIC_URL).
+	PublicURL string
+	Now       func() time.Time
+	Log       *slog.Logger
+	// Operator, when set, receives operator notifications (HOOKLINE_OPERATOR_WEBHOOK_URL).
+	Operator *Operator
+}
+
+// Service finds incidents and their steps, and reads them for the dashboard.
+type Service struct {
+	pool *pgxpool.Pool
+	q    *db.Queries
+	o    Options
+}
+
+// New returns the Service.
+func New(pool *pgxpool.Pool, o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.After <= 0 {
+		o.After = time.Hour
+	}
+	return &Service{pool: pool, q: db.New(pool), o: o}
+}
+
+// Incident is one incident, with what the dashboard and messages say about it.
+type Incident struct {
+	ID              uuid.UUID  `json:"id"`
+	TenantID        uuid.UUID  `json:"tenant_id"`
+	SubscriptionID  uuid.UUID  `json:"subscription_id"`
+	SubscriptionURL string     `json:"url"`
+	Description     string     `json:"description,omitempty"`
+	FailingSince    time.Time  `json:"failing_since"`
+	OpenedAt        time.Time  `json:"opened_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	DayToldAt       *time.Time `json:"day_notified_at"`
+	ExpiringToldAt  *time.Time `json:"expiring_notified_at"`
+	ExpiredToldAt   *time.Time `json:"expired_notified_at"`
+	ExpiredCount    int        `json:"expired_count"`
+	// Waiting and FirstExpiry: the subscription's deliveries still waiting, and when the first expires.
+	Waiting     int        `json:"waiting"`
+	FirstExpiry *time.Time `json:"first_expiry"`
+}
+
+func fromRow(r db.Incident) Incident {
+	return Incident{ID: r.ID, TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, FailingSince: r.FailingSince,
+		OpenedAt: r.OpenedAt, EndedAt: r.EndedAt, DayToldAt: r.DayNotifiedAt, ExpiringToldAt: r.ExpiringNotifiedAt,
+		ExpiredToldAt: r.ExpiredNotifiedAt, ExpiredCount: int(r.ExpiredCount)}
+}
+
+// Check applies every rule once: opens and ends incidents, claims due steps, and queues what they tell.
+// Safe to run from several processes at once (each step is claimed in SQL), though the maintenance leader
+// is the one that runs it.
+func (s *Service) Check(ctx context.Context) error {
+	now := s.o.Now()
+	opened, err := s.q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After)})
+	if err != nil {
+		return fmt.Errorf("open incidents: %w", err)
+	}
+	for _, r := range opened {
+		s.tell(ctx, fromRow(r), KindOpened, EventFailing, nil)
+	}
+	ended, err := s.q.EndIncidents(ctx, now)
+	if err != nil {
+		return fmt.Errorf("end incidents: %w", err)
+	}
+	for _, r := range ended {
+		s.tell(ctx, fromRow(r), KindEnded, EventRecovered, nil)
+	}
+	day, err := s.q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter)})
+	if err != nil {
+		return fmt.Errorf("incident day steps: %w", err)
+	}
+	for _, r := range day {
+		s.tell(ctx, fromRow(r), KindDay, "", nil)
+	}
+	expiring, err := s.q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning)})
+	if err != nil {
+		return fmt.Errorf("incident expiring steps: %w", err)
+	}
+	for _, r := range expiring {
+		in := fromRow(db.Incident{ID: r.ID, TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, FailingSince: r.FailingSince,
+			OpenedAt: r.OpenedAt, EndedAt: r.EndedAt, DayNotifiedAt: r.DayNotifiedAt, ExpiringNotifiedAt: r.ExpiringNotifiedAt,
+			ExpiredNotifiedAt: r.ExpiredNotifiedAt, ExpiredCount: r.ExpiredCount})
+		s.tell(ctx, in, KindExpiring, "", nil)
+	}
+	expired, err := s.q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle)})
+	if err != nil {
+		return fmt.Errorf("incident expired steps: %w", err)
+	}
+	for _, r := range expired {
+		in := fromRow(r)
+		lost, err := s.q.ExpiredEventsOfIncident(ctx, db.ExpiredEventsOfIncidentParams{SubscriptionID: in.SubscriptionID,
+			Since: in.FailingSince, MaxRows: LostEvents})
+		if err != nil {
+			return fmt.Errorf("expired events: %w", err)
+		}
+		events := make([]map[string]string, 0, len(lost))
+		for _, e := range lost {
+			events = append(events, map[string]string{"event_id": e.EventID.String(), "event_type": e.EventType})
+		}
+		s.tell(ctx, in, KindExpired, "", map[string]any{"expired": in.ExpiredCount, "last_events": events})
+	}
+	if s.o.Operator != nil {
+		if err := s.operatorChecks(ctx, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operatorChecks sends the operator notifications that are not incident steps: disabled subscriptions,
+// and deliveries that expired (at most one per subscription per ExhaustedEvery, with a count).
+func (s *Service) operatorChecks(ctx context.Context, now time.Time) error {
+	disabled, err := s.q.ClaimDisabledNotices(ctx, now)
+	if err != nil {
+		return fmt.Errorf("disabled subscriptions: %w", err)
+	}
+	for _, d := range disabled {
+		s.publish(ctx, EventDisabled, map[string]any{"tenant_id": d.TenantID, "subscription_id": d.ID, "url": d.URL,
+			"reason": d.DisabledReason})
+	}
+	// One watermark for all subscriptions, moved at most every ExhaustedEvery: each report covers the
+	// expiries since the last one, so no subscription gets more than one a minute.
+	until := now.Truncate(ExhaustedEvery)
+	prev, err := s.q.AdvanceOperatorWatermark(ctx, db.AdvanceOperatorWatermarkParams{Name: "deliveries.exhausted", Until: until})
+	if err != nil {
+		return fmt.Errorf("exhausted watermark: %w", err)
+	}
+	if !prev.Before(until) {
+		return nil
+	}
+	rows, err := s.q.ExhaustedSince(ctx, db.ExhaustedSinceParams{Since: prev, Until: until})
+	if err != nil {
+		return fmt.Errorf("exhausted deliveries: %w", err)
+	}
+	for _, r := range rows {
+		s.publish(ctx, EventExhausted, map[string]any{"tenant_id": r.TenantID, "subscription_id": r.SubscriptionID,
+			"url": r.URL, "expired": r.Expired, "from": prev, "to": until})
+	}
+	return nil
+}
+
+// tell queues a step: an email to every dashboard user of the tenant, and (for the steps that have one) an
+// operator notification. A failure to queue is logged, not returned: the step is claimed and the rest of
+// the check must go on.
+func (s *Service) tell(ctx context.Context, in Incident, kind, operatorEvent string, extra map[string]any) {
+	now := s.o.Now()
+	sub, err := s.q.GetSubscriptionAny(ctx, in.SubscriptionID)
+	if err != nil {
+		s.o.Log.Error("incident step: read subscription", "incident_id", in.ID, "err", err)
+		return
+	}
+	waiting, err := s.q.IncidentWaiting(ctx, in.SubscriptionID)
+	if err != nil {
+		s.o.Log.Error("incident step: waiting deliveries", "incident_id", in.ID, "err", err)
+		return
+	}
+	data := map[string]any{
+		"incident_id": in.ID, "tenant_id": in.TenantID, "subscription_id": in.SubscriptionID, "url": sub.URL,
+		"description": sub.Description, "failing_since": in.FailingSince, "opened_at": in.OpenedAt, "ended_at": in.EndedAt,
+		"waiting": waiting.Waiting, "first_expiry": firstExpiry(waiting.FirstExpiry),
+		"link": s.o.PublicURL + "/subscriptions/" + in.SubscriptionID.String(),
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	body, _ := json.Marshal(data)
+	tenantID := in.TenantID
+	emails, err := s.q.TenantUserEmails(ctx, &tenantID)
+	if err != nil {
+		s.o.Log.Error("incident step: recipients", "incident_id", in.ID, "err", err)
+	}
+	for _, to := range emails {
+		id := in.ID
+		if err := s.q.EnqueueNotification(ctx, db.EnqueueNotificationParams{TenantID: in.TenantID, IncidentID: &id, Kind: kind,
+			Recipient: to, Data: body, Now: now}); err != nil {
+			s.o.Log.Error("incident step: queue email", "incident_id", in.ID, "err", err)
+		}
+	}
+	s.o.Log.Warn("incident step", "kind", kind, "incident_id", in.ID, "subscription_id", in.SubscriptionID,
+		"tenant_id", in.TenantID, "emails", len(emails))
+	if operatorEvent != "" {
+		s.publish(ctx, operatorEvent, map[string]any{"tenant_id": in.TenantID, "subscription_id": in.SubscriptionID,
+			"url": sub.URL, "incident_id": in.ID, "failing_since": in.FailingSince})
+	}
+}
+
+func (s *Service) publish(ctx context.Context, typ string, data map[string]any) {
+	if s.o.Operator == nil {
+		return
+	}
+	if err := s.o.Operator.Notify(ctx, typ, data); err != nil {
+		s.o.Log.Error("operator notification", "type", typ, "err", err)
+	}
+}
+
+// OpenOf returns a tenant's open incidents, with what waits, for the dashboard's banner.
+func (s *Service) OpenOf(ctx context.Context, tenantID uuid.UUID) ([]Incident, error) {
+	rows, err := s.q.OpenIncidentsOfTenant(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("open incidents: %w", err)
+	}
+	out := make([]Incident, 0, len(rows))
+	for _, r := range rows {
+		in := fromRow(r.Incident)
+		in.SubscriptionURL, in.Description = r.URL, r.Description
+		w, err := s.q.IncidentWaiting(ctx, in.SubscriptionID)
+		if err != nil {
+			return nil, fmt.Errorf("incident waiting: %w", err)
+		}
+		in.Waiting, in.FirstExpiry = int(w.Waiting), firstExpiry(w.FirstExpiry)
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// firstExpiry reads IncidentWaiting's first_expiry: the epoch means nothing waits.
+func firstExpiry(t time.Time) *time.Time {
+	if t.Unix() == 0 {
+		return nil
+	}
+	return &t
+}
+
+// OfSubscription returns a subscription's incidents, newest first.
+func (s *Service) OfSubscription(ctx context.Context, tenantID, subscriptionID uuid.UUID, limit int) ([]Incident, error) {
+	rows, err := s.q.IncidentsOfSubscription(ctx, db.IncidentsOfSubscriptionParams{TenantID: tenantID,
+		SubscriptionID: subscriptionID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("incidents: %w", err)
+	}
+	out := make([]Incident, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, fromRow(r))
+	}
+	return out, nil
+}
+
+// OperatorTenant names the internal tenant whose events are the operator's notifications.
+const OperatorTenant = "Hookline operator notifications (internal)"
+
+// Operator publishes operator notifications as events of the internal operator tenant, to one
+// subscription that points at HOOKLINE_OPERATOR_WEBHOOK_URL and signs with HOOKLINE_OPERATOR_WEBHOOK_SECRET.
+type Operator struct {
+	pub      *delivery.Publisher
+	tenantID uuid.UUID
+}
+
+// EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator.
+func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string) (*Operator, error) {
+	q := db.New(pool)
+	t, err := q.InternalTenant(ctx, OperatorTenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		t, err = q.CreateInternalTenant(ctx, OperatorTenant)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("operator tenant: %w", err)
+	}
+	if _, err := subs.EnsureInternal(ctx, t.ID, "operator notifications", url, secret); err != nil {
+		return nil, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL/SECRET: %w", err)
+	}
+	return &Operator{pub: pub, tenantID: t.ID}, nil
+}
+
+// TenantID is the internal operator tenant's id.
+func (o *Operator) TenantID() uuid.UUID { return o.tenantID }
+
+// Notify publishes one operator notification: body {"type", "timestamp", "data"} like every event.
+func (o *Operator) Notify(ctx context.Context, typ string, data map[string]any) error {
+	payload, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = o.pub.Publish(ctx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload})
+	return err
+}
