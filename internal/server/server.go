@@ -61,8 +61,8 @@ type Server struct {
 	Maintainer *maintenance.Maintainer
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
-	Retention  *retention.Sweeper
-	Metrics    *delivery.Metrics
+	Retention *retention.Sweeper
+	Metrics   *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
 	// without a key. Any other worker built on this server needs their Open.
 	Keys   *secretbox.Box
