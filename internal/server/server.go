@@ -161,9 +161,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
-	s.Publisher.Metrics = s.Metrics
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
-		s.Metrics.DeadLettered(delivery.Failed, n)
+		s.Metrics.Failed.WithLabelValues(string(delivery.Failed)).Add(float64(n))
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
 			"subscription_id", subID, "deliveries", n, "reason", delivery.ReasonSubscriptionDeleted)
 	}
