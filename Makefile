@@ -16,7 +16,7 @@ FUZZMINIMIZETIME ?= 2s
 
 ## run: build, start PostgreSQL if needed, migrate, seed the demo tenant and serve on :8080
 run: build
-	HOOKLINE_DEMO=true HOOKLINE_LOG_FORMAT=$${HOOKLINE_LOG_FORMAT:-text} ./bin/server
+	HOOKLINE_DEMO=true HOOKLINE_LOG_FORMAT=$${HOOKLINE_LOG_FORMAT:-text} HOOKLINE_INCIDENT_AFTER=$${HOOKLINE_INCIDENT_AFTER:-2m} ./bin/server
 
 build:
 	$(GO) build -o bin/server ./cmd/server

@@ -81,6 +81,7 @@ func run(args []string) error {
 		if err := demo.PrepareCredentials(&cfg); err != nil {
 			return err
 		}
+		receiver.ConfigureOperator(&cfg, log.With("component", "demo-operator"))
 	}
 	srv, err := server.New(ctx, cfg, log, opts)
 	if err != nil {

@@ -4,7 +4,9 @@ package demo
 
 import (
 	"context"
+	"crypto/hmac"
 	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -39,6 +41,9 @@ type Receiver struct {
 	// shippingDown makes /shipping fail, as it did in the outage that SeedOutage plays back.
 	shippingDown atomic.Bool
 	seen         sync.Map // webhook-ids /shipping has answered while down
+	// operatorSecret verifies the operator notifications /operator receives; log prints them.
+	operatorSecret atomic.Value
+	log            atomic.Pointer[slog.Logger]
 }
 
 // StartReceiver listens on a free loopback port.
@@ -72,7 +77,31 @@ func StartReceiver() (*Receiver, error) {
 		_, _ = io.Copy(io.Discard, r.Body) // read first: only then does the server notice the client leave
 		<-r.Context().Done()
 	})
+	// /always-fail answers 503: point a demo subscription at it to watch an incident open (after
+	// HOOKLINE_INCIDENT_AFTER, 2 minutes under make run) and end when you point it back.
+	mux.HandleFunc("POST /always-fail", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, `{"error":"maintenance"}`, http.StatusServiceUnavailable)
+	})
 	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	// /operator is the demo's operator endpoint (HOOKLINE_OPERATOR_WEBHOOK_URL under make run): it checks
+	// each notification's Standard Webhooks signature and prints it.
+	mux.HandleFunc("POST /operator", func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+		secret, _ := r.operatorSecret.Load().(string)
+		verified := verifySignature(secret, req.Header, body)
+		var msg struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if log := r.log.Load(); log != nil {
+			log.Warn("operator notification received", "type", msg.Type, "signature_verified", verified, "data", string(msg.Data))
+		}
+		if !verified {
+			http.Error(w, "bad signature", http.StatusBadRequest)
+		}
+	})
 	// /shipping answers 200, except during the played-back outage: 503 to a first attempt, then 404 (a
 	// broken deploy that lost the route), so each delivery shows a retry and then a permanent failure.
 	mux.HandleFunc("POST /shipping", func(w http.ResponseWriter, req *http.Request) {
@@ -89,6 +118,33 @@ func StartReceiver() (*Receiver, error) {
 	})
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
+}
+
+// ConfigureOperator points HOOKLINE_OPERATOR_WEBHOOK_URL at the receiver's /operator endpoint with a fresh
+// secret when no operator endpoint is configured, so `make run` shows operator notifications in its log.
+func (r *Receiver) ConfigureOperator(cfg *config.Config, log *slog.Logger) {
+	r.log.Store(log)
+	if cfg.OperatorWebhookURL == "" {
+		cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret = r.URL("/operator"), delivery.NewSecret()
+		r.operatorSecret.Store(cfg.OperatorWebhookSecret)
+	}
+}
+
+// verifySignature checks a Standard Webhooks signature the way a receiver would, without Hookline's code.
+func verifySignature(secret string, h http.Header, body []byte) bool {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || secret == "" {
+		return false
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(h.Get("webhook-id") + "." + h.Get("webhook-timestamp") + "." + string(body)))
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Addr is the receiver's ip:port.

@@ -234,3 +234,46 @@ func TestReceiverHangs(t *testing.T) {
 		t.Fatalf("/hang answered %d", res.StatusCode)
 	}
 }
+
+// The demo's operator endpoint accepts notifications signed with the secret ConfigureOperator chose, and
+// refuses a tampered one; /always-fail always fails.
+func TestReceiverOperatorEndpoint(t *testing.T) {
+	rcv, err := demo.StartReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	var cfg config.Config
+	rcv.ConfigureOperator(&cfg, slog.New(slog.DiscardHandler))
+	if cfg.OperatorWebhookURL != rcv.URL("/operator") || !strings.HasPrefix(cfg.OperatorWebhookSecret, "whsec_") {
+		t.Fatalf("operator endpoint not configured: %q", cfg.OperatorWebhookURL)
+	}
+	body := []byte(`{"type":"subscription.failing","timestamp":"2026-01-01T00:00:00Z","data":{}}`)
+	post := func(b []byte) int {
+		sig, err := delivery.Sign([]string{cfg.OperatorWebhookSecret}, "msg_1", 1700000000, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", cfg.OperatorWebhookURL, strings.NewReader(string(b)))
+		req.Header.Set("webhook-id", "msg_1")
+		req.Header.Set("webhook-timestamp", "1700000000")
+		req.Header.Set("webhook-signature", sig)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := post(body); got != http.StatusOK {
+		t.Fatalf("signed notification: %d", got)
+	}
+	if got := post(append([]byte(nil), append(body[:len(body)-1], []byte(`,"x":1}`)...)...)); got != http.StatusBadRequest {
+		t.Fatalf("tampered notification: %d, want 400", got)
+	}
+	res, err := http.Post(rcv.URL("/always-fail"), "application/json", strings.NewReader(`{}`))
+	if err != nil || res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/always-fail: %v %v", res, err)
+	}
+	res.Body.Close()
+}
