@@ -48,6 +48,7 @@ CROSS JOIN LATERAL (
     ) per_sub
     WHERE s.tenant_id = t.id
 ) attempts
+WHERE NOT t.internal
 ORDER BY t.name, t.id;
 
 -- name: SubscriptionTenant :one

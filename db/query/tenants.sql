@@ -5,7 +5,8 @@ INSERT INTO tenants (name) VALUES (@name) RETURNING *;
 SELECT * FROM tenants WHERE id = @id;
 
 -- name: ListTenants :many
-SELECT * FROM tenants ORDER BY created_at, id;
+-- The customers: Hookline's own internal tenant (operator notifications) is not one of them.
+SELECT * FROM tenants WHERE NOT internal ORDER BY created_at, id;
 
 -- name: CreateAPIToken :one
 INSERT INTO api_tokens (tenant_id, name, token_hash, scopes)

@@ -64,6 +64,7 @@ CROSS JOIN LATERAL (
     ) per_sub
     WHERE s.tenant_id = t.id
 ) attempts
+WHERE NOT t.internal
 ORDER BY t.name, t.id
 `
 

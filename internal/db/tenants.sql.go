@@ -226,9 +226,10 @@ func (q *Queries) ListAPITokens(ctx context.Context, tenantID *uuid.UUID) ([]Lis
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT id, name, created_at, internal FROM tenants ORDER BY created_at, id
+SELECT id, name, created_at, internal FROM tenants WHERE NOT internal ORDER BY created_at, id
 `
 
+// The customers: Hookline's own internal tenant (operator notifications) is not one of them.
 func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 	rows, err := q.db.Query(ctx, listTenants)
 	if err != nil {
