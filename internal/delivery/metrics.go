@@ -12,6 +12,12 @@ type Metrics struct {
 	Attempts *prometheus.CounterVec
 	// AttemptDuration is the latency of attempts.
 	AttemptDuration prometheus.Histogram
+	// EventsPublished counts events accepted by a publish, once per event whatever its fan-out; a replayed
+	// Idempotency-Key is not counted again. Its rate is the platform's ingest.
+	EventsPublished prometheus.Counter
+	// Finished counts deliveries that reached a final state (delivered, failed or expired), by state: the
+	// denominator of the dead-letter rate, which Failed alone cannot give.
+	Finished *prometheus.CounterVec
 }
 
 // QueueStats are the queue's gauges, read at scrape time.
@@ -39,14 +45,26 @@ func NewMetrics(reg prometheus.Registerer, stats func() QueueStats) *Metrics {
 			Help:    "Duration of delivery attempts, from sending the request to reading the response snippet.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30},
 		}),
+		EventsPublished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhook_events_published_total",
+			Help: "Events accepted by a publish (once per event, not per delivery; idempotent replays not counted).",
+		}),
+		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_deliveries_finished_total",
+			Help: "Deliveries that reached a final state, by state: delivered, failed or expired.",
+		}, []string{"state"}),
 	}
 	for _, o := range []Outcome{OutcomeDelivered, OutcomeRetry, OutcomeFailed} {
 		m.Attempts.WithLabelValues(string(o))
 	}
 	m.Failed.WithLabelValues(string(Failed))
 	m.Failed.WithLabelValues(string(Expired))
+	// Every series exists from the start, so that rates and ratios over them are 0 rather than absent.
+	for _, st := range []State{Delivered, Failed, Expired} {
+		m.Finished.WithLabelValues(string(st))
+	}
 	if reg != nil {
-		reg.MustRegister(m.Failed, m.Attempts, m.AttemptDuration)
+		reg.MustRegister(m.Failed, m.Attempts, m.AttemptDuration, m.EventsPublished, m.Finished)
 		if stats != nil {
 			gauge := func(name, help string, v func(QueueStats) float64) prometheus.Collector {
 				return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
@@ -66,4 +84,18 @@ func NewMetrics(reg prometheus.Registerer, stats func() QueueStats) *Metrics {
 		}
 	}
 	return m
+}
+
+// finished counts a delivery that the completer moved to state; pending (a retry) is not final.
+func (m *Metrics) finished(state State) {
+	if state == Delivered || state.Dead() {
+		m.Finished.WithLabelValues(string(state)).Inc()
+	}
+}
+
+// DeadLettered counts n deliveries dead-lettered outside the completer (their subscription was deleted):
+// as dead letters and as finished, so that the dead-letter rate stays a ratio of the same deliveries.
+func (m *Metrics) DeadLettered(state State, n int64) {
+	m.Failed.WithLabelValues(string(state)).Add(float64(n))
+	m.Finished.WithLabelValues(string(state)).Add(float64(n))
 }

@@ -58,6 +58,9 @@ type Publisher struct {
 	pool   *pgxpool.Pool
 	policy RetryPolicy
 	now    func() time.Time
+	// Metrics, when set, counts the events accepted (EventsPublished). A field rather than a parameter so
+	// that tests and tools building a Publisher without metrics need not change.
+	Metrics *Metrics
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
@@ -105,6 +108,9 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	reqHash := h.Sum(nil)
 
 	var out Published
+	// stored says this call inserted the event; an idempotent replay answers the stored result instead and
+	// must not count as a second event.
+	stored := false
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
@@ -141,6 +147,7 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 		if err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
+		stored = true
 		rows, err := q.FanOutEvent(ctx, db.FanOutEventParams{
 			TenantID: in.TenantID, EventID: id, EventType: in.EventType, Now: now,
 			GiveUpAt: p.policy.GiveUpAt(now), OnlySubscriptionID: in.OnlySubscription,
@@ -169,6 +176,10 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 			return Published{}, fe
 		}
 		return Published{}, fmt.Errorf("publish: %w", err)
+	}
+	// Counted after the commit: a rolled-back publish accepted nothing.
+	if stored && p.Metrics != nil {
+		p.Metrics.EventsPublished.Inc()
 	}
 	return out, nil
 }

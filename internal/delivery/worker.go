@@ -454,6 +454,7 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 		r := byID[id]
 		w.o.Metrics.Attempts.WithLabelValues(string(r.decision.Outcome)).Inc()
 		w.o.Metrics.AttemptDuration.Observe(r.resp.Duration.Seconds())
+		w.o.Metrics.finished(r.decision.State)
 		switch r.decision.State {
 		case Failed, Expired:
 			w.o.Metrics.Failed.WithLabelValues(string(r.decision.State)).Inc()

@@ -161,8 +161,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
+	s.Publisher.Metrics = s.Metrics
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
-		s.Metrics.Failed.WithLabelValues(string(delivery.Failed)).Add(float64(n))
+		s.Metrics.DeadLettered(delivery.Failed, n)
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
 			"subscription_id", subID, "deliveries", n, "reason", delivery.ReasonSubscriptionDeleted)
 	}
