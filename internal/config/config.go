@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/secretbox"
 )
 
@@ -119,7 +120,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
 		{"HOOKLINE_RETENTION_INTERVAL", "pause between retention sweeps (on the maintenance leader)", "1m", dur(&c.RetentionInterval)},
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
-		{"HOOKLINE_SMTP_URL", "smtp://user:pass@host:port?from=... for alert emails", "", str(&c.SMTPURL)},
+		{"HOOKLINE_SMTP_URL", "smtp://[user:pass@]host:port?from=...[&tls=required] (or smtps://) for customer alert emails", "", str(&c.SMTPURL)},
 		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
 		{"HOOKLINE_SECRET_KEY", "keys that encrypt signing secrets and custom headers at rest (AES-256-GCM): base64 of 32 random bytes, several comma-separated for rotation (the first encrypts, all decrypt)", "", str(&c.SecretKey)},
 		{"HOOKLINE_ENDPOINT_CONCURRENCY", "most attempts in flight to one subscription, across all processes", "10", num(&c.EndpointConcurrency, 1)},
@@ -182,6 +183,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 		if !strings.HasPrefix(c.OperatorWebhookSecret, "whsec_") {
 			return c, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_SECRET must be set to a whsec_ secret with HOOKLINE_OPERATOR_WEBHOOK_URL")
+		}
+	}
+	if c.SMTPURL != "" {
+		// Parsed here only to refuse a malformed URL at start; the server parses it again where it is used.
+		if _, err := notify.ParseSMTPURL(c.SMTPURL); err != nil {
+			return c, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 		}
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {

@@ -23,6 +23,7 @@ import (
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
+	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -194,6 +195,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Incidents = incidents.New(pool, incidents.Options{After: cfg.IncidentAfter, PublicURL: PublicURL(cfg), Now: o.Now,
 		Log: log.With("component", "incidents"), Operator: operator})
 	s.Maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
+	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
+	smtp, err := notify.Configured(cfg.SMTPURL)
+	if err != nil {
+		pool.Close()
+		enginePool.Close()
+		return nil, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
+	}
+	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Now: o.Now, Log: log.With("component", "notify")}).Task())
 	if cfg.AutoDisableAfter > 0 {
 		s.Maintainer.Register(maintenance.AutoDisable(func(ctx context.Context, after time.Duration) (int, error) {
 			disabled, err := s.Subscriptions.DisableFailing(ctx, after)
