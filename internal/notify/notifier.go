@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/mail"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -68,9 +69,10 @@ type Options struct {
 
 // Notifier sends queued notifications.
 type Notifier struct {
-	q         *db.Queries
-	o         Options
-	lastPrune time.Time
+	q *db.Queries
+	o Options
+	// lastPrune is the unix nanoseconds of the last prune; atomic because Run may run concurrently.
+	lastPrune atomic.Int64
 }
 
 // maxBatches bounds one run, so a huge backlog does not keep one run going for long.
@@ -286,13 +288,14 @@ func (n *Notifier) client() (*gomail.Client, error) {
 // prune deletes old finished rows, at most about hourly (the statement scans the table).
 func (n *Notifier) prune(ctx context.Context) error {
 	now := n.o.Now()
-	if now.Sub(n.lastPrune) < time.Hour {
+	last := n.lastPrune.Load()
+	if now.Sub(time.Unix(0, last)) < time.Hour || !n.lastPrune.CompareAndSwap(last, now.UnixNano()) {
 		return nil
 	}
 	if _, err := n.q.PruneNotifications(ctx, db.PruneNotificationsParams{Before: now.Add(-n.o.Keep), MaxRows: 10000}); err != nil {
+		n.lastPrune.Store(last) // try again next run
 		return fmt.Errorf("notifications: prune: %w", err)
 	}
-	n.lastPrune = now
 	return nil
 }
 

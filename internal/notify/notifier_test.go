@@ -598,3 +598,75 @@ func TestParseSMTPURL(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Through the real incidents flow: a subscription failing for longer than HOOKLINE_INCIDENT_AFTER opens an
+// incident whose step is queued for every user of the tenant by incidents.Service.Check, and the notifier
+// sends those rows; a 2xx (failing_since cleared) ends it and the recovery is emailed too.
+func TestIncidentStepsFromTheIncidentsService(t *testing.T) {
+	pool := connect(t)
+	tenant := fresh(t, pool)
+	ctx := context.Background()
+	for _, email := range []string{"alice@customer.example.com", "bob@customer.example.com"} {
+		if _, err := pool.Exec(ctx, "INSERT INTO users (tenant_id, email, password_hash) VALUES ($1, $2, 'x')", tenant, email); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	var sub uuid.UUID
+	if err := pool.QueryRow(ctx, `INSERT INTO subscriptions (tenant_id, url, description, failing_since)
+		VALUES ($1, 'https://hooks.example.com/in?sig=`+endpointToken+`', 'Billing', $2) RETURNING id`,
+		tenant, now.Add(-2*time.Hour)).Scan(&sub); err != nil {
+		t.Fatal(err)
+	}
+	inc := incidents.New(pool, incidents.Options{After: time.Hour, PublicURL: "https://hookline.example.com", Log: quietLog(t)})
+	if err := inc.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := startSMTP(t, serverOpts{})
+	n := New(pool, Options{SMTP: smtpFor(srv, ""), Log: quietLog(t), SendTimeout: 10 * time.Second})
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantSubject string, wantBody ...string) {
+		t.Helper()
+		msgs := srv.Messages()
+		if len(msgs) != 2 {
+			t.Fatalf("%d messages, want one per user", len(msgs))
+		}
+		var to []string
+		for _, m := range msgs {
+			to = append(to, m.To...)
+			p := parse(t, m.Data)
+			if got := subjectOf(t, p); got != wantSubject {
+				t.Errorf("subject %q, want %q", got, wantSubject)
+			}
+			for _, s := range append(wantBody, "https://hookline.example.com/subscriptions/"+sub.String()) {
+				if !strings.Contains(p.Text, s) || !strings.Contains(p.HTML, s) {
+					t.Errorf("a part does not say %q:\n%s", s, p.Text)
+				}
+			}
+			if strings.Contains(string(m.Data), endpointToken) {
+				t.Error("the endpoint's query token is in the email")
+			}
+		}
+		if strings.Join(to, ",") != "alice@customer.example.com,bob@customer.example.com" &&
+			strings.Join(to, ",") != "bob@customer.example.com,alice@customer.example.com" {
+			t.Errorf("recipients %v", to)
+		}
+	}
+	check("Webhook endpoint failing: Billing", "has failed since "+when(now.Add(-2*time.Hour)), "No deliveries are waiting")
+
+	if _, err := pool.Exec(ctx, "UPDATE subscriptions SET failing_since = NULL WHERE id = $1", sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := inc.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	srv.msgs = nil
+	srv.mu.Unlock()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Webhook endpoint recovered: Billing", "answered successfully", "No deliveries were waiting")
+}
