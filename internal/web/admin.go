@@ -33,8 +33,9 @@ func (h *Handler) adminOnly(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // adminLayout is the frame of an operator page: the breadcrumb starts at Admin, the sub-navigation shows.
+// No incident banner of the operator's own tenant: these pages are about every tenant.
 func (h *Handler) adminLayout(r *http.Request, nav, title string, crumbs ...templates.Crumb) templates.Layout {
-	l := h.layout(r, title, append([]templates.Crumb{{Label: "Admin", Href: "/admin"}}, crumbs...)...)
+	l := h.frame(r, title, append([]templates.Crumb{{Label: "Admin", Href: "/admin"}}, crumbs...)...)
 	l.AdminNav = nav
 	if !h.subs.Encrypted() {
 		// The server's log says so at start too; operators who never read it see it here.
@@ -128,6 +129,8 @@ func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
 		ID:     t.ID.String(), Name: t.Name, Created: h.timeView(t.CreatedAt), Subscriptions: subs,
 		DeadHref: "/admin/dead?tenant=" + t.ID.String(), ReplaysHref: "/admin/replays?tenant=" + t.ID.String(),
 	}
+	// The tenant's own banner: what its customers see at the top of their pages.
+	p.Incidents = h.incidentBanners(r, t.ID)
 	for _, tk := range tokens {
 		line := templates.TokenLine{
 			ID: tk.ID.String(), Name: tk.Name, Scopes: strings.Join(tk.Scopes, ", "), Created: h.timeView(tk.CreatedAt),

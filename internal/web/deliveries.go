@@ -30,7 +30,7 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
 	label, class := deliveryState(d.Delivery)
 	p := templates.DeliveryPage{
-		Layout: h.layout(r, "Delivery "+shortID(d.ID), append(h.tenantCrumbs(r, tenantID),
+		Layout: h.tenantLayout(r, tenantID, "Delivery "+shortID(d.ID), append(h.tenantCrumbs(r, tenantID),
 			templates.Crumb{Label: subName, Href: subHref}, templates.Crumb{Label: "Delivery " + shortID(d.ID)})...),
 		ID: d.ID.String(), EventID: d.EventID.String(), EventType: d.EventType, SubHref: subHref, SubName: subName,
 		State: label, StateClass: class, StateText: h.stateText(d, subState), Discarded: d.Discarded,

@@ -7,13 +7,33 @@ import (
 	"strconv"
 
 	"github.com/a-h/templ"
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/web/templates"
 )
 
-// layout fills the frame of a page: title, breadcrumb, the signed-in user and the pending flash message.
+// layout fills the frame of a page: title, breadcrumb, the signed-in user, the pending flash message and,
+// for a customer, the banner of their tenant's open incidents. Every customer page comes through here, so
+// the banner is on all of them without each handler asking.
 func (h *Handler) layout(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
+	l := h.frame(r, title, crumbs...)
+	if tenantID, ok := tenantOf(currentUser(r)); ok {
+		l.Incidents = h.incidentBanners(r, tenantID)
+	}
+	return l
+}
+
+// tenantLayout is layout for a page of tenantID's (a subscription, a delivery): the banner is that tenant's,
+// which for an operator opening another tenant's page is not their own.
+func (h *Handler) tenantLayout(r *http.Request, tenantID uuid.UUID, title string, crumbs ...templates.Crumb) templates.Layout {
+	l := h.frame(r, title, crumbs...)
+	l.Incidents = h.incidentBanners(r, tenantID)
+	return l
+}
+
+// frame is layout without the incident banner, for operator pages.
+func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := templates.Layout{Title: title, Crumbs: crumbs}
 	if u := currentUser(r); u.Email != "" {
 		l.User, l.Admin = u.Email, u.Admin

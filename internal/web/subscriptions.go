@@ -222,12 +222,16 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 	}
 	base := "/subscriptions/" + s.ID.String()
 	p := templates.SubscriptionPage{
-		Layout: h.layout(r, sv.Name(), append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: sv.Name()})...),
+		Layout: h.tenantLayout(r, tenantID, sv.Name(), append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: sv.Name()})...),
 		Sub:    sv, ActionBase: base, Contract: h.contract(),
 		CanPause:  s.State == subscriptions.Active,
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
 		CanTest:   s.State != subscriptions.Disabled,
 		TestType:  testEventType(s),
+	}
+	if p.Incidents, err = h.incidentRows(r, tenantID, s.ID); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	if p.Recover, err = h.recoverForm(r, tenantID, s.ID, rec); err != nil {
 		h.fail(w, r, err)

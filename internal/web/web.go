@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web"
@@ -32,6 +33,9 @@ type Options struct {
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	// Incidents, when set, puts a banner on every page of a tenant with an open incident and lists a
+	// subscription's incidents on its page.
+	Incidents *incidents.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -66,6 +70,7 @@ type Handler struct {
 	replays   *delivery.Replays
 	console   *console.Service
 	publisher *delivery.Publisher
+	incidents *incidents.Service
 	policy    delivery.RetryPolicy
 	timeout   time.Duration
 	maxManual int
@@ -95,9 +100,10 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		console:  console.New(o.Pool, o.Now),
-		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
-		proxies:  o.TrustedProxies,
+		incidents: o.Incidents,
+		console:   console.New(o.Pool, o.Now),
+		throttle:  newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		proxies:   o.TrustedProxies,
 	}
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true

@@ -24,6 +24,8 @@ type Layout struct {
 	AdminNav string
 	// Warning is a standing warning for operators (not a one-time flash): shown on every page it is set on.
 	Warning string
+	// Incidents are the tenant's open incidents, one banner line each on every page of the tenant's.
+	Incidents []IncidentBanner
 }
 
 // Crumb is one breadcrumb step; the last one is the current page and has no link.
@@ -173,6 +175,8 @@ type SubscriptionPage struct {
 	Contract   []string
 	ActionBase string // /subscriptions/{id}
 	Recover    RecoverForm
+	// Incidents are its latest incidents, newest first.
+	Incidents []IncidentRow
 }
 
 // KV is one header.
