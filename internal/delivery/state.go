@@ -227,7 +227,8 @@ func (b *Breaker) defaults() {
 	if b.ProbeMax <= 0 {
 		b.ProbeMax = 6 * time.Hour
 	}
-	b.ProbeMax = max(b.ProbeMax, b.ProbeInterval)
+	// The contract caps every wait, the first one included, at HOOKLINE_RETRY_MAX_DELAY.
+	b.ProbeInterval = min(b.ProbeInterval, b.ProbeMax)
 }
 
 // GiveUpAt is the deadline of a schedule that starts at start (creation, manual retry or replay).

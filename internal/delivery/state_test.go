@@ -268,3 +268,19 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// Every probe wait, the first included, is capped at HOOKLINE_RETRY_MAX_DELAY (the contract), so a short
+// maximum delay shortens the first probe too.
+func TestBreakerDefaultsCapTheProbeWait(t *testing.T) {
+	t.Parallel()
+	b := Breaker{ProbeMax: time.Second}
+	b.defaults()
+	if b.Threshold != 10 || b.ProbeInterval != time.Second || b.ProbeMax != time.Second {
+		t.Fatalf("defaults with a 1 s cap: %+v, want threshold 10 and a 1 s probe", b)
+	}
+	b = Breaker{}
+	b.defaults()
+	if b.ProbeInterval != 30*time.Second || b.ProbeMax != 6*time.Hour {
+		t.Fatalf("defaults: %+v", b)
+	}
+}
