@@ -12,61 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const fanOutEvent = `-- name: FanOutEvent :many
-INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at, created_at, updated_at)
-SELECT $1, $2, s.id, $3::text, $4, $5, $4, $4
-FROM subscriptions s
-WHERE s.tenant_id = $1 AND s.deleted_at IS NULL AND s.state <> 'disabled'
-  AND (cardinality(s.event_types) = 0 OR $3::text = ANY (s.event_types))
-  AND ($6::uuid IS NULL OR s.id = $6::uuid)
-ORDER BY s.created_at, s.id
-RETURNING id, subscription_id, state
-`
-
-type FanOutEventParams struct {
-	TenantID           uuid.UUID
-	EventID            uuid.UUID
-	EventType          string
-	Now                time.Time
-	GiveUpAt           time.Time
-	OnlySubscriptionID *uuid.UUID
-}
-
-type FanOutEventRow struct {
-	ID             uuid.UUID
-	SubscriptionID uuid.UUID
-	State          string
-}
-
-// One pending delivery per live subscription of the tenant that wants this event type. Paused
-// subscriptions get theirs too (they wait); disabled and deleted ones get none.
-func (q *Queries) FanOutEvent(ctx context.Context, arg FanOutEventParams) ([]FanOutEventRow, error) {
-	rows, err := q.db.Query(ctx, fanOutEvent,
-		arg.TenantID,
-		arg.EventID,
-		arg.EventType,
-		arg.Now,
-		arg.GiveUpAt,
-		arg.OnlySubscriptionID,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []FanOutEventRow{}
-	for rows.Next() {
-		var i FanOutEventRow
-		if err := rows.Scan(&i.ID, &i.SubscriptionID, &i.State); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const getEvent = `-- name: GetEvent :one
 SELECT id, tenant_id, event_type, body, idempotency_key, request_hash, response, created_at FROM events WHERE id = $1 AND tenant_id = $2
 `
@@ -117,60 +62,107 @@ func (q *Queries) GetEventByIdempotencyKey(ctx context.Context, arg GetEventById
 	return i, err
 }
 
-const insertEvent = `-- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id
+const matchingSubscriptions = `-- name: MatchingSubscriptions :many
+SELECT s.id FROM subscriptions s
+WHERE s.tenant_id = $1 AND s.deleted_at IS NULL AND s.state <> 'disabled'
+  AND (cardinality(s.event_types) = 0 OR $2::text = ANY (s.event_types))
+  AND ($3::uuid IS NULL OR s.id = $3::uuid)
+ORDER BY s.created_at, s.id
 `
 
-type InsertEventParams struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	EventType      string
-	Body           []byte
-	IdempotencyKey *string
-	RequestHash    []byte
-	CreatedAt      time.Time
+type MatchingSubscriptionsParams struct {
+	TenantID           uuid.UUID
+	EventType          string
+	OnlySubscriptionID *uuid.UUID
 }
 
-// ON CONFLICT makes a concurrent publish with the same Idempotency-Key insert nothing instead of failing.
-func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, insertEvent,
-		arg.ID,
-		arg.TenantID,
-		arg.EventType,
-		arg.Body,
-		arg.IdempotencyKey,
-		arg.RequestHash,
-		arg.CreatedAt,
-	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+// The live subscriptions of the tenant that want this event type, in creation order: an event gets one
+// delivery each. Paused subscriptions get theirs too (they wait); disabled and deleted ones get none.
+func (q *Queries) MatchingSubscriptions(ctx context.Context, arg MatchingSubscriptionsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, matchingSubscriptions, arg.TenantID, arg.EventType, arg.OnlySubscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const notifyDeliveriesReady = `-- name: NotifyDeliveriesReady :exec
 SELECT pg_notify('hookline_deliveries', '')
 `
 
-// Wakes idle workers; sent at commit, so they never look before the rows are visible.
+// Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible.
 func (q *Queries) NotifyDeliveriesReady(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, notifyDeliveriesReady)
 	return err
 }
 
-const setEventResponse = `-- name: SetEventResponse :exec
-UPDATE events SET response = $1 WHERE id = $2 AND tenant_id = $3
+const storeEvent = `-- name: StoreEvent :one
+WITH ev AS (
+    INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, response, created_at)
+    VALUES ($1, $2, $3, $4, $5,
+            $6, $7, $8::timestamptz)
+    ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id
+), fanned AS (
+    INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
+                                    created_at, updated_at)
+    SELECT d.id, $2, ev.id, d.subscription_id, $3::text, $8::timestamptz,
+           $9::timestamptz, $8::timestamptz, $8::timestamptz
+    FROM ev, (SELECT unnest($10::uuid[]) AS id, unnest($11::uuid[]) AS subscription_id) d
+    RETURNING id
+)
+SELECT ev.id, (SELECT count(*) FROM fanned)::int AS deliveries FROM ev
 `
 
-type SetEventResponseParams struct {
-	Response []byte
-	ID       uuid.UUID
-	TenantID uuid.UUID
+type StoreEventParams struct {
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	EventType       string
+	Body            []byte
+	IdempotencyKey  *string
+	RequestHash     []byte
+	Response        []byte
+	Now             time.Time
+	GiveUpAt        time.Time
+	DeliveryIDs     []uuid.UUID
+	SubscriptionIds []uuid.UUID
 }
 
-func (q *Queries) SetEventResponse(ctx context.Context, arg SetEventResponseParams) error {
-	_, err := q.db.Exec(ctx, setEventResponse, arg.Response, arg.ID, arg.TenantID)
-	return err
+type StoreEventRow struct {
+	ID         uuid.UUID
+	Deliveries int32
+}
+
+// Stores an event, its publish answer and its deliveries in one statement (atomic without BEGIN/COMMIT:
+// one round trip). ON CONFLICT makes a publish reusing an Idempotency-Key insert nothing, event or
+// deliveries, and return no row; the caller then reads the first answer.
+func (q *Queries) StoreEvent(ctx context.Context, arg StoreEventParams) (StoreEventRow, error) {
+	row := q.db.QueryRow(ctx, storeEvent,
+		arg.ID,
+		arg.TenantID,
+		arg.EventType,
+		arg.Body,
+		arg.IdempotencyKey,
+		arg.RequestHash,
+		arg.Response,
+		arg.Now,
+		arg.GiveUpAt,
+		arg.DeliveryIDs,
+		arg.SubscriptionIds,
+	)
+	var i StoreEventRow
+	err := row.Scan(&i.ID, &i.Deliveries)
+	return i, err
 }

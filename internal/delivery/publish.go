@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -58,6 +59,8 @@ type Publisher struct {
 	pool   *pgxpool.Pool
 	policy RetryPolicy
 	now    func() time.Time
+	// waking and wakeAgain coalesce the NOTIFYs of concurrent publishes (see wake).
+	waking, wakeAgain atomic.Bool
 	// Metrics, when set, counts the events accepted (EventsPublished). A field rather than a parameter so
 	// that tests and tools building a Publisher without metrics need not change.
 	Metrics *Metrics
@@ -107,81 +110,90 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	}
 	reqHash := h.Sum(nil)
 
-	var out Published
-	// stored says this call inserted the event; an idempotent replay answers the stored result instead and
-	// must not count as a second event.
-	stored := false
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-		id, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		body, err := eventBody(in.EventType, now, payload)
-		if err != nil {
-			return err
-		}
-		var key *string
-		if in.IdempotencyKey != "" {
-			key = &in.IdempotencyKey
-		}
-		_, err = q.InsertEvent(ctx, db.InsertEventParams{
-			ID: id, TenantID: in.TenantID, EventType: in.EventType, Body: body,
-			IdempotencyKey: key, RequestHash: reqHash, CreatedAt: now,
-		})
-		if errors.Is(err, pgx.ErrNoRows) && key != nil {
-			// The key was used before (or by a concurrent publish that committed first).
-			prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: key})
-			if err != nil {
-				return fmt.Errorf("read idempotent event: %w", err)
-			}
-			if !bytes.Equal(prev.RequestHash, reqHash) {
-				return fault.Invalid("Idempotency-Key %q was already used for a different request", in.IdempotencyKey)
-			}
-			if len(prev.Response) == 0 {
-				return fmt.Errorf("idempotent event %s has no stored answer", prev.ID)
-			}
-			return json.Unmarshal(prev.Response, &out)
-		}
-		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		stored = true
-		rows, err := q.FanOutEvent(ctx, db.FanOutEventParams{
-			TenantID: in.TenantID, EventID: id, EventType: in.EventType, Now: now,
-			GiveUpAt: p.policy.GiveUpAt(now), OnlySubscriptionID: in.OnlySubscription,
-		})
-		if err != nil {
-			return fmt.Errorf("fan out event: %w", err)
-		}
-		out = Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(rows))}
-		for _, r := range rows {
-			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.ID.String(), SubscriptionID: r.SubscriptionID.String(), State: r.State})
-		}
-		answer, err := json.Marshal(out)
-		if err != nil {
-			return err
-		}
-		if err := q.SetEventResponse(ctx, db.SetEventResponseParams{ID: id, TenantID: in.TenantID, Response: answer}); err != nil {
-			return fmt.Errorf("store publish answer: %w", err)
-		}
-		if len(rows) > 0 {
-			return q.NotifyDeliveriesReady(ctx)
-		}
-		return nil
+	q := db.New(p.pool)
+	subs, err := q.MatchingSubscriptions(ctx, db.MatchingSubscriptionsParams{
+		TenantID: in.TenantID, EventType: in.EventType, OnlySubscriptionID: in.OnlySubscription,
 	})
 	if err != nil {
-		if fe := fault.As(err); fe != nil {
-			return Published{}, fe
-		}
-		return Published{}, fmt.Errorf("publish: %w", err)
+		return Published{}, fmt.Errorf("publish: matching subscriptions: %w", err)
 	}
+	now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Published{}, err
+	}
+	body, err := eventBody(in.EventType, now, payload)
+	if err != nil {
+		return Published{}, err
+	}
+	// The deliveries' ids are made here, time-ordered like the database's own, so that the answer can be
+	// stored with the event in the one statement that stores everything.
+	out := Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(subs))}
+	deliveryIDs := make([]uuid.UUID, len(subs))
+	for i, sub := range subs {
+		if deliveryIDs[i], err = uuid.NewV7(); err != nil {
+			return Published{}, err
+		}
+		out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: deliveryIDs[i].String(), SubscriptionID: sub.String(), State: string(Pending)})
+	}
+	answer, err := json.Marshal(out)
+	if err != nil {
+		return Published{}, err
+	}
+	var key *string
+	if in.IdempotencyKey != "" {
+		key = &in.IdempotencyKey
+	}
+	_, err = q.StoreEvent(ctx, db.StoreEventParams{
+		ID: id, TenantID: in.TenantID, EventType: in.EventType, Body: body, IdempotencyKey: key, RequestHash: reqHash,
+		Response: answer, Now: now, GiveUpAt: p.policy.GiveUpAt(now), DeliveryIDs: deliveryIDs, SubscriptionIds: subs,
+	})
+	if errors.Is(err, pgx.ErrNoRows) && key != nil {
+		// The key was used before (or by a concurrent publish that committed first): answer as the first time.
+		prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: key})
+		if err != nil {
+			return Published{}, fmt.Errorf("publish: read idempotent event: %w", err)
+		}
+		if !bytes.Equal(prev.RequestHash, reqHash) {
+			return Published{}, fault.Invalid("Idempotency-Key %q was already used for a different request", in.IdempotencyKey)
+		}
+		var first Published
+		if err := json.Unmarshal(prev.Response, &first); err != nil || len(prev.Response) == 0 {
+			return Published{}, fmt.Errorf("publish: idempotent event %s has no readable stored answer", prev.ID)
+		}
+		return first, nil
+	}
+	if err != nil {
+		return Published{}, fmt.Errorf("publish: store event: %w", err)
+	}
+	if len(subs) > 0 {
+		p.wake(ctx)
+	}
+	stored := true
 	// Counted after the commit: a rolled-back publish accepted nothing.
 	if stored && p.Metrics != nil {
 		p.Metrics.EventsPublished.Inc()
 	}
 	return out, nil
+}
+
+// wake tells the workers of every process that deliveries are ready, after the publish committed. The
+// NOTIFY is its own statement, not part of the publish: PostgreSQL serialises the commits of transactions
+// that notify, which made every publisher wait on every other. Concurrent publishes share one NOTIFY: while
+// one is being sent, others only ask for another round, sent after it, so no publish's rows go unannounced
+// (a NOTIFY that started before a commit could be read before that commit's rows are visible).
+func (p *Publisher) wake(ctx context.Context) {
+	p.wakeAgain.Store(true)
+	for p.waking.CompareAndSwap(false, true) {
+		for p.wakeAgain.Swap(false) {
+			// A failed NOTIFY only delays pickup until the workers' poll; the event is stored.
+			_ = db.New(p.pool).NotifyDeliveriesReady(context.WithoutCancel(ctx))
+		}
+		p.waking.Store(false)
+		if !p.wakeAgain.Load() {
+			return
+		}
+	}
 }
 
 // eventBody is what receivers get: {"type", "timestamp", "data"}, data being the payload as published.

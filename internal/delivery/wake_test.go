@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -38,4 +39,27 @@ func TestIdleWorkerWakesForNewEventsAndScheduledRetries(t *testing.T) {
 		return e.delivery(id).State == string(delivery.Delivered)
 	})
 	t.Logf("idle pickup to delivered took %s", time.Since(published))
+}
+
+// Concurrent publishes share NOTIFYs (one is sent after the commits that asked while another was being
+// sent), and none is lost: with a one-minute poll, every burst of concurrent events on an idle worker is
+// delivered at once, whichever way the publishes interleave.
+func TestConcurrentPublishesWakeIdleWorker(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute}, nil)
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for round := range 5 {
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() { e.publishOne(`{}`) })
+		}
+		wg.Wait()
+		want := (round + 1) * 16
+		eventually(t, 5*time.Second, "every event of the burst delivered", func() bool { return rc.hits() == want })
+	}
 }
