@@ -210,10 +210,6 @@ WITH rescued AS (
 )
 SELECT id, subscription_id FROM rescued;
 
--- name: NextDueAt :one
--- When the earliest pending delivery is due, so an idle worker can sleep exactly that long.
-SELECT min(next_attempt_at)::timestamptz FROM webhook_deliveries WHERE state = 'pending';
-
 -- name: QueueGauges :one
 -- The queue's gauges for /metrics, in one statement: pending deliveries (paused subscriptions' included),
 -- dead ones (not discarded), subscriptions with an open or half-open circuit, disabled subscriptions, and

@@ -638,18 +638,6 @@ func (q *Queries) ListenForDeliveries(ctx context.Context) error {
 	return err
 }
 
-const nextDueAt = `-- name: NextDueAt :one
-SELECT min(next_attempt_at)::timestamptz FROM webhook_deliveries WHERE state = 'pending'
-`
-
-// When the earliest pending delivery is due, so an idle worker can sleep exactly that long.
-func (q *Queries) NextDueAt(ctx context.Context) (time.Time, error) {
-	row := q.db.QueryRow(ctx, nextDueAt)
-	var column_1 time.Time
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const queueGauges = `-- name: QueueGauges :one
 SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint AS pending,
        (SELECT count(*) FROM webhook_deliveries WHERE state IN ('failed', 'expired') AND discarded_at IS NULL)::bigint AS dead,
