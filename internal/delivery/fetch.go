@@ -1,0 +1,162 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+)
+
+// batchGather is how long the fetcher may wait for more free slots before claiming a small batch.
+const batchGather = 5 * time.Millisecond
+
+func (w *Worker) fetch(ctx context.Context) {
+	waited := false
+	for ctx.Err() == nil {
+		free := cap(w.slots) - len(w.slots)
+		if free == 0 {
+			select {
+			case <-w.slotFreed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		// Claim in batches: while attempts are running and few slots are free, give others a moment to
+		// finish rather than claiming one or two rows per statement as each attempt ends. The wait is
+		// short, so slots held by slow receivers never keep the free ones idle for long.
+		if free < max(cap(w.slots)/4, 1) && len(w.slots) > 0 && !waited {
+			waited = true
+			t := time.NewTimer(batchGather)
+			select {
+			case <-w.slotFreed:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			continue
+		}
+		waited = false
+		n := min(free, w.o.BatchSize)
+		rows, leaseID, err := w.claim(ctx, n)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Error("claim deliveries", "err", err)
+				w.sleep(ctx, time.Second)
+			}
+			continue
+		}
+		for _, row := range rows {
+			w.slots <- struct{}{}
+			w.attempts.Add(1)
+			go func() {
+				defer w.attempts.Done()
+				w.results <- w.attempt(w.sendCtx, row, leaseID)
+			}()
+		}
+		if len(rows) == n {
+			continue // there may be more due right now
+		}
+		w.idle(ctx)
+	}
+}
+
+// idle waits for a notification, the soonest retry this worker scheduled, or the jittered poll interval.
+// A retry scheduled while it waits (by the completer) shortens the wait. While this worker's own attempts
+// run, a finished one ends the wait too: a claim that came back short may have been held back by an
+// endpoint's concurrency cap, and a finished attempt frees a slot under that cap.
+func (w *Worker) idle(ctx context.Context) {
+	pollAt := time.Now().Add(time.Duration(float64(w.o.PollInterval) * (0.8 + 0.4*rand.Float64())))
+	var freed <-chan struct{}
+	if len(w.slots) > 0 {
+		freed = w.slotFreed
+	}
+	for {
+		wait := time.Until(pollAt)
+		w.soonestMu.Lock()
+		if !w.soonest.IsZero() {
+			if d := w.soonest.Sub(w.o.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+		w.soonestMu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-w.wake:
+			t.Stop()
+			return
+		case <-freed:
+			t.Stop()
+			return
+		case <-w.rescheduled:
+			t.Stop()
+			continue
+		case <-t.C:
+			w.soonestMu.Lock()
+			if !w.soonest.IsZero() && !w.soonest.After(w.o.Now()) {
+				w.soonest = time.Time{}
+			}
+			w.soonestMu.Unlock()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+func (w *Worker) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// claim takes up to n due deliveries under one new lease.
+func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uuid.UUID, error) {
+	leaseID := uuid.New()
+	now := w.o.Now()
+	rows, err := w.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{
+		Now: now, Max: int32(n), LeaseExpiresAt: now.Add(w.o.Lease), LeaseID: leaseID, Cap: int32(w.o.EndpointConcurrency),
+	})
+	if err != nil {
+		return nil, leaseID, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return rows, leaseID, nil
+}
+
+// attempt sends one claimed delivery and decides what comes next. It does no database work.
+func (w *Worker) attempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID uuid.UUID) attemptResult {
+	// The outgoing rate limit was applied where the row was claimed (a token bucket on the subscription).
+	res := attemptResult{row: row, leaseID: leaseID}
+	var headers map[string]string
+	if len(row.Headers) > 0 {
+		if err := json.Unmarshal(row.Headers, &headers); err != nil {
+			w.log.Error("subscription headers unreadable; sending without them", "subscription_id", row.SubscriptionID, "err", err)
+		}
+	}
+	secrets, headers, err := openStored(w.o.Open, row.Secrets, headers)
+	if err != nil {
+		// A key missing from HOOKLINE_SECRET_KEY is the operator's to fix, not the receiver's failure: no
+		// attempt is recorded, and the row waits a minute and comes back.
+		w.log.Error("cannot decrypt the subscription's secrets; delivery postponed", "subscription_id", row.SubscriptionID, "err", err)
+		res.release, res.releaseAt = true, w.o.Now().Add(time.Minute)
+		return res
+	}
+	res.resp = w.sender.Send(ctx, Request{
+		URL: row.URL, MsgID: row.EventID.String(), Body: row.Body, Secrets: secrets, CustomHeaders: headers,
+	}, w.o.Now)
+	if res.resp.Canceled {
+		// Cut off by shutdown: not the receiver's fault, so no attempt is recorded and the row goes back.
+		res.release, res.releaseAt = true, w.o.Now()
+		return res
+	}
+	res.decision = w.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter},
+		int(row.AttemptCount)+1, row.GiveUpAt, w.o.Now(), w.o.Jitter())
+	return res
+}

@@ -1,0 +1,39 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5"
+)
+
+// listen holds a connection that LISTENs for new deliveries and wakes the fetcher on each notification.
+func (w *Worker) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := w.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("listening for new deliveries failed; polling until it reconnects", "err", err)
+		w.sleep(ctx, time.Second)
+	}
+}
+
+func (w *Worker) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if err := db.New(conn).ListenForDeliveries(ctx); err != nil {
+		return err
+	}
+	w.Wake() // anything published while we were not listening
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		w.Wake()
+	}
+}
