@@ -211,7 +211,10 @@ func (e *env) publishTo(tn tenant, subID uuid.UUID, eventType string, payload ma
 // waitState waits until a delivery is in one of the states.
 func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) delivery.Detail {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// Generous: every test of this package shares one database and runs in parallel with browsers under the
+	// race detector, so a few retries 100–300 ms apart can take seconds. It returns as soon as the state is
+	// reached; a delivery that never gets there still fails, with what it was doing.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		d, err := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
 		if err != nil {
@@ -223,7 +226,12 @@ func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) deliv
 			}
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("delivery %s is %s, want one of %v", id, d.State, states)
+			var inFlight int
+			var circuit string
+			_ = e.srv.Pool.QueryRow(context.Background(), `SELECT in_flight, circuit_state FROM subscriptions WHERE id = $1`,
+				d.SubscriptionID).Scan(&inFlight, &circuit)
+			e.t.Fatalf("delivery %s is %s after %d attempts (next at %v, now %s; subscription in flight %d, circuit %s), want one of %v",
+				id, d.State, d.TotalAttempts, d.NextAttemptAt, time.Now().UTC().Format(time.RFC3339Nano), inFlight, circuit, states)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
