@@ -197,6 +197,25 @@ func parseCursor(s string) (*cursor, error) {
 	return &c, nil
 }
 
+// keyset is the cursor as a keyset query's "after" parameters: both nil for the first page.
+func (c *cursor) keyset() (*time.Time, *uuid.UUID) {
+	if c == nil {
+		return nil, nil
+	}
+	return &c.CreatedAt, &c.ID
+}
+
+// pageLimit checks a list's page size: 0 means the default of 50, more than MaxPageSize is refused.
+func pageLimit(n int) (int, error) {
+	if n <= 0 {
+		return 50, nil
+	}
+	if n > MaxPageSize {
+		return 0, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	}
+	return n, nil
+}
+
 // keysetPage turns the up to limit+1 rows a keyset query returned into at most limit items and, when there
 // was one more row, the cursor of the last item kept. key gives an item's keyset.
 func keysetPage[R, T any](rows []R, limit int, conv func(R) T, key func(T) (time.Time, uuid.UUID)) ([]T, string) {
@@ -221,11 +240,8 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	if f.Limit <= 0 {
-		f.Limit = 50
-	}
-	if f.Limit > MaxPageSize {
-		return Page{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	if f.Limit, err = pageLimit(f.Limit); err != nil {
+		return Page{}, err
 	}
 	var eventType *string
 	if f.EventType != "" {
@@ -242,9 +258,7 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	if after != nil {
-		p.AfterCreatedAt, p.AfterID = &after.CreatedAt, &after.ID
-	}
+	p.AfterCreatedAt, p.AfterID = after.keyset()
 	rows, err := s.q.ListDeliveries(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list deliveries: %w", err)

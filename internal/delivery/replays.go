@@ -249,9 +249,7 @@ func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time,
 		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
 		Replayable: p.Replayable, MaxRows: int32(limit),
 	}
-	if after != nil {
-		arg.AfterCreatedAt, arg.AfterID = &after.CreatedAt, &after.ID
-	}
+	arg.AfterCreatedAt, arg.AfterID = after.keyset()
 	rows, err := s.q.ListDeadLetters(ctx, arg)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -270,11 +268,9 @@ func (s *Replays) DeadLetters(ctx context.Context, f DeadFilter, limit int, curs
 	if err := f.Validate(); err != nil {
 		return DeadPage{}, err
 	}
-	if limit <= 0 {
-		limit = 50
-	}
-	if limit > MaxPageSize {
-		return DeadPage{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return DeadPage{}, err
 	}
 	if countUpTo <= 0 {
 		countUpTo = 10000
@@ -457,20 +453,16 @@ type ReplayListFilter struct {
 
 // List returns the audit log, newest first.
 func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, error) {
-	if f.Limit <= 0 {
-		f.Limit = 50
-	}
-	if f.Limit > MaxPageSize {
-		return ReplayPage{}, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
+	var err error
+	if f.Limit, err = pageLimit(f.Limit); err != nil {
+		return ReplayPage{}, err
 	}
 	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, MaxRows: int32(f.Limit + 1)}
 	after, err := parseCursor(f.Cursor)
 	if err != nil {
 		return ReplayPage{}, err
 	}
-	if after != nil {
-		arg.AfterStartedAt, arg.AfterID = &after.CreatedAt, &after.ID
-	}
+	arg.AfterStartedAt, arg.AfterID = after.keyset()
 	rows, err := s.q.ListReplays(ctx, arg)
 	if err != nil {
 		return ReplayPage{}, fmt.Errorf("list replays: %w", err)
@@ -491,9 +483,7 @@ func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int,
 	if err != nil {
 		return Page{}, err
 	}
-	if after != nil {
-		arg.AfterCreatedAt, arg.AfterID = &after.CreatedAt, &after.ID
-	}
+	arg.AfterCreatedAt, arg.AfterID = after.keyset()
 	rows, err := s.q.ListReplayDeliveries(ctx, arg)
 	if err != nil {
 		return Page{}, fmt.Errorf("list replay deliveries: %w", err)
