@@ -12,7 +12,7 @@ FUZZTIME         ?= 10s
 CI_FUZZTIME      ?= 10s
 FUZZMINIMIZETIME ?= 2s
 
-.PHONY: run build test fuzz generate check-generated vet bench browser stop-db clean
+.PHONY: run build test fuzz generate check-generated vet bench bench-go browser stop-db clean
 
 ## run: build, start PostgreSQL if needed, migrate, seed the demo tenant and serve on :8080
 run: build
@@ -68,8 +68,15 @@ browser:
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install it with: apt-get install chromium"; exit 1; fi; }
 
-## bench: benchmarks (figures are only comparable within one run)
+## bench: the benchmark harness (docs/benchmarks.md): the real server against a fresh database and a
+## loopback receiver; prints a table and writes bench/results.json. BENCHFLAGS passes flags, for example
+## make bench BENCHFLAGS='-only drain,ceiling'. Figures are only comparable within one run.
+BENCHFLAGS ?=
 bench:
+	$(GO) run ./cmd/bench $(BENCHFLAGS)
+
+## bench-go: the Go benchmarks of the packages (go test -bench)
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 ## stop-db: stop the project-managed PostgreSQL

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The harness's own SQL (seeding, the ceiling, checks) is here and in pages.go, not in db/query: it is
+// not part of the product, and it writes rows the way the product's statements do so that the server
+// measured finds what it would have written itself.
+
+// seedBacklog inserts n pending deliveries spread evenly over subs (n/len(subs) events, each fanned out
+// to every subscription), as POST /events with those subscriptions would have stored them: one event row
+// with its body, one pending delivery per subscription, due now. It then ANALYZEs, as autovacuum would.
+func seedBacklog(ctx context.Context, db *database, ts *tenantSetup, n int, size int) error {
+	events := n / len(ts.subs)
+	body := eventBody("bench.backlog", size)
+	for done := 0; done < events; done += 10000 {
+		k := min(10000, events-done)
+		_, err := db.pool.Exec(ctx, `
+WITH ev AS (
+    INSERT INTO events (id, tenant_id, event_type, body, request_hash, created_at)
+    SELECT uuid_v7(), $1, 'bench.backlog', $2, '\x00', now() FROM generate_series(1, $3)
+    RETURNING id, created_at
+)
+INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
+                                created_at, updated_at)
+SELECT uuid_v7(), $1, ev.id, s.id, 'bench.backlog', ev.created_at, ev.created_at + interval '72 hours',
+       ev.created_at, ev.created_at
+FROM ev CROSS JOIN unnest($4::uuid[]) AS s(id)`, ts.tenant, body, k, ts.subs)
+		if err != nil {
+			return fmt.Errorf("seed backlog: %w", err)
+		}
+	}
+	_, err := db.pool.Exec(ctx, "ANALYZE")
+	return err
+}
+
+type drainVariant struct {
+	key, name string
+	subs      int
+	slow      bool
+}
+
+var drainVariants = []drainVariant{
+	{"a", "a: 1 endpoint, instant receiver", 1, false},
+	{"b", "b: 1 endpoint, slow receiver", 1, true},
+	{"c", "c: 100 subscriptions, instant receiver", 100, false},
+	{"d", "d: 100 subscriptions, slow receiver", 100, true},
+}
+
+func (b *bench) drain(ctx context.Context) error {
+	for _, v := range drainVariants {
+		if !strings.Contains(","+b.o.drainVars+",", ","+v.key+",") {
+			continue
+		}
+		n := b.o.drainN
+		if v.slow {
+			n = b.o.drainSlowN
+		}
+		rate, t, err := b.drainOnce(ctx, "drain", v, n, 1)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		b.res.add("drain", v.name, rate, "deliveries/s", fmt.Sprintf("%d deliveries", n))
+		b.record("drain", v.key, t)
+	}
+	return nil
+}
+
+// drainOnce builds a backlog of n deliveries on paused subscriptions, resumes them and times until the
+// receiver has every one, with procs server processes on one database. It checks the rows afterwards.
+func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, procs int) (float64, tally, error) {
+	db, err := freshDB(ctx, phase)
+	if err != nil {
+		return 0, tally{}, err
+	}
+	defer db.close()
+	var env []string
+	if v.subs == 1 {
+		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
+	}
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for range procs {
+		s, err := b.startServer(ctx, db.url, env...)
+		if err != nil {
+			return 0, tally{}, err
+		}
+		servers = append(servers, s)
+	}
+	c := newClient(servers[0].base)
+	delay := time.Duration(0)
+	if v.slow {
+		delay = b.o.slowDelay
+	}
+	ts, err := b.setupTenant(ctx, c, v.subs, delay)
+	if err != nil {
+		return 0, tally{}, err
+	}
+	if err := ts.setState(ctx, c, "pause"); err != nil {
+		return 0, tally{}, err
+	}
+	seedStart := time.Now()
+	if err := seedBacklog(ctx, db, ts, n, b.o.payload); err != nil {
+		return 0, tally{}, err
+	}
+	n = n / v.subs * v.subs
+	fmt.Printf("%s %s: %d pending deliveries seeded in SQL in %s; resuming\n", phase, v.name, n, time.Since(seedStart).Round(time.Millisecond))
+	for _, s := range servers {
+		_ = s.resetPeak()
+	}
+	reached := b.rc.reset(n, false)
+	start := time.Now()
+	if err := ts.setState(ctx, c, "resume"); err != nil {
+		return 0, tally{}, err
+	}
+	elapsed, err := b.waitReceived(ctx, reached, start, n)
+	if err != nil {
+		return 0, b.rc.tally(n), err
+	}
+	rate := float64(n) / elapsed.Seconds()
+	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)
+	if procs == 1 {
+		b.recordPeak(phase, v.key, servers[0])
+	}
+	t, err := b.settle(ctx, db, n)
+	fmt.Printf("%s %s: %s\n", phase, v.name, t)
+	return rate, t, err
+}
+
+// waitReceived waits until reached closes, printing progress every 5 s so a stall shows as it happens.
+func (b *bench) waitReceived(ctx context.Context, reached <-chan struct{}, start time.Time, n int) (time.Duration, error) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	last, lastAt := 0, start
+	timeout := time.After(b.o.timeout)
+	for {
+		select {
+		case <-reached:
+			return time.Since(start), nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-timeout:
+			u, _, _ := b.rc.counts()
+			return 0, fmt.Errorf("only %d of %d deliveries arrived within %s", u, n, b.o.timeout)
+		case now := <-tick.C:
+			u, _, _ := b.rc.counts()
+			fmt.Printf("  … %d/%d after %s (%.0f/s over the last %s)\n", u, n, now.Sub(start).Round(time.Second),
+				float64(u-last)/now.Sub(lastAt).Seconds(), now.Sub(lastAt).Round(time.Second))
+			last, lastAt = u, now
+		}
+	}
+}
+
+// settle waits (up to 30 s) until no delivery is pending or in flight, then checks through SQL that
+// every one is delivered with exactly one attempt, and through the receiver that each arrived once.
+func (b *bench) settle(ctx context.Context, db *database, n int) (tally, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		open, err := db.count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'in_flight')")
+		if err != nil {
+			return tally{}, err
+		}
+		if open == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t := b.rc.tally(n)
+	var rows, delivered, attempts int
+	err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries),
+	(SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'), (SELECT count(*) FROM webhook_attempts)`).
+		Scan(&rows, &delivered, &attempts)
+	if err != nil {
+		return t, err
+	}
+	if rows != n || delivered != n || attempts != n {
+		return t, fmt.Errorf("in SQL: %d deliveries, %d delivered, %d attempts; want %d of each (%s)", rows, delivered, attempts, n, t)
+	}
+	return t, nil
+}

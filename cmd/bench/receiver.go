@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// receiver is the loopback endpoint every subscription points at: /hook/<delay ms>/<label>. It answers
+// 200 at once or after the delay, and counts every request by webhook-id and label (one delivery), so a
+// run can say how many deliveries arrived and which arrived twice after a 2xx.
+type receiver struct {
+	srv  *http.Server
+	base string
+
+	mu       sync.Mutex
+	seen     map[string]int       // delivery key -> requests
+	arrived  map[string]time.Time // delivery key -> first arrival (when tracking)
+	track    bool
+	total    int
+	dupKeys  []string
+	target   int
+	reached  chan struct{}
+	bodyErrs int
+}
+
+func startReceiver() (*receiver, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rc := &receiver{base: "http://" + l.Addr().String(), seen: map[string]int{}, arrived: map[string]time.Time{}}
+	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
+	go rc.srv.Serve(l)
+	return rc, nil
+}
+
+func (rc *receiver) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = rc.srv.Shutdown(ctx)
+}
+
+// url for a subscription labelled label whose receiver answers after delay.
+func (rc *receiver) url(delay time.Duration, label string) string {
+	return fmt.Sprintf("%s/hook/%d/%s", rc.base, delay.Milliseconds(), label)
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	_, err := io.Copy(io.Discard, r.Body)
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/hook/"), "/")
+	if len(parts) != 2 {
+		http.NotFound(w, r)
+		return
+	}
+	delayMS, _ := strconv.Atoi(parts[0])
+	key := r.Header.Get("webhook-id") + "/" + parts[1]
+	rc.mu.Lock()
+	if err != nil {
+		rc.bodyErrs++
+	}
+	rc.total++
+	n := rc.seen[key] + 1
+	rc.seen[key] = n
+	if n == 2 {
+		rc.dupKeys = append(rc.dupKeys, key)
+	}
+	if n == 1 && rc.track {
+		rc.arrived[key] = now
+	}
+	if n == 1 && rc.target > 0 && len(rc.seen) == rc.target && rc.reached != nil {
+		close(rc.reached)
+		rc.reached = nil
+	}
+	rc.mu.Unlock()
+	if delayMS > 0 {
+		time.Sleep(time.Duration(delayMS) * time.Millisecond)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// reset forgets everything; after it, the returned channel closes once target distinct deliveries
+// arrived (never when target is 0). track keeps each delivery's first arrival time.
+func (rc *receiver) reset(target int, track bool) <-chan struct{} {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.seen = map[string]int{}
+	rc.arrived = map[string]time.Time{}
+	rc.track = track
+	rc.total, rc.bodyErrs, rc.dupKeys, rc.target = 0, 0, nil, target
+	ch := make(chan struct{})
+	rc.reached = ch
+	return ch
+}
+
+// counts returns distinct deliveries, all requests, and the keys received more than once.
+func (rc *receiver) counts() (unique, total int, dups []string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.seen), rc.total, append([]string(nil), rc.dupKeys...)
+}
+
+// arrival returns the first arrival of a delivery.
+func (rc *receiver) arrival(key string) (time.Time, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	t, ok := rc.arrived[key]
+	return t, ok
+}
+
+// tally is the lost/duplicate count of a phase: expected deliveries against what the receiver got.
+type tally struct {
+	expected, unique, total int
+	dups                    []string
+}
+
+func (t tally) lost() int       { return max(t.expected-t.unique, 0) }
+func (t tally) duplicates() int { return t.total - t.unique }
+
+func (t tally) String() string {
+	s := fmt.Sprintf("accepted %d, delivered %d, lost %d, duplicates %d", t.expected, t.unique, t.lost(), t.duplicates())
+	if len(t.dups) > 0 {
+		shown := t.dups[:min(len(t.dups), 10)]
+		s += " (twice: " + strings.Join(shown, ", ")
+		if len(t.dups) > len(shown) {
+			s += fmt.Sprintf(", … %d more", len(t.dups)-len(shown))
+		}
+		s += ")"
+	}
+	return s
+}
+
+func (rc *receiver) tally(expected int) tally {
+	u, t, d := rc.counts()
+	return tally{expected: expected, unique: u, total: t, dups: d}
+}
+
+// record adds a tally's lost and duplicates as figures of phase/name.
+func (b *bench) record(phase, name string, t tally) {
+	b.res.add(phase, name+" lost", float64(t.lost()), "lost", fmt.Sprintf("of %d", t.expected))
+	b.res.add(phase, name+" duplicates", float64(t.duplicates()), "duplicates", "")
+}

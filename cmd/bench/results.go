@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Results is what bench/results.json holds.
+type Results struct {
+	Machine   Machine  `json:"machine"`
+	StartedAt string   `json:"started_at"`
+	DurationS float64  `json:"duration_s"`
+	Args      []string `json:"args"`
+	Figures   []Figure `json:"figures"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	Cores      int    `json:"cores"`
+	MemoryMiB  int    `json:"memory_mib"`
+	PostgreSQL string `json:"postgresql"`
+	Go         string `json:"go"`
+	Commit     string `json:"commit"`
+	Kernel     string `json:"kernel,omitempty"`
+}
+
+// Figure is one measurement: phase ("drain"), name ("a one endpoint, instant"), value and unit.
+type Figure struct {
+	Phase string  `json:"phase"`
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	Note  string  `json:"note,omitempty"`
+}
+
+func (r *Results) add(phase, name string, value float64, unit, note string) {
+	r.Figures = append(r.Figures, Figure{Phase: phase, Name: name, Value: value, Unit: unit, Note: note})
+}
+
+// get returns the first figure with that phase and name.
+func (r *Results) get(phase, name string) (float64, bool) {
+	for _, f := range r.Figures {
+		if f.Phase == phase && f.Name == name {
+			return f.Value, true
+		}
+	}
+	return 0, false
+}
+
+// derive adds the ratios that need figures of two phases: drain (a) against the ceilings.
+func (r *Results) derive() {
+	a, ok := r.get("drain", "a: 1 endpoint, instant receiver")
+	if !ok {
+		return
+	}
+	if c, ok := r.get("ceiling", "claim+record, no HTTP"); ok && c > 0 {
+		r.add("ratio", "drain (a) / ceiling", a/c, "×", "target ≥ 0.7")
+	}
+	if c, ok := r.get("ceiling", "claim+POST+record"); ok && c > 0 {
+		r.add("ratio", "drain (a) / ceiling+HTTP", a/c, "×", "")
+	}
+}
+
+// countingProblems names every lost or duplicated delivery figure that is not zero.
+func (r *Results) countingProblems() string {
+	var bad []string
+	for _, f := range r.Figures {
+		if (f.Unit == "lost" || f.Unit == "duplicates") && f.Value != 0 {
+			bad = append(bad, fmt.Sprintf("%s %s: %.0f %s", f.Phase, f.Name, f.Value, f.Unit))
+		}
+	}
+	return strings.Join(bad, "; ")
+}
+
+func (r *Results) printTable(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s (figures comparable only within one run)\n",
+		m.Cores, m.MemoryMiB, m.PostgreSQL, m.Go, m.Commit)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "phase\tmeasure\tvalue\tunit\tnote")
+	for _, f := range r.Figures {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Phase, f.Name, formatValue(f.Value), f.Unit, f.Note)
+	}
+	tw.Flush()
+}
+
+// formatValue prints whole numbers with thousands separators and small ones with two decimals.
+func formatValue(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case math.Abs(v) >= 100 || v == math.Trunc(v):
+		return thousands(int64(math.Round(v)))
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func (r *Results) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// percentile of sorted durations (nearest rank); 0 for none.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+// latencies collects durations and reports percentiles in milliseconds.
+type latencies []time.Duration
+
+func (l latencies) ms(p float64) float64 {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return float64(percentile(s, p)) / float64(time.Millisecond)
+}
