@@ -284,6 +284,17 @@ WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired', 'de
   AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
 RETURNING *;
 
+-- name: RetryNowDelivery :one
+-- Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
+-- to @now; attempts, schedule and deadline stay. Guarded by state like RetryDelivery, and by the same cap.
+UPDATE webhook_deliveries
+SET next_attempt_at = least(next_attempt_at, @now::timestamptz),
+    manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
+    updated_at = @now::timestamptz
+WHERE id = @id AND tenant_id = @tenant_id AND state = 'pending' AND total_attempts > 0 AND discarded_at IS NULL
+  AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
+RETURNING *;
+
 -- name: DiscardDelivery :one
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL

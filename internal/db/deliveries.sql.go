@@ -821,3 +821,60 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 	)
 	return i, err
 }
+
+const retryNowDelivery = `-- name: RetryNowDelivery :one
+UPDATE webhook_deliveries
+SET next_attempt_at = least(next_attempt_at, $1::timestamptz),
+    manual_retries = manual_retries + CASE WHEN $2::bool THEN 1 ELSE 0 END,
+    updated_at = $1::timestamptz
+WHERE id = $3 AND tenant_id = $4 AND state = 'pending' AND total_attempts > 0 AND discarded_at IS NULL
+  AND ($5::int < 0 OR manual_retries < $5::int)
+RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at
+`
+
+type RetryNowDeliveryParams struct {
+	Now         time.Time
+	CountManual bool
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	MaxManual   int32
+}
+
+// Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
+// to @now; attempts, schedule and deadline stay. Guarded by state like RetryDelivery, and by the same cap.
+func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryParams) (WebhookDelivery, error) {
+	row := q.db.QueryRow(ctx, retryNowDelivery,
+		arg.Now,
+		arg.CountManual,
+		arg.ID,
+		arg.TenantID,
+		arg.MaxManual,
+	)
+	var i WebhookDelivery
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.EventID,
+		&i.SubscriptionID,
+		&i.EventType,
+		&i.State,
+		&i.AttemptCount,
+		&i.TotalAttempts,
+		&i.ManualRetries,
+		&i.NextAttemptAt,
+		&i.GiveUpAt,
+		&i.LeaseExpiresAt,
+		&i.LeaseID,
+		&i.LastAttemptAt,
+		&i.LastStatus,
+		&i.LastResponse,
+		&i.LastError,
+		&i.DeadReason,
+		&i.DiscardedAt,
+		&i.ReplayID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeadAt,
+	)
+	return i, err
+}

@@ -379,6 +379,88 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 	return fromRow(out), nil
 }
 
+// RetryNow moves a retrying delivery's next attempt to now: the customer fixed the endpoint and should not
+// wait out the backoff. The same rules and limits as Retry (the manual cap and the subscription's resend
+// bucket) apply; anything but a retrying delivery is INVALID_STATE, so the API's retry keeps its meaning.
+func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
+	cur, err := s.get(ctx, tenantID, id)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if err := CanRetryNow(fromRow(cur), actor.Admin, s.maxManual); err != nil {
+		return Delivery{}, err
+	}
+	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if wait > 0 {
+		secs := int(wait.Seconds() + 0.999)
+		return Delivery{}, fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
+	}
+	maxManual := int32(s.maxManual)
+	if actor.Admin {
+		maxManual = -1
+	}
+	var out db.WebhookDelivery
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{
+			ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: s.now(), MaxManual: maxManual,
+		})
+		if err != nil {
+			return err
+		}
+		out = row
+		return q.NotifyDeliveriesReady(ctx)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Claimed or finished since we read it: say why from its state now.
+		cur, err := s.get(ctx, tenantID, id)
+		if err != nil {
+			return Delivery{}, err
+		}
+		if err := CanRetryNow(fromRow(cur), actor.Admin, s.maxManual); err != nil {
+			return Delivery{}, err
+		}
+		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("retry delivery now: %w", err)
+	}
+	return fromRow(out), nil
+}
+
+// CheckRetryNow is the rule for Retry now: only a retrying delivery (pending after a failed attempt), not
+// discarded, and for a tenant within the same manual cap as a resend.
+func CheckRetryNow(d Delivery, admin bool, maxManual int) RetryBlock {
+	switch {
+	case d.Discarded:
+		return RetryDiscarded
+	case !d.Retrying():
+		return RetryNotWaiting
+	case !admin && d.ManualRetries >= maxManual:
+		return RetryCapped
+	}
+	return RetryAllowed
+}
+
+// CanRetryNow is CheckRetryNow as an error: INVALID_STATE or MAX_RETRIES_EXCEEDED, nil when allowed.
+func CanRetryNow(d Delivery, admin bool, maxManual int) error {
+	switch CheckRetryNow(d, admin, maxManual) {
+	case RetryDiscarded:
+		return fault.New(fault.InvalidState, "the delivery was discarded")
+	case RetryNotWaiting:
+		if d.State == Pending {
+			return fault.New(fault.InvalidState, "the delivery has not been tried yet: it is sent as soon as it is due")
+		}
+		return fault.New(fault.InvalidState, "the delivery is %s: only a delivery waiting for a retry can be retried now", d.State)
+	case RetryCapped:
+		return fault.New(fault.MaxRetries, "the delivery was retried by hand %d times, the most allowed", d.ManualRetries)
+	}
+	return nil
+}
+
 func (s *Service) retryAllowed(d Delivery, actor Actor) error {
 	return CanRetry(d, actor.Admin, s.maxManual)
 }
@@ -387,10 +469,11 @@ func (s *Service) retryAllowed(d Delivery, actor Actor) error {
 type RetryBlock int
 
 const (
-	RetryAllowed   RetryBlock = iota
-	RetryDiscarded            // discarded deliveries stay for audit only
-	RetryQueued               // pending or in flight: already in the queue
-	RetryCapped               // a tenant retried it by hand maxManual times already
+	RetryAllowed    RetryBlock = iota
+	RetryDiscarded             // discarded deliveries stay for audit only
+	RetryQueued                // pending or in flight: already in the queue
+	RetryCapped                // a tenant retried it by hand maxManual times already
+	RetryNotWaiting            // Retry now: not a delivery waiting for a retry
 )
 
 // CheckRetry is the one rule for manual retries, shared by the API, the dashboard's Resend and its note:

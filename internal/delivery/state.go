@@ -60,7 +60,7 @@ func (s State) Dead() bool { return s == Failed || s == Expired }
 
 // transitions lists the allowed moves. The SQL statements that move rows are guarded by the same sets.
 var transitions = map[State][]State{
-	Pending:   {InFlight, Failed},                    // claimed; dead-lettered when its subscription is deleted
+	Pending:   {InFlight, Failed, Pending},           // claimed; dead-lettered when its subscription is deleted; retry now
 	InFlight:  {Delivered, Pending, Failed, Expired}, // an attempt's outcome, or released/rescued
 	Delivered: {Pending},                             // resend
 	Failed:    {Pending},                             // manual retry or replay
@@ -78,7 +78,7 @@ func CanTransition(from, to State) bool {
 }
 
 // Retryable reports whether a manual retry or replay may put a delivery in state s back in the queue.
-func Retryable(s State) bool { return CanTransition(s, Pending) && s != InFlight }
+func Retryable(s State) bool { return CanTransition(s, Pending) && s != InFlight && s != Pending }
 
 // Dead reasons, stored in webhook_deliveries.dead_reason.
 const (

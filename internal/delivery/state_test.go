@@ -149,7 +149,7 @@ func TestDecide(t *testing.T) {
 func TestCanTransition(t *testing.T) {
 	t.Parallel()
 	allowed := map[[2]State]bool{
-		{Pending, InFlight}: true, {Pending, Failed}: true,
+		{Pending, InFlight}: true, {Pending, Failed}: true, {Pending, Pending}: true, // retry now
 		{InFlight, Delivered}: true, {InFlight, Pending}: true, {InFlight, Failed}: true, {InFlight, Expired}: true,
 		{Delivered, Pending}: true, {Failed, Pending}: true, {Expired, Pending}: true,
 	}

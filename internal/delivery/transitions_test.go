@@ -64,6 +64,10 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 			_, err := q.RetryDelivery(ctx, db.RetryDeliveryParams{ID: id, TenantID: e.tenant, Now: now, GiveUpAt: now.Add(time.Hour), MaxManual: -1})
 			return ignoreNoRows(err)
 		}},
+		{"RetryNowDelivery", delivery.Pending, []delivery.State{delivery.Pending}, func(ctx context.Context, id, _ uuid.UUID, now time.Time) error {
+			_, err := q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{ID: id, TenantID: e.tenant, Now: now, MaxManual: -1})
+			return ignoreNoRows(err)
+		}},
 		{"DeadLetterQueuedOfSubscription", delivery.Failed, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
 			_, err := q.DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{SubscriptionID: sub.ID, TenantID: e.tenant, Now: now})
 			return err
@@ -111,6 +115,13 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if st.name == "RetryNowDelivery" {
+					// Retry now takes a delivery that was tried before and waits for its backoff.
+					if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET total_attempts = 1, attempt_count = 1,
+						next_attempt_at = $2::timestamptz + interval '1 hour' WHERE id = $1`, id, now); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if err := st.run(e.ctx, id, lease, now.Add(time.Second)); err != nil {
 					t.Fatalf("%s from %s: %v", st.name, from, err)
 				}
@@ -124,6 +135,9 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 					t.Errorf("%s from %s: moved the delivery to %s; its guard should leave %s alone", st.name, from, got, from)
 				}
 				d := e.delivery(id)
+				if st.name == "RetryNowDelivery" && from == delivery.Pending && d.NextAttemptAt.After(now.Add(time.Second)) {
+					t.Errorf("RetryNowDelivery from pending: next attempt still at %s, want now (%s)", d.NextAttemptAt, now.Add(time.Second))
+				}
 				if delivery.State(d.State).Dead() != (d.DeadAt != nil) {
 					t.Errorf("%s from %s: state %s with dead_at %v", st.name, from, d.State, d.DeadAt)
 				}
