@@ -243,13 +243,17 @@ SELECT * FROM webhook_attempts WHERE delivery_id = @delivery_id AND tenant_id = 
 
 -- name: ListDeliveries :many
 -- Newest first, keyset-paginated on (created_at, id). NULL filters are folded away at plan time (the pool
--- plans every statement with its parameters), so each combination uses its index.
+-- plans every statement with its parameters), so each combination uses its index; an event_id finds its
+-- few rows (one per subscription) through webhook_deliveries_event_idx. event_type_prefix matches types
+-- starting with it (invoice. matches invoice.paid).
 SELECT * FROM webhook_deliveries
 WHERE tenant_id = @tenant_id AND discarded_at IS NULL
   AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
   AND (cardinality(@states::text[]) = 0 OR state = ANY (@states::text[]))
   AND (sqlc.narg('retrying')::bool IS NULL OR (total_attempts > 0) = sqlc.narg('retrying')::bool)
+  AND (sqlc.narg('event_id')::uuid IS NULL OR event_id = sqlc.narg('event_id')::uuid)
   AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
+  AND (sqlc.narg('event_type_prefix')::text IS NULL OR starts_with(event_type, sqlc.narg('event_type_prefix')::text))
   AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
   AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz)
   AND (sqlc.narg('after_created_at')::timestamptz IS NULL
@@ -266,7 +270,9 @@ SELECT count(*)::bigint FROM (
       AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
       AND (cardinality(@states::text[]) = 0 OR state = ANY (@states::text[]))
       AND (sqlc.narg('retrying')::bool IS NULL OR (total_attempts > 0) = sqlc.narg('retrying')::bool)
+      AND (sqlc.narg('event_id')::uuid IS NULL OR event_id = sqlc.narg('event_id')::uuid)
       AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
+      AND (sqlc.narg('event_type_prefix')::text IS NULL OR starts_with(event_type, sqlc.narg('event_type_prefix')::text))
       AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
       AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz)
     LIMIT @up_to::int

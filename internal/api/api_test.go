@@ -292,7 +292,7 @@ func TestInvalidRequest(t *testing.T) {
 		"limit=abc", "limit=0", "limit=101", "limit=-1", "limit=1.5", "limit=99999999999999999999",
 		"since=notatime", "until=2026-13-01T00:00:00Z", "since=2026-01-01", "state=bogus", "state=pending,bogus",
 		"cursor=garbage", "cursor=" + "eyJ0IjoieCJ9", "cursor=%00", "include_totals=maybe", "include_totals=",
-		"subscription_id=nope", "unknown=1", "limit=1&LIMIT=2", "event_type=a%20b",
+		"subscription_id=nope", "event_id=nope", "event_id=msg_123", "unknown=1", "limit=1&LIMIT=2", "event_type=a%20b",
 	} {
 		r := e.call("GET", tp+"/deliveries?"+q, adminToken, nil)
 		if q == "include_totals=" { // empty means not asked

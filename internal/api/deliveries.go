@@ -17,7 +17,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 	var f delivery.Filter
 	for key := range q {
 		switch key {
-		case "subscription_id", "state", "event_type", "since", "until", "limit", "cursor", "include_totals":
+		case "subscription_id", "event_id", "state", "event_type", "since", "until", "limit", "cursor", "include_totals":
 		default:
 			return f, fault.Invalid("unknown query parameter %q", key)
 		}
@@ -28,6 +28,13 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 			return f, fault.Invalid("subscription_id is not a valid id")
 		}
 		f.SubscriptionID = &id
+	}
+	if v := q.Get("event_id"); v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return f, fault.Invalid("event_id is not a valid id")
+		}
+		f.EventID = &id
 	}
 	if v := q.Get("state"); v != "" {
 		f.States = strings.Split(v, ",")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // TestPublishIdempotency: the same Idempotency-Key returns the first answer and creates nothing.
@@ -347,13 +349,15 @@ func TestListDeliveries(t *testing.T) {
 	tp := "/tenants/" + tid
 	ok := e.newSubscription(tid, map[string]any{"url": rc.URL + "/ok", "event_types": []string{"a", "b"}})
 	bad := e.newSubscription(tid, map[string]any{"url": rc.URL + "/bad", "event_types": []string{"a"}})
-	var all []string // delivery ids, oldest first
+	var all, events []string // delivery and event ids, oldest first
 	for i := range 7 {
 		typ := "a"
 		if i%3 == 2 {
 			typ = "b"
 		}
-		for _, d := range e.publish(tid, typ, map[string]any{"i": i}).Deliveries {
+		pub := e.publish(tid, typ, map[string]any{"i": i})
+		events = append(events, pub.ID)
+		for _, d := range pub.Deliveries {
 			all = append(all, d.ID)
 			e.waitState(tid, d.ID, "delivered", "failed")
 		}
@@ -382,6 +386,11 @@ func TestListDeliveries(t *testing.T) {
 		"subscription_id=" + ok.ID:  7,
 		"subscription_id=" + bad.ID: 5,
 		"subscription_id=" + bad.ID + "&state=delivered":                               0,
+		"event_id=" + events[0]:                                                        2,
+		"event_id=" + events[2]:                                                        1,
+		"event_id=" + events[0] + "&subscription_id=" + bad.ID:                         1,
+		"event_id=" + events[0] + "&state=delivered":                                   1,
+		"event_id=" + uuid.NewString():                                                 0,
 		"since=2000-01-01T00:00:00Z":                                                   12,
 		"until=2000-01-01T00:00:00Z":                                                   0,
 		"since=" + url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339Nano)): 0,
@@ -435,6 +444,12 @@ func TestListDeliveries(t *testing.T) {
 		a, b := e.delivery(tid, seen[i-1]), e.delivery(tid, seen[i])
 		if a.CreatedAt.Before(b.CreatedAt) {
 			t.Errorf("not newest first at %d", i)
+		}
+	}
+	// An event's deliveries are that event's, one per subscription it went to.
+	for _, it := range list("event_id=" + events[0]).Items {
+		if it.EventID != events[0] || it.EventType != "a" {
+			t.Errorf("event_id=%s lists %+v", events[0], it)
 		}
 	}
 	// Filters hold across pages too.

@@ -69,7 +69,8 @@ var isolationRoutes = map[string]isoRoute{
 	}},
 	"GET /api/v1/tenants/{}/deliveries": {queries: func(w *isoWorld) []string {
 		return []string{"subscription_id=" + w.b.sub, "subscription_id=" + w.b.deadSub + "&state=dead",
-			"state=dead&include_totals=true", "event_type=iso.bad", "limit=100"}
+			"state=dead&include_totals=true", "event_type=iso.bad", "limit=100", "event_id=" + w.b.eventIDs[0],
+			"event_id=" + w.b.eventIDs[1] + "&include_totals=true"}
 	}},
 	"GET /api/v1/tenants/{}/deliveries/{}":        {},
 	"DELETE /api/v1/tenants/{}/deliveries/{}":     {},

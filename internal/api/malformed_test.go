@@ -57,7 +57,7 @@ var malformedQueries = []string{
 	"state=" + strings.Repeat("dead,", 500), "event_type=%00", "event_type=%ff", "event_type=" + strings.Repeat("a", 500),
 	"since=0000-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z", "until=0001-01-01T00:00:00Z", "since=2026-01-01T00:00:00%2B25:00",
 	"since=2026-02-30T00:00:00Z", "since=%00", "until=2026-01-01T00:00:00.999999999999Z", "subscription_id=%00",
-	"subscription_id=" + uuid.NewString(), "subscription_id={" + uuid.NewString() + "}", "include_totals=1", "include_totals=TRUE",
+	"subscription_id=" + uuid.NewString(), "subscription_id={" + uuid.NewString() + "}", "event_id=%00", "event_id=" + uuid.NewString(), "include_totals=1", "include_totals=TRUE",
 	"include_totals=%00", "%zz=1", "=1", "&&&", "a[b]=1", "limit=1;DROP%20TABLE%20x", strings.Repeat("x=1&", 200),
 }
 

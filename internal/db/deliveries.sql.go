@@ -318,22 +318,26 @@ SELECT count(*)::bigint FROM (
       AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
       AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
       AND ($4::bool IS NULL OR (total_attempts > 0) = $4::bool)
-      AND ($5::text IS NULL OR event_type = $5::text)
-      AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-      AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-    LIMIT $8::int
+      AND ($5::uuid IS NULL OR event_id = $5::uuid)
+      AND ($6::text IS NULL OR event_type = $6::text)
+      AND ($7::text IS NULL OR starts_with(event_type, $7::text))
+      AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
+      AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
+    LIMIT $10::int
 ) matches
 `
 
 type CountDeliveriesParams struct {
-	TenantID       uuid.UUID
-	SubscriptionID *uuid.UUID
-	States         []string
-	Retrying       *bool
-	EventType      *string
-	Since          *time.Time
-	Until          *time.Time
-	UpTo           int32
+	TenantID        uuid.UUID
+	SubscriptionID  *uuid.UUID
+	States          []string
+	Retrying        *bool
+	EventID         *uuid.UUID
+	EventType       *string
+	EventTypePrefix *string
+	Since           *time.Time
+	Until           *time.Time
+	UpTo            int32
 }
 
 // The number of matches, counting at most @up_to rows so that a page can say "10,000+" quickly on a
@@ -344,7 +348,9 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 		arg.SubscriptionID,
 		arg.States,
 		arg.Retrying,
+		arg.EventID,
 		arg.EventType,
+		arg.EventTypePrefix,
 		arg.Since,
 		arg.Until,
 		arg.UpTo,
@@ -550,37 +556,45 @@ WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
   AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
   AND ($4::bool IS NULL OR (total_attempts > 0) = $4::bool)
-  AND ($5::text IS NULL OR event_type = $5::text)
-  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-  AND ($8::timestamptz IS NULL
-       OR (created_at, id) < ($8::timestamptz, $9::uuid))
+  AND ($5::uuid IS NULL OR event_id = $5::uuid)
+  AND ($6::text IS NULL OR event_type = $6::text)
+  AND ($7::text IS NULL OR starts_with(event_type, $7::text))
+  AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
+  AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
+  AND ($10::timestamptz IS NULL
+       OR (created_at, id) < ($10::timestamptz, $11::uuid))
 ORDER BY created_at DESC, id DESC
-LIMIT $10::int
+LIMIT $12::int
 `
 
 type ListDeliveriesParams struct {
-	TenantID       uuid.UUID
-	SubscriptionID *uuid.UUID
-	States         []string
-	Retrying       *bool
-	EventType      *string
-	Since          *time.Time
-	Until          *time.Time
-	AfterCreatedAt *time.Time
-	AfterID        *uuid.UUID
-	MaxRows        int32
+	TenantID        uuid.UUID
+	SubscriptionID  *uuid.UUID
+	States          []string
+	Retrying        *bool
+	EventID         *uuid.UUID
+	EventType       *string
+	EventTypePrefix *string
+	Since           *time.Time
+	Until           *time.Time
+	AfterCreatedAt  *time.Time
+	AfterID         *uuid.UUID
+	MaxRows         int32
 }
 
 // Newest first, keyset-paginated on (created_at, id). NULL filters are folded away at plan time (the pool
-// plans every statement with its parameters), so each combination uses its index.
+// plans every statement with its parameters), so each combination uses its index; an event_id finds its
+// few rows (one per subscription) through webhook_deliveries_event_idx. event_type_prefix matches types
+// starting with it (invoice. matches invoice.paid).
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]WebhookDelivery, error) {
 	rows, err := q.db.Query(ctx, listDeliveries,
 		arg.TenantID,
 		arg.SubscriptionID,
 		arg.States,
 		arg.Retrying,
+		arg.EventID,
 		arg.EventType,
+		arg.EventTypePrefix,
 		arg.Since,
 		arg.Until,
 		arg.AfterCreatedAt,

@@ -96,12 +96,16 @@ func fromRow(r db.WebhookDelivery) Delivery {
 type Filter struct {
 	SubscriptionID *uuid.UUID
 	// States are states to include; "retrying" is pending with earlier attempts, "dead" failed + expired.
-	States    []string
+	States []string
+	// EventID selects one event's deliveries (one per subscription it went to).
+	EventID   *uuid.UUID
 	EventType string
-	Since     *time.Time
-	Until     *time.Time
-	Limit     int
-	Cursor    string
+	// EventTypePrefix selects event types starting with it ("invoice." matches "invoice.paid").
+	EventTypePrefix string
+	Since           *time.Time
+	Until           *time.Time
+	Limit           int
+	Cursor          string
 	// WithTotal asks for the count of all matches.
 	WithTotal bool
 	// CountUpTo, when positive, stops counting there: Total is then at most CountUpTo and TotalAtLeast says
@@ -243,13 +247,16 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if f.Limit, err = pageLimit(f.Limit); err != nil {
 		return Page{}, err
 	}
-	var eventType *string
+	var eventType, prefix *string
 	if f.EventType != "" {
 		eventType = &f.EventType
 	}
+	if f.EventTypePrefix != "" {
+		prefix = &f.EventTypePrefix
+	}
 	p := db.ListDeliveriesParams{
-		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying,
-		EventType: eventType, Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
+		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying, EventID: f.EventID,
+		EventType: eventType, EventTypePrefix: prefix, Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
 	}
 	if states == nil {
 		p.States = []string{}
@@ -271,8 +278,8 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 			upTo = int32(f.CountUpTo)
 		}
 		n, err := s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
-			TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: p.States, Retrying: retrying,
-			EventType: eventType, Since: f.Since, Until: f.Until, UpTo: upTo,
+			TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: p.States, Retrying: retrying, EventID: f.EventID,
+			EventType: eventType, EventTypePrefix: prefix, Since: f.Since, Until: f.Until, UpTo: upTo,
 		})
 		if err != nil {
 			return Page{}, fmt.Errorf("count deliveries: %w", err)
