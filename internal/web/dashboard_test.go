@@ -570,8 +570,8 @@ func TestDeliveryPage(t *testing.T) {
 	if len(gaps) != 2 || !strings.HasPrefix(text(gaps[0]), "waited ") {
 		t.Errorf("gaps: %d", len(gaps))
 	}
-	if !strings.Contains(text(attempts[2]), "no attempts or time left") {
-		t.Errorf("last attempt: %q", text(attempts[2]))
+	if !strings.Contains(text(attempts[0]), "no attempts or time left") { // newest first
+		t.Errorf("last attempt: %q", text(attempts[0]))
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// delivery is one delivery's page: state in words, the request as sent and the attempt timeline.
+// delivery is one delivery's page: the answer first (summary, Retry now / Resend), the attempts newest
+// first, the request as sent.
 func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 	tenantID, id, err := h.deliveryTenant(r)
 	if err != nil {
@@ -43,27 +44,7 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
 		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
 	}
-	switch {
-	case d.State == delivery.Pending && d.NextAttemptAt != nil:
-		p.TimelineEnd, p.EndClass = "next attempt at "+d.NextAttemptAt.UTC().Format(timeLayout)+" ("+ago(h.now(), *d.NextAttemptAt)+")", "upcoming"
-	case d.State == delivery.InFlight:
-		p.TimelineEnd, p.EndClass = "an attempt is being made now", "upcoming"
-	case d.State.Dead():
-		p.TimelineEnd, p.EndClass = "gave up: "+string(d.State), "end"
-	}
-	user := currentUser(r)
-	switch delivery.CheckRetry(d.Delivery, user.Admin, h.maxManual) {
-	case delivery.RetryDiscarded:
-		p.ResendNote = "It was discarded and cannot be resent."
-	case delivery.RetryQueued:
-		p.ResendNote = "It is queued already; Resend is for delivered, failed and expired deliveries."
-	case delivery.RetryCapped:
-		p.ResendNote = fmt.Sprintf("It was resent by hand %d times, the most allowed.", d.ManualRetries)
-		p.CanResend = true // the button stays, and says why when pressed
-	default:
-		p.CanResend = true
-		p.ResendNote = "Resend puts it back in the queue with a fresh schedule; it counts toward the manual resend limit."
-	}
+	h.answerFirst(&p, d, subState, currentUser(r).Admin)
 	h.render(w, r, http.StatusOK, templates.DeliveryView(p))
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,11 +75,14 @@ func (w *testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// receiver is a webhook endpoint: /bad answers 400, /flaky 503, /slow waits, anything else 200.
+// receiver is a webhook endpoint: /bad answers 400, /flaky 503, /fixable 503 until fixed, /slow waits,
+// anything else 200.
 type receiver struct {
 	*httptest.Server
 	mu   sync.Mutex
 	hits []hit
+	// fixed turns /fixable from 503 into 200: an endpoint the customer repairs.
+	fixed atomic.Bool
 }
 
 type hit struct {
@@ -103,7 +107,7 @@ func newReceiver(t *testing.T) *receiver {
 		case strings.HasPrefix(r.URL.Path, "/bad"):
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = io.WriteString(w, `{"error":"unknown order"}`)
-		case strings.HasPrefix(r.URL.Path, "/flaky"):
+		case strings.HasPrefix(r.URL.Path, "/flaky"), strings.HasPrefix(r.URL.Path, "/fixable") && !rc.fixed.Load():
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "try later")
 		default:

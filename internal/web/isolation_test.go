@@ -50,6 +50,7 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /subscriptions/{id}/test":   {access: "customer", params: idParam("subscription")},
 	"GET /deliveries/{id}":            {access: "customer", params: idParam("delivery")},
 	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
+	"POST /deliveries/{id}/retry-now": {access: "customer", params: idParam("delivery")},
 	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
 		return url.Values{"since": {w.since}, "action": {"confirm"}}
 	}},

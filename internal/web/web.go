@@ -152,6 +152,7 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/subscriptions/{id}/test", h.sendTest)
 			r.Get("/deliveries/{id}", h.delivery)
 			r.Post("/deliveries/{id}/resend", h.resend)
+			r.Post("/deliveries/{id}/retry-now", h.retryNow)
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)

@@ -194,6 +194,8 @@ type Attempt struct {
 	Error    string
 	// GapAfter is the wait until the next attempt ("waited 5.2 s"); empty for the last one.
 	GapAfter string
+	// GapBefore is the wait since the previous attempt ("5.2 s after attempt 1"); empty for the first one.
+	GapBefore string
 }
 
 // DeliveryPage is /deliveries/{id}.
@@ -214,19 +216,32 @@ type DeliveryPage struct {
 	LastAttempt Time
 	DeadAt      Time
 	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
-	Replay        string
-	ReplayHref    string
-	RequestURL    string
-	Headers       []KV
-	Body          string
-	Attempts      []Attempt
-	TimelineEnd   string // how the timeline ends: "next attempt at …", "gave up", "delivered"
-	EndClass      string // upcoming, end, ok
-	CanResend     bool
-	ResendNote    string
-	ManualRetries int
-	MaxManual     int
-	ActionBase    string // /deliveries/{id}
+	Replay      string
+	ReplayHref  string
+	RequestURL  string
+	Headers     []KV
+	Body        string
+	Attempts    []Attempt
+	TimelineEnd string // how the timeline ends: "next attempt at …", "gave up", "delivered"
+	EndClass    string // upcoming, end, ok
+	CanResend   bool
+	ResendNote  string
+	// Summary leads the page; Resend and RetryNow are its actions, each disabled with a reason when not
+	// allowed. Final hides what no longer applies ("gives up at"); Live, with Version, lets the page follow
+	// an unfinished delivery.
+	Summary  Summary
+	Resend   Action
+	RetryNow Action
+	Final    bool
+	Live     bool
+	Version  string
+	// RequestHeading is "Request as sent", or "Request to be sent" before the first attempt; Signature is
+	// the full webhook-signature header, for its copy button.
+	RequestHeading string
+	Signature      string
+	ManualRetries  int
+	MaxManual      int
+	ActionBase     string // /deliveries/{id}
 }
 
 // ErrorPage is a 404, 403 or 500 page.

@@ -1,0 +1,176 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// This file is the delivery page's answer first: its summary, Retry now and Resend with why they are
+// disabled, and what lets the page follow an unfinished delivery.
+
+// answerFirst fills the summary, the actions and the live-update fields of a delivery's page, and orders
+// its attempts newest first.
+func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, admin bool) {
+	p.Final = d.State == delivery.Delivered || d.State.Dead()
+	p.Live = !p.Final && !d.Discarded
+	p.Version = fmt.Sprintf("%s-%d-%d-%d", d.State, d.TotalAttempts, d.ManualRetries, d.UpdatedAt.UnixNano())
+	p.RequestHeading = "Request as sent"
+	if len(d.Attempts) == 0 {
+		p.RequestHeading = "Request to be sent"
+	}
+	for k, v := range d.Request.Headers {
+		if strings.EqualFold(k, "webhook-signature") {
+			p.Signature = v
+		}
+	}
+	switch {
+	case d.State == delivery.Pending && d.NextAttemptAt != nil:
+		p.TimelineEnd, p.EndClass = "next attempt at "+d.NextAttemptAt.UTC().Format(timeLayout)+" ("+ago(h.now(), *d.NextAttemptAt)+")", "upcoming"
+	case d.State == delivery.InFlight:
+		p.TimelineEnd, p.EndClass = "an attempt is being made now", "upcoming"
+	case d.State.Dead():
+		p.TimelineEnd, p.EndClass = "gave up: "+string(d.State), "end"
+	}
+	p.Summary = h.summary(d, subState)
+	p.Resend, p.RetryNow = h.actions(d, admin)
+	p.CanResend, p.ResendNote = p.Resend.Enabled(), p.Resend.Note
+
+	// Newest first: each attempt says how long after the one before it was made.
+	for i := 1; i < len(p.Attempts); i++ {
+		p.Attempts[i].GapBefore = strings.Replace(p.Attempts[i-1].GapAfter, " before the next attempt", " after attempt "+strconv.Itoa(p.Attempts[i-1].N), 1)
+	}
+	for i, j := 0, len(p.Attempts)-1; i < j; i, j = i+1, j-1 {
+		p.Attempts[i], p.Attempts[j] = p.Attempts[j], p.Attempts[i]
+	}
+}
+
+// summary says in one glance what happened to a delivery and what happens next.
+func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary {
+	var s templates.Summary
+	s.Response = lastResponse(d)
+	now := h.now()
+	switch {
+	case d.State == delivery.Delivered:
+		s.Class = "ok"
+		s.Headline = "Delivered on the first attempt"
+		if d.TotalAttempts > 1 {
+			s.Headline = fmt.Sprintf("Delivered in %d attempts", d.TotalAttempts)
+		}
+		s.At = h.timePtr(d.LastAttemptAt)
+	case d.State.Dead():
+		s.Class, s.Headline, s.AtLabel, s.At = "dead", "Dead", "since", h.timePtr(d.DeadAt)
+		if d.DeadAt == nil {
+			s.At = h.timePtr(d.LastAttemptAt)
+		}
+		s.Note = "Nothing more is tried. Fix the endpoint, then Resend."
+		if d.Discarded {
+			s.Note = ""
+		}
+	case d.State == delivery.InFlight:
+		s.Class, s.Headline = "waiting", "Being sent now"
+	case d.Retrying():
+		s.Class, s.Headline = "retry", "Retrying"
+		s.AtLabel, s.At = "next attempt", h.timePtr(d.NextAttemptAt)
+		if d.NextAttemptAt != nil && !d.NextAttemptAt.After(now) {
+			s.AtLabel = "due"
+		}
+	default:
+		s.Class, s.Headline = "waiting", "Not tried yet"
+		s.AtLabel, s.At = "due", h.timePtr(d.NextAttemptAt)
+	}
+	if d.State == delivery.Pending && subState == subscriptions.Paused {
+		s.Headline += ": waiting for the subscription to be resumed"
+		s.AtLabel, s.At = "", templates.Time{}
+		s.Note = "The subscription is paused: nothing is sent until you resume it. Its deadline still runs."
+	}
+	return s
+}
+
+// lastResponse is the last attempt's answer: "Last response 400: {…}", or why there was none.
+func lastResponse(d delivery.Detail) string {
+	if len(d.Attempts) == 0 {
+		return ""
+	}
+	a := d.Attempts[len(d.Attempts)-1]
+	if a.Status == nil {
+		if a.Error != "" {
+			return "No response: " + clip(a.Error, 200)
+		}
+		return "No response"
+	}
+	s := "Last response " + strconv.Itoa(*a.Status)
+	if body := clip(strings.Join(strings.Fields(a.ResponseSnippet), " "), 200); body != "" {
+		s += ": " + body
+	}
+	return s
+}
+
+// clip shortens s to at most n characters, with an ellipsis when cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// actions says which of Resend and Retry now a delivery's page offers, and why one is disabled.
+func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templates.Action) {
+	capped := fmt.Sprintf("Retried by hand %d of %d times, the most allowed: it cannot be retried again from here.", d.ManualRetries, h.maxManual)
+	if d.Retrying() {
+		retryNow.Show = true
+		switch delivery.CheckRetryNow(d.Delivery, admin, h.maxManual) {
+		case delivery.RetryCapped:
+			retryNow.Reason = capped
+		case delivery.RetryDiscarded:
+			retryNow.Reason = "It was discarded."
+		default:
+			retryNow.Note = "Retry now sends it right away instead of at the next attempt; it counts toward the limit of retries by hand."
+		}
+		return resend, retryNow
+	}
+	resend.Show = true
+	switch delivery.CheckRetry(d.Delivery, admin, h.maxManual) {
+	case delivery.RetryDiscarded:
+		resend.Reason = "It was discarded and cannot be resent."
+	case delivery.RetryQueued:
+		resend.Reason = "It is queued already; Resend is for delivered, failed and expired deliveries."
+	case delivery.RetryCapped:
+		resend.Reason = capped
+	default:
+		resend.Note = "Resend puts it back in the queue with a fresh schedule; it counts toward the limit of retries by hand."
+	}
+	return resend, retryNow
+}
+
+// retryNow sends a retrying delivery right away instead of at its next attempt, and says what happened.
+func (h *Handler) retryNow(w http.ResponseWriter, r *http.Request) {
+	u := currentUser(r)
+	tenantID, id, err := h.deliveryTenant(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_, err = h.dels.RetryNow(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
+	fe := fault.As(err)
+	switch {
+	case err == nil:
+		h.setFlash(r, "success", "Retrying now: the next attempt is made right away.")
+	case fe != nil && fe.Code == fault.RateLimited:
+		h.setFlash(r, "warning", fmt.Sprintf("Not retried: too many retries by hand for this subscription right now. Try again in %d s.",
+			max(secondsUp(fe.RetryAfter), 1)))
+	case fe != nil && (fe.Code == fault.InvalidState || fe.Code == fault.MaxRetries):
+		h.setFlash(r, "error", "Not retried: "+fe.Message+".")
+	default:
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/deliveries/"+id.String(), http.StatusSeeOther)
+}

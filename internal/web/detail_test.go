@@ -1,0 +1,175 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/jackc/pgx/v5"
+)
+
+// retrying publishes an event to a /fixable subscription and waits until its delivery failed once and
+// waits for a retry; its next attempt is then pushed an hour out, as a long backoff would (the package's
+// shared policy retries within 300 ms).
+func (e *env) retrying(tn tenant, path string) (subID, id uuid.UUID) {
+	e.t.Helper()
+	sub := e.newSubscription(tn, "/fixable/"+path, path+" fixable endpoint", "order.paid")
+	id = e.publishTo(tn, sub.ID, "order.paid", map[string]any{"order": path})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := e.srv.Pool.QueryRow(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'
+			WHERE id = $1 AND state = 'pending' AND total_attempts > 0 RETURNING total_attempts`, id).Scan(&n)
+		if err == nil {
+			return sub.ID, id
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			e.t.Fatal(err)
+		}
+		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State.Dead() || time.Now().After(deadline) {
+			e.t.Fatalf("delivery %s is %s, never caught waiting for a retry", id, d.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	s := seed(e, "answer", 1)
+	c := e.client()
+	c.login(s.tn.Email)
+
+	// Dead: the summary says so and shows the endpoint's answer; nothing about giving up later.
+	p := c.get("/deliveries/" + s.dead[0].String())
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Dead" {
+		t.Errorf("dead headline %q", got)
+	}
+	if got := text(one(t, p.Doc, "summary-at")); !strings.HasPrefix(got, "since ") {
+		t.Errorf("dead since %q", got)
+	}
+	if got := text(one(t, p.Doc, "summary-response")); got != `Last response 400: {"error":"unknown order"}` {
+		t.Errorf("dead response %q", got)
+	}
+	if n := len(byTestID(p.Doc, "give-up")) + len(byTestID(p.Doc, "next-attempt")); n != 0 {
+		t.Error("a finished delivery shows when it gives up or its next attempt")
+	}
+	if hasAttr(one(t, p.Doc, "delivery-live"), "data-live") {
+		t.Error("a dead delivery's page follows it")
+	}
+	if got := text(one(t, p.Doc, "request-heading")); got != "Request as sent" {
+		t.Errorf("request heading %q", got)
+	}
+	if n := len(byTestID(p.Doc, "retry-now")); n != 0 {
+		t.Error("Retry now offered for a dead delivery")
+	}
+	if hasAttr(one(t, p.Doc, "resend"), "disabled") {
+		t.Error("Resend disabled for a dead delivery")
+	}
+	// Copy buttons carry what they copy, and stay hidden without script.
+	for id, want := range map[string]string{"copy-delivery-id": s.dead[0].String(), "copy-event-id": text(one(t, p.Doc, "event-id"))} {
+		b := one(t, p.Doc, id)
+		if attr(b, "data-copy") != want || !hasAttr(b, "hidden") {
+			t.Errorf("%s: data-copy %q, want %q (hidden %v)", id, attr(b, "data-copy"), want, hasAttr(b, "hidden"))
+		}
+	}
+	if sig := attr(one(t, p.Doc, "copy-signature"), "data-copy"); !strings.HasPrefix(sig, "v1,") || len(sig) < 40 {
+		t.Errorf("signature copied as %q", sig)
+	}
+	if !strings.Contains(attr(one(t, p.Doc, "copy-payload"), "data-copy"), `"order.paid"`) {
+		t.Error("payload copy button lacks the payload")
+	}
+
+	// Delivered.
+	p = c.get("/deliveries/" + s.delivered[0].String())
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Delivered on the first attempt" {
+		t.Errorf("delivered headline %q", got)
+	}
+
+	// Not tried yet (paused): "to be sent", live, and why it waits.
+	paused := e.newSubscription(s.tn, "/good/answer-paused", "paused")
+	if _, err := e.srv.Subscriptions.Pause(context.Background(), s.tn.ID, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	id := e.publishTo(s.tn, paused.ID, "order.paid", map[string]any{"order": 9})
+	p = c.get("/deliveries/" + id.String())
+	if got := text(one(t, p.Doc, "request-heading")); got != "Request to be sent" {
+		t.Errorf("pending request heading %q", got)
+	}
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Not tried yet: waiting for the subscription to be resumed" {
+		t.Errorf("paused headline %q", got)
+	}
+	if !hasAttr(one(t, p.Doc, "delivery-live"), "data-live") {
+		t.Error("a pending delivery's page does not follow it")
+	}
+	one(t, p.Doc, "give-up")
+	if !hasAttr(one(t, p.Doc, "resend"), "disabled") || !strings.Contains(text(one(t, p.Doc, "action-reason")), "queued already") {
+		t.Error("Resend of a queued delivery is not disabled with the reason")
+	}
+}
+
+func TestRetryNow(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *config.Config) { c.MaxManualRetries = 1 })
+	tn := e.newTenant("retry-now")
+	_, id := e.retrying(tn, "retry-now")
+	c := e.client()
+	c.login(tn.Email)
+
+	p := c.get("/deliveries/" + id.String())
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Retrying" {
+		t.Errorf("headline %q", got)
+	}
+	if got := text(one(t, p.Doc, "summary-at")); got != "next attempt in 59 min" && got != "next attempt in 1 h" {
+		t.Errorf("next attempt %q", got)
+	}
+	if got := text(one(t, p.Doc, "summary-response")); got != "Last response 503: try later" {
+		t.Errorf("response %q", got)
+	}
+	if hasAttr(one(t, p.Doc, "retry-now"), "disabled") || len(byTestID(p.Doc, "resend")) != 0 {
+		t.Error("a retrying delivery offers Retry now, not Resend")
+	}
+
+	// The endpoint is fixed: Retry now delivers it without waiting the hour.
+	e.recv.fixed.Store(true)
+	p = c.post("/deliveries/"+id.String()+"/retry-now", nil)
+	if p.URL.Path != "/deliveries/"+id.String() || p.Status != http.StatusOK {
+		t.Fatalf("retry now: %s", p)
+	}
+	if got := text(one(t, p.Doc, "flash")); !strings.HasPrefix(got, "Retrying now") {
+		t.Errorf("flash %q", got)
+	}
+	d := e.waitState(tn, id, delivery.Delivered)
+	if d.ManualRetries != 1 {
+		t.Errorf("manual retries %d", d.ManualRetries)
+	}
+	p = c.get("/deliveries/" + id.String())
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Delivered in 2 attempts" {
+		t.Errorf("delivered headline %q", got)
+	}
+	// Delivered now: Retry now is refused (the page offers Resend), and at the cap Resend says why.
+	p = c.post("/deliveries/"+id.String()+"/retry-now", nil)
+	if got := text(one(t, p.Doc, "flash")); got != "Not retried: the delivery is delivered: only a delivery waiting for a retry can be retried now." {
+		t.Errorf("flash %q", got)
+	}
+	if !hasAttr(one(t, p.Doc, "resend"), "disabled") || !strings.HasPrefix(text(one(t, p.Doc, "action-reason")), "Retried by hand 1 of 1 times") {
+		t.Error("Resend at the cap is not disabled with the reason")
+	}
+
+	// At the cap, Retry now of another retrying delivery is disabled and says why.
+	e.recv.fixed.Store(false)
+	_, other := e.retrying(tn, "retry-now-capped")
+	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET manual_retries = 1 WHERE id = $1`, other); err != nil {
+		t.Fatal(err)
+	}
+	p = c.get("/deliveries/" + other.String())
+	if !hasAttr(one(t, p.Doc, "retry-now"), "disabled") || !strings.Contains(text(one(t, p.Doc, "action-reason")), "the most allowed") {
+		t.Error("Retry now at the cap is not disabled with the reason")
+	}
+}

@@ -1,0 +1,129 @@
+// Hookline dashboard: progressive enhancement only. Every page works without it; with it, times read in the
+// viewer's time zone and stay current, copy buttons copy, and pages of unfinished deliveries follow them.
+// Loaded with <script defer> from /static (the CSP allows no inline script).
+(() => {
+  "use strict";
+
+  // Relative times, like the server's: "just now", "12 s ago", "in 5 min", "3 h ago", "2 days ago".
+  function ago(ms) {
+    const future = ms < 0;
+    let s = Math.abs(ms) / 1000;
+    if (s < 5) return "just now";
+    let text;
+    if (s < 60) text = Math.floor(s) + " s";
+    else if (s < 3600) text = Math.floor(s / 60) + " min";
+    else if (s < 48 * 3600) text = Math.floor(s / 3600) + " h";
+    else text = Math.floor(s / 86400) + " days";
+    return future ? "in " + text : text + " ago";
+  }
+
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+  const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  const utc = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
+
+  // time[data-rel] shows its age; its title the exact moment, local and UTC.
+  function updateTimes(root) {
+    const now = Date.now();
+    for (const el of root.querySelectorAll("time[data-rel]")) {
+      const t = Date.parse(el.dateTime);
+      if (Number.isNaN(t)) continue;
+      el.textContent = ago(now - t);
+      if (!el.dataset.titled) {
+        el.title = local.format(t) + " (" + zone + ")\n" + utc.format(t) + " UTC";
+        el.dataset.titled = "1";
+      }
+    }
+  }
+
+  // One polite live region announces what copy buttons did.
+  let announcer;
+  function announce(msg) {
+    if (!announcer) {
+      announcer = document.createElement("div");
+      announcer.className = "visually-hidden";
+      announcer.setAttribute("aria-live", "polite");
+      announcer.setAttribute("data-testid", "announcer");
+      document.body.appendChild(announcer);
+    }
+    announcer.textContent = "";
+    setTimeout(() => { announcer.textContent = msg; }, 50);
+  }
+
+  // button[data-copy] copies its value; it is hidden until this script shows it.
+  function enableCopy(root) {
+    for (const btn of root.querySelectorAll("button[data-copy]")) {
+      if (btn.dataset.copyReady) continue;
+      btn.dataset.copyReady = "1";
+      btn.hidden = false;
+      btn.disabled = false;
+      const label = btn.querySelector(".copy-label");
+      const idle = label ? label.textContent : "";
+      btn.addEventListener("click", async () => {
+        let ok = false;
+        try {
+          await navigator.clipboard.writeText(btn.dataset.copy);
+          ok = true;
+        } catch (e) {
+          ok = false;
+        }
+        btn.dataset.copied = ok ? "yes" : "no";
+        if (label) label.textContent = ok ? "Copied" : "Copy failed";
+        announce(ok ? "Copied to the clipboard" : "Could not copy: select the text and copy it by hand");
+        clearTimeout(btn._copyTimer);
+        btn._copyTimer = setTimeout(() => {
+          if (label) label.textContent = idle;
+          delete btn.dataset.copied;
+        }, 2500);
+      });
+    }
+  }
+
+  function enhance(root) {
+    updateTimes(root);
+    enableCopy(root);
+  }
+
+  // [data-live] with an id: while it is there, fetch the page every few seconds and swap that element when
+  // its data-version changed; the server drops data-live once the delivery is final.
+  function follow() {
+    const el = document.querySelector("[data-live][id]");
+    if (!el) return;
+    const id = el.id;
+    let busy = false;
+    const timer = setInterval(async () => {
+      if (busy || document.hidden) return;
+      busy = true;
+      try {
+        const res = await fetch(location.href, { headers: { "X-Hookline-Live": "1" }, credentials: "same-origin" });
+        if (!res.ok) return;
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        const cur = document.getElementById(id);
+        const next = doc.getElementById(id);
+        if (!cur || !next) {
+          clearInterval(timer);
+          return;
+        }
+        if (next.dataset.version !== cur.dataset.version) {
+          const open = new Set([...cur.querySelectorAll("details[open][id]")].map((d) => d.id));
+          const fresh = document.importNode(next, true);
+          for (const d of fresh.querySelectorAll("details[id]")) if (open.has(d.id)) d.open = true;
+          cur.replaceWith(fresh);
+          enhance(fresh);
+        }
+        if (!next.hasAttribute("data-live")) clearInterval(timer);
+      } catch (e) {
+        // offline for a moment: try again next time
+      } finally {
+        busy = false;
+      }
+    }, 2000);
+  }
+
+  function start() {
+    enhance(document);
+    setInterval(() => updateTimes(document), 5000);
+    follow();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

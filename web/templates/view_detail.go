@@ -1,0 +1,38 @@
+package templates
+
+// View models of the delivery page's summary and actions, the health panel's outcome counts and ranges.
+
+// Summary leads a delivery's page with the answer: what happened and what happens next.
+type Summary struct {
+	Class    string // ok, retry, dead, waiting: the summary's colour
+	Headline string // "Delivered in 2 attempts", "Retrying", "Dead"
+	AtLabel  string // "next attempt", "since", "": said before At
+	At       Time
+	Response string // "Last response 400: {…}"
+	Note     string // one more sentence: paused, circuit open, discarded
+}
+
+// Action is a button of the delivery page: shown or not, and when shown but disabled, why.
+type Action struct {
+	Show   bool
+	Reason string // why it is disabled; empty when it can be pressed
+	Note   string // what it does, when it can be pressed
+}
+
+// Enabled reports whether the button can be pressed.
+func (a Action) Enabled() bool { return a.Show && a.Reason == "" }
+
+// Outcome is one count of the health panel's "deliveries by outcome", linking to the filtered list.
+type Outcome struct {
+	Label string // delivered, retrying, dead
+	Count int
+	Href  string
+	Class string // badge class
+}
+
+// RangeOption is one choice of the health chart's range (1 h, 24 h, 7 d).
+type RangeOption struct {
+	Value, Label string
+	Href         string
+	Current      bool
+}
