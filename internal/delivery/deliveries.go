@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -174,6 +173,8 @@ func ParseStates(list string) (states []string, retrying *bool, err error) {
 	return states, nil, nil
 }
 
+func joinStates(states []string) string { return strings.Join(states, ",") }
+
 // A cursor names the last item of a page by its keyset: (created_at, id), or (started_at, id) for replays.
 type cursor struct {
 	CreatedAt time.Time `json:"t"`
@@ -240,23 +241,16 @@ const MaxPageSize = 100
 
 // List returns a tenant's deliveries newest first.
 func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page, error) {
-	states, retrying, err := ParseStates(strings.Join(f.States, ","))
+	states, retrying, err := ParseStates(joinStates(f.States))
 	if err != nil {
 		return Page{}, err
 	}
 	if f.Limit, err = pageLimit(f.Limit); err != nil {
 		return Page{}, err
 	}
-	var eventType, prefix *string
-	if f.EventType != "" {
-		eventType = &f.EventType
-	}
-	if f.EventTypePrefix != "" {
-		prefix = &f.EventTypePrefix
-	}
 	p := db.ListDeliveriesParams{
 		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying, EventID: f.EventID,
-		EventType: eventType, EventTypePrefix: prefix, Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
+		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
 	}
 	if states == nil {
 		p.States = []string{}
@@ -273,19 +267,11 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	var page Page
 	page.Items, page.NextCursor = keysetPage(rows, f.Limit, fromRow, deliveryKey)
 	if f.WithTotal {
-		upTo := int32(math.MaxInt32)
-		if f.CountUpTo > 0 && f.CountUpTo < math.MaxInt32 {
-			upTo = int32(f.CountUpTo)
-		}
-		n, err := s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
-			TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: p.States, Retrying: retrying, EventID: f.EventID,
-			EventType: eventType, EventTypePrefix: prefix, Since: f.Since, Until: f.Until, UpTo: upTo,
-		})
+		n, atLeast, err := s.Count(ctx, tenantID, f, f.CountUpTo)
 		if err != nil {
-			return Page{}, fmt.Errorf("count deliveries: %w", err)
+			return Page{}, err
 		}
-		page.Total = &n
-		page.TotalAtLeast = f.CountUpTo > 0 && n >= int64(upTo)
+		page.Total, page.TotalAtLeast = &n, atLeast
 	}
 	return page, nil
 }

@@ -212,8 +212,7 @@ func TestBrowserDeadDeliveryResendPauseResume(t *testing.T) {
 	b.run("open subscription",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-id="%s"] [data-testid=subscription-link]`, s.bad))),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=filter-form]`)),
-		chromedp.SetValue(chromedp.CSS(`#f-state`), "dead"),
-		chromedp.Click(chromedp.CSS(`[data-testid=filter-form] button[type=submit]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=state-tab][data-state=dead]`)),
 	)
 	b.waitJS("filtered to dead", `location.search.includes('state=dead')`)
 	b.assetsLoaded("subscription")

@@ -346,9 +346,9 @@ func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 				t.Errorf("state=%s lists a %s delivery", state, attr(r, "data-state"))
 			}
 		}
-		sel := findAll(p.Doc, func(n *html.Node) bool { return n.Data == "option" && hasAttr(n, "selected") })
-		if len(sel) != 1 || attr(sel[0], "value") != state {
-			t.Errorf("state=%s: the select does not show it", state)
+		cur := findAll(p.Doc, func(n *html.Node) bool { return attr(n, "data-testid") == "state-tab" && hasAttr(n, "aria-current") })
+		if len(cur) != 1 || attr(cur[0], "data-state") != state {
+			t.Errorf("state=%s: the tabs do not show it", state)
 		}
 	}
 	if p := c.get("/subscriptions/" + s.bad.String() + "?state=dead&event_type=other.type"); len(byTestID(p.Doc, "delivery-row")) != 0 {

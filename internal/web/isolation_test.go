@@ -25,8 +25,8 @@ import (
 
 // webRoute says how the walk fills in one dashboard route.
 type webRoute struct {
-	// params says what each path parameter names: "subscription", "delivery", "tenant", "replay" or
-	// "token" (nil for routes without one).
+	// params says what each path parameter names: "subscription", "delivery", "event", "tenant", "replay"
+	// or "token" (nil for routes without one).
 	params map[string]string
 	// access: "public" (no sign-in needed), "customer" (a signed-in customer's own pages), "admin"
 	// (operators only: a customer gets the 404 page).
@@ -49,6 +49,13 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /subscriptions/{id}/resume": {access: "customer", params: idParam("subscription")},
 	"POST /subscriptions/{id}/test":   {access: "customer", params: idParam("subscription")},
 	"GET /deliveries/{id}":            {access: "customer", params: idParam("delivery")},
+	"GET /events/{id}":                {access: "customer", params: idParam("event")},
+	// The Deliveries page filtered to B's subscription and event: a 200 listing nothing of B's.
+	"GET /deliveries": {access: "customer", form: func(w *webIsoWorld) url.Values {
+		return url.Values{"subscription": {w.b.dead.String()}, "event_id": {w.b.events[1].String()}, "state": {"dead"}}
+	}},
+	// The search with B's ids is TestFindIsolation's; the walk checks the empty search.
+	"GET /find":                       {access: "customer"},
 	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
 	"POST /deliveries/{id}/retry-now": {access: "customer", params: idParam("delivery")},
 	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
@@ -85,6 +92,7 @@ type webIsoTenant struct {
 	active, dead, paused      uuid.UUID // subscriptions
 	delivered, deadDelivery   uuid.UUID
 	recoverReplay, bulkReplay uuid.UUID
+	events                    []uuid.UUID         // of delivered, deadDelivery
 	ids                       map[string][]string // kind → ids
 	secrets                   []string
 	description               string
@@ -137,7 +145,7 @@ func TestWebIsolationWalkCoversEveryRoute(t *testing.T) {
 		known := len(params) == len(spec.params)
 		for _, p := range params {
 			kind, ok := spec.params[p[1]]
-			known = known && ok && slices.Contains([]string{"subscription", "delivery", "tenant", "replay", "token"}, kind)
+			known = known && ok && slices.Contains([]string{"subscription", "delivery", "event", "tenant", "replay", "token"}, kind)
 		}
 		if !known {
 			t.Errorf("dashboard route %s: the walk fills in %v, the route has parameters %v", rt.key, spec.params, params)
@@ -167,6 +175,13 @@ func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
 	tn.deadDelivery = e.publishTo(tn.tenant, tn.dead, "iso.bad", map[string]any{"secret": "payload-" + mark})
 	e.waitState(tn.tenant, tn.delivered, delivery.Delivered)
 	e.waitState(tn.tenant, tn.deadDelivery, delivery.Failed)
+	for _, id := range []uuid.UUID{tn.delivered, tn.deadDelivery} {
+		d, err := e.srv.Deliveries.Get(ctx, tn.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn.events = append(tn.events, d.EventID)
+	}
 	since, _ := time.Parse("2006-01-02T15:04", w.since)
 	rec, err := e.srv.Replays.Recover(ctx, tn.ID, tn.dead, since, true, tn.Email)
 	if err != nil {
@@ -190,10 +205,11 @@ func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
 		"delivery":     {tn.delivered.String(), tn.deadDelivery.String()},
 		"tenant":       {tn.ID.String()},
 		"replay":       {tn.recoverReplay.String(), tn.bulkReplay.String()},
+		"event":        {tn.events[0].String(), tn.events[1].String()},
 	}
 	tn.secrets = []string{tn.ID.String(), "Tenant " + mark, mark, tn.description, tn.Email,
 		tn.active.String(), tn.dead.String(), tn.paused.String(), tn.delivered.String(), tn.deadDelivery.String(),
-		tn.recoverReplay.String(), tn.bulkReplay.String(), tok.ID.String(), tok.Token}
+		tn.recoverReplay.String(), tn.bulkReplay.String(), tok.ID.String(), tok.Token, tn.events[0].String(), tn.events[1].String()}
 	return tn
 }
 

@@ -3,10 +3,8 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -138,13 +136,6 @@ func (h *Handler) tenantCrumbs(r *http.Request, tenantID uuid.UUID) []templates.
 	return []templates.Crumb{{Label: "Admin", Href: "/admin"}, {Label: name, Href: "/admin/tenants/" + tenantID.String()}}
 }
 
-// stateOptions are the filter's choices: the API's state values.
-var stateOptions = []templates.Option{
-	{Value: "all", Label: "All"}, {Value: "pending", Label: "Pending"}, {Value: "retrying", Label: "Retrying"},
-	{Value: "in_flight", Label: "In flight"}, {Value: "delivered", Label: "Delivered"},
-	{Value: "dead", Label: "Dead (failed + expired)"}, {Value: "failed", Label: "Failed"}, {Value: "expired", Label: "Expired"},
-}
-
 // formTime is the datetime-local format; the filter's times are UTC.
 const formTime = "2006-01-02T15:04"
 
@@ -158,41 +149,6 @@ func parseFormTime(name, v string) (*time.Time, error) {
 		}
 	}
 	return nil, fault.Invalid("%s must be a date and time such as 2026-01-02T15:04 (UTC)", name)
-}
-
-// subscriptionFilter reads the deliveries filter of a subscription page.
-func subscriptionFilter(q url.Values, subID uuid.UUID) (delivery.Filter, templates.Filter, error) {
-	f := delivery.Filter{SubscriptionID: &subID, Limit: pageSize, Cursor: q.Get("cursor"), WithTotal: true, CountUpTo: countUpTo}
-	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")),
-		Since: q.Get("since"), Until: q.Get("until")}
-	if v.State == "" {
-		v.State = "all"
-	}
-	v.Active = v.State != "all" || v.EventType != "" || v.Since != "" || v.Until != ""
-	known := false
-	for _, o := range stateOptions {
-		o.Selected = o.Value == v.State
-		known = known || o.Selected
-		v.States = append(v.States, o)
-	}
-	if !known {
-		return f, v, fault.Invalid("state %q is not one of all, pending, retrying, in_flight, delivered, dead, failed, expired", v.State)
-	}
-	if v.State != "all" {
-		f.States = []string{v.State}
-	}
-	if v.EventType != "" && !delivery.ValidEventType(v.EventType) {
-		return f, v, fault.Invalid("event type %q is not a valid event type", v.EventType)
-	}
-	f.EventType = v.EventType
-	var err error
-	if f.Since, err = parseFormTime("From", v.Since); err != nil {
-		return f, v, err
-	}
-	if f.Until, err = parseFormTime("Until", v.Until); err != nil {
-		return f, v, err
-	}
-	return f, v, nil
 }
 
 // subscription is one subscription's page: actions, health, contract and its deliveries, filtered and paged.
@@ -237,45 +193,27 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		h.fail(w, r, err)
 		return
 	}
-	status := http.StatusOK
 	q := r.URL.Query()
 	q.Del("recover_since")
-	f, fv, err := subscriptionFilter(q, s.ID)
-	p.Filter = fv
-	var page delivery.Page
-	if err == nil {
-		page, err = h.dels.List(ctx, tenantID, f)
-	}
-	if fe := fault.As(err); fe != nil && fe.Code == fault.InvalidRequest {
-		p.Filter.Error, status = fe.Message, http.StatusBadRequest
-	} else if err != nil {
+	subs, err := h.tenantSubscriptions(ctx, tenantID)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	for _, d := range page.Items {
-		p.Deliveries = append(p.Deliveries, h.deliveryRow(d))
+	subs[s.ID] = s
+	l, status, err := h.deliveryList(ctx, q, listScope{tenantID: tenantID, base: base, sub: &s, subs: subs})
+	if err != nil {
+		h.fail(w, r, err)
+		return
 	}
-	if page.Total != nil {
-		p.Total = fmt.Sprintf("%d matching deliveries", *page.Total)
-		if page.TotalAtLeast {
-			p.Total = fmt.Sprintf("%d+ matching deliveries", *page.Total)
+	p.List = l
+	if s.State != subscriptions.Active {
+		n, atLeast, err := h.dels.Count(ctx, tenantID, delivery.Filter{SubscriptionID: &s.ID, States: []string{"pending"}}, tabCountUpTo)
+		if err != nil {
+			h.fail(w, r, err)
+			return
 		}
-		if *page.Total == 1 {
-			p.Total = "1 matching delivery"
-		}
-	}
-	if page.NextCursor != "" {
-		nq := cloneValues(q)
-		nq.Set("cursor", page.NextCursor)
-		p.NextHref = base + "?" + nq.Encode()
-	}
-	if q.Get("cursor") != "" {
-		fq := cloneValues(q)
-		fq.Del("cursor")
-		p.FirstHref = base
-		if len(fq) > 0 {
-			p.FirstHref += "?" + fq.Encode()
-		}
+		p.Waiting = countText(n, atLeast)
 	}
 	h.render(w, r, status, templates.SubscriptionView(p))
 }

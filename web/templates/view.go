@@ -134,15 +134,24 @@ type Option struct {
 	Selected     bool
 }
 
-// Filter is the deliveries filter of a subscription page, as the form shows it.
+// Filter is the deliveries filter of a list, as the form shows it.
 type Filter struct {
-	State     string
-	States    []Option
-	EventType string
-	Since     string // datetime-local value, UTC
-	Until     string
-	Error     string
-	Active    bool // any filter set
+	State string
+	// EventType is exact ("invoice.paid") or a prefix ("invoice.*"); EventTypes are its choices.
+	EventType  string
+	EventTypes []Option
+	// Range is a preset ("1h", "24h", "7d") or empty; Ranges its choices.
+	Range  string
+	Ranges []Option
+	Since  string // datetime-local value, UTC
+	Until  string
+	// Subscription and Subscriptions: the Deliveries page's subscription choice.
+	Subscription  string
+	Subscriptions []Option
+	// EventID, when set, limits the list to one event's deliveries.
+	EventID string
+	Error   string
+	Active  bool // any filter set
 }
 
 // DeliveryRow is one line of a deliveries list.
@@ -150,6 +159,12 @@ type DeliveryRow struct {
 	ID         string
 	ShortID    string
 	Href       string
+	EventID    string
+	EventHref  string
+	EventShort string
+	// SubName and SubHref name the subscription (lists across subscriptions, an event's page).
+	SubName    string
+	SubHref    string
 	EventType  string
 	State      string // as shown: retrying for pending with earlier attempts
 	StateClass string
@@ -157,21 +172,22 @@ type DeliveryRow struct {
 	LastStatus string
 	Created    Time
 	Next       Time
+	// Waiting says why a pending delivery is not due whatever its next attempt time says ("paused: waits
+	// until resumed"); the time is then not shown, so it never looks overdue.
+	Waiting string
 }
 
 // SubscriptionPage is /subscriptions/{id}.
 type SubscriptionPage struct {
 	Layout
-	Sub        Subscription
-	CanPause   bool
-	CanResume  bool
-	CanTest    bool
-	TestType   string
-	Filter     Filter
-	Deliveries []DeliveryRow
-	Total      string
-	NextHref   string // older deliveries
-	FirstHref  string // back to the newest, when paging
+	Sub       Subscription
+	CanPause  bool
+	CanResume bool
+	CanTest   bool
+	TestType  string
+	List      DeliveryList
+	// Waiting counts a paused or disabled subscription's waiting deliveries ("214", "1,000+").
+	Waiting    string
 	Contract   []string
 	ActionBase string // /subscriptions/{id}
 	Recover    RecoverForm
