@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,6 +53,7 @@ type options struct {
 	rssSmall    int
 	rssLarge    int
 	scaleProcs  string
+	scaleN      int
 	timeout     time.Duration
 }
 
@@ -89,6 +89,7 @@ func main() {
 	flag.IntVar(&o.rssSmall, "rss-small", 100000, "rss: the small pending backlog")
 	flag.IntVar(&o.rssLarge, "rss-large", 1000000, "rss: the large pending backlog")
 	flag.StringVar(&o.scaleProcs, "scaling-procs", "1,2,3", "scaling: server process counts")
+	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	flag.Parse()
 
@@ -171,6 +172,7 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("(%s took %s)\n", p, time.Since(t).Round(time.Second))
 	}
 	b.res.derive()
+	b.res.sortFigures()
 	b.res.DurationS = time.Since(started).Seconds()
 	fmt.Println()
 	b.res.printTable(os.Stdout)
@@ -188,5 +190,3 @@ func run(ctx context.Context, o options) error {
 	}
 	return nil
 }
-
-var errNotYet = errors.New("not built yet")

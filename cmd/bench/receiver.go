@@ -28,6 +28,7 @@ type receiver struct {
 	target   int
 	reached  chan struct{}
 	bodyErrs int
+	waiters  map[string]chan time.Time // delivery key -> told its first arrival
 }
 
 func startReceiver() (*receiver, error) {
@@ -75,6 +76,10 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n == 1 && rc.track {
 		rc.arrived[key] = now
 	}
+	if ch, ok := rc.waiters[key]; ok && n == 1 {
+		ch <- now
+		delete(rc.waiters, key)
+	}
 	if n == 1 && rc.target > 0 && len(rc.seen) == rc.target && rc.reached != nil {
 		close(rc.reached)
 		rc.reached = nil
@@ -95,8 +100,26 @@ func (rc *receiver) reset(target int, track bool) <-chan struct{} {
 	rc.arrived = map[string]time.Time{}
 	rc.track = track
 	rc.total, rc.bodyErrs, rc.dupKeys, rc.target = 0, 0, nil, target
+	rc.waiters = map[string]chan time.Time{}
 	ch := make(chan struct{})
 	rc.reached = ch
+	return ch
+}
+
+// await returns a channel told the first arrival of the delivery key (at once if it arrived already,
+// when tracking).
+func (rc *receiver) await(key string) <-chan time.Time {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if t, ok := rc.arrived[key]; ok {
+		ch <- t
+		return ch
+	}
+	if rc.waiters == nil {
+		rc.waiters = map[string]chan time.Time{}
+	}
+	rc.waiters[key] = ch
 	return ch
 }
 
@@ -119,13 +142,18 @@ func (rc *receiver) arrival(key string) (time.Time, bool) {
 type tally struct {
 	expected, unique, total int
 	dups                    []string
+	stored                  bool // counted in SQL (ingest): "stored" rather than "delivered"
 }
 
 func (t tally) lost() int       { return max(t.expected-t.unique, 0) }
 func (t tally) duplicates() int { return t.total - t.unique }
 
 func (t tally) String() string {
-	s := fmt.Sprintf("accepted %d, delivered %d, lost %d, duplicates %d", t.expected, t.unique, t.lost(), t.duplicates())
+	verb := "delivered"
+	if t.stored {
+		verb = "stored"
+	}
+	s := fmt.Sprintf("accepted %d, %s %d, lost %d, duplicates %d", t.expected, verb, t.unique, t.lost(), t.duplicates())
 	if len(t.dups) > 0 {
 		shown := t.dups[:min(len(t.dups), 10)]
 		s += " (twice: " + strings.Join(shown, ", ")

@@ -80,6 +80,18 @@ func (r *Results) countingProblems() string {
 	return strings.Join(bad, "; ")
 }
 
+// sortFigures orders the figures by phase (the order phases run, each ratio after the ceiling, the
+// memory figures last), keeping the order within a phase.
+func (r *Results) sortFigures() {
+	order := map[string]int{}
+	for i, p := range allPhases {
+		order[p] = 2 * i
+	}
+	order["ratio"] = order["ceiling"] + 1
+	order["rss"] = 1000
+	slices.SortStableFunc(r.Figures, func(a, b Figure) int { return order[a.Phase] - order[b.Phase] })
+}
+
 func (r *Results) printTable(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s (figures comparable only within one run)\n",

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// latency: a steady stream at half the measured maximum (the lower of drain (a) and ingest fan-out 1,
+// else -latency-rate) for -latency-time to one endpoint whose cap does not bind, instant receiver:
+// p50/p99 of the receiver's first arrival − the publish's 202.
+func (b *bench) latency(ctx context.Context) error {
+	rate := 500.0
+	note := "fixed rate (drain (a) and ingest not measured in this run)"
+	if a, ok := b.res.get("drain", "a: 1 endpoint, instant receiver"); ok {
+		rate, note = a/2, "half drain (a)"
+		if in, ok := b.res.get("ingest", "fan-out 1"); ok && in < a {
+			rate, note = in/2, "half ingest fan-out 1 (below drain (a))"
+		}
+	}
+	db, err := freshDB(ctx, "latency")
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	s, err := b.startServer(ctx, db.url, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	c := newClient(s.base)
+	ts, err := b.setupTenant(ctx, c, 1, 0)
+	if err != nil {
+		return err
+	}
+	b.rc.reset(0, true)
+	_ = s.resetPeak()
+	n := int(rate * b.o.latencyDur.Seconds())
+	r, err := b.publishLoad(ctx, c, ts, false, n, b.o.latencyDur+5*time.Second, rate)
+	if err != nil {
+		return err
+	}
+	behind, _, _ := b.rc.counts()
+	behind = len(r.events) - behind
+	lat, missing := b.arrivals(ctx, r.events, ts.labels[0], 30*time.Second)
+	b.recordPeak("latency", "", s)
+	got := float64(len(r.events)) / r.elapsed.Seconds()
+	fmt.Printf("latency: %d events at %.0f/s (asked %.0f/s, %s): 202 → receiver p50 %.1f ms, p99 %.1f ms; %d not yet delivered when the stream ended\n",
+		len(r.events), got, rate, note, lat.ms(50), lat.ms(99), behind)
+	b.res.add("latency", "steady stream rate", got, "events/s", note)
+	b.res.add("latency", "202 → receiver p50", lat.ms(50), "ms", "")
+	b.res.add("latency", "202 → receiver p99", lat.ms(99), "ms", "")
+	b.res.add("latency", "not yet delivered when the stream ended", float64(behind), "deliveries",
+		"more than a second's worth: the server did not keep up")
+	t := b.rc.tally(len(r.events))
+	if missing > 0 {
+		fmt.Printf("latency: %d deliveries had not arrived 30 s after the stream\n", missing)
+	}
+	fmt.Printf("latency: %s\n", t)
+	b.record("latency", "stream", t)
+	return nil
+}
+
+// arrivals waits (up to wait) for every event's delivery to label and returns arrival − 202 of each.
+func (b *bench) arrivals(ctx context.Context, events map[string]time.Time, label string, wait time.Duration) (latencies, int) {
+	deadline := time.After(wait)
+	var lat latencies
+	missing := 0
+	for id, answered := range events {
+		select {
+		case at := <-b.rc.await(id + "/" + label):
+			lat = append(lat, at.Sub(answered))
+		case <-deadline:
+			missing++
+		case <-ctx.Done():
+			return lat, len(events)
+		}
+	}
+	return lat, missing
+}
+
+// idle: with an idle server, -idle-n events one at a time, -idle-gap apart: receiver arrival − 202.
+func (b *bench) idle(ctx context.Context) error {
+	db, err := freshDB(ctx, "idle")
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	s, err := b.startServer(ctx, db.url)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	c := newClient(s.base)
+	ts, err := b.setupTenant(ctx, c, 1, 0)
+	if err != nil {
+		return err
+	}
+	b.rc.reset(0, true)
+	time.Sleep(time.Second) // let the server settle into idle
+	var lat latencies
+	accepted := 0
+	for i := range b.o.idleN {
+		var p published
+		body := map[string]any{"event_type": "bench.idle", "payload": rawJSON(payload(b.o.payload, i))}
+		if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, nil, &p); err != nil {
+			return err
+		}
+		answered := time.Now()
+		accepted++
+		select {
+		case at := <-b.rc.await(p.ID + "/" + ts.labels[0]):
+			lat = append(lat, at.Sub(answered))
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("event %s not delivered within 10 s on an idle server", p.ID)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		time.Sleep(b.o.idleGap)
+	}
+	fmt.Printf("idle pickup: %d events: 202 → receiver p50 %.1f ms, p99 %.1f ms\n", len(lat), lat.ms(50), lat.ms(99))
+	b.res.add("idle", "202 → receiver p50", lat.ms(50), "ms", fmt.Sprintf("%d events, %s apart", b.o.idleN, b.o.idleGap))
+	b.res.add("idle", "202 → receiver p99", lat.ms(99), "ms", "")
+	time.Sleep(200 * time.Millisecond)
+	t := b.rc.tally(accepted)
+	fmt.Printf("idle pickup: %s\n", t)
+	b.record("idle", "pickup", t)
+	return nil
+}
