@@ -54,6 +54,7 @@ type options struct {
 	rssLarge    int
 	scaleProcs  string
 	scaleN      int
+	slowPlan    time.Duration
 	timeout     time.Duration
 }
 
@@ -89,6 +90,7 @@ func main() {
 	flag.IntVar(&o.rssSmall, "rss-small", 100000, "rss: the small pending backlog")
 	flag.IntVar(&o.rssLarge, "rss-large", 1000000, "rss: the large pending backlog")
 	flag.StringVar(&o.scaleProcs, "scaling-procs", "1,2,3", "scaling: server process counts")
+	flag.DurationVar(&o.slowPlan, "slow-plan", 20*time.Millisecond, "pages: log the plans of the server's statements slower than this (auto_explain; project-managed PostgreSQL only; 0: off)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	flag.Parse()

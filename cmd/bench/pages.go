@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -125,8 +126,9 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 	seed := time.Since(t0)
 	fmt.Printf("pages %s: seeded in %s (with VACUUM ANALYZE)\n", size, seed.Round(time.Second))
 	b.res.add("pages", size+" seed", seed.Seconds(), "s", "events + deliveries + attempts, generate_series, VACUUM ANALYZE")
-	// A restart, so no plan or cache of the server predates the seed.
+	// A restart, so no plan or cache of the server predates the seed (and its sessions log slow plans).
 	s.stop()
+	plans := enableSlowPlans(ctx, db, b.o.slowPlan)
 	if s, err = b.startServer(ctx, db.url, "HOOKLINE_ADMIN_EMAIL="+email, "HOOKLINE_ADMIN_PASSWORD="+password); err != nil {
 		return err
 	}
@@ -215,6 +217,7 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 		b.res.add("pages", size+" "+call.name+" p95", lat.ms(95), "ms", fmt.Sprintf("%d calls; target < 50 ms", len(lat)))
 	}
 	b.recordPeak("pages", size, s)
+	plans.report(filepath.Join(".data", "bench-slow-plans-"+size+".txt"))
 	return nil
 }
 
