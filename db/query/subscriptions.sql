@@ -75,14 +75,39 @@ FROM (
 ) w
 GROUP BY subscription_id;
 
--- name: HourlyOutcomesBySubscription :many
--- Successes and failures per subscription and hour since @since, for the health charts.
-SELECT subscription_id, date_trunc('hour', started_at)::timestamptz AS hour,
+-- name: AttemptSeriesBySubscription :many
+-- Successful and failed attempts per subscription and time bucket (@step_seconds long, counted from
+-- @origin), for the health charts: a range scan of webhook_attempts_sub_started_idx per subscription.
+SELECT subscription_id,
+       floor(extract(epoch FROM started_at - sqlc.arg('origin')::timestamptz) / sqlc.arg('step_seconds')::float8)::int AS bucket,
        count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
        count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
 FROM webhook_attempts
-WHERE subscription_id = ANY (@subscription_ids::uuid[]) AND tenant_id = @tenant_id AND started_at >= @since
+WHERE subscription_id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND tenant_id = sqlc.arg('tenant_id')
+  AND started_at >= sqlc.arg('origin')::timestamptz
 GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: DeliveryOutcomesBySubscription :many
+-- Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
+-- (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
+-- a busy endpoint costs no more than @up_to rows.
+SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.retrying, o.dead, o.waiting
+FROM unnest(sqlc.arg('subscription_ids')::uuid[]) AS s (id)
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS counted,
+           count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
+           count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead,
+           count(*) FILTER (WHERE d.state = 'in_flight' OR (d.state = 'pending' AND d.total_attempts = 0))::int AS waiting
+    FROM (
+        SELECT w.state, w.total_attempts
+        FROM webhook_deliveries w
+        WHERE w.tenant_id = sqlc.arg('tenant_id') AND w.subscription_id = s.id AND w.created_at >= sqlc.arg('since')::timestamptz
+          AND w.discarded_at IS NULL
+        ORDER BY w.created_at DESC
+        LIMIT sqlc.arg('up_to')::int
+    ) d
+) o;
 
 -- name: CountDeadDeliveriesBySubscription :many
 SELECT subscription_id, count(*)::int AS dead

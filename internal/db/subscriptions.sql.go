@@ -26,6 +26,63 @@ func (q *Queries) AddSubscriptionSecret(ctx context.Context, arg AddSubscription
 	return err
 }
 
+const attemptSeriesBySubscription = `-- name: AttemptSeriesBySubscription :many
+SELECT subscription_id,
+       floor(extract(epoch FROM started_at - $1::timestamptz) / $2::float8)::int AS bucket,
+       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
+       count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
+FROM webhook_attempts
+WHERE subscription_id = ANY ($3::uuid[]) AND tenant_id = $4
+  AND started_at >= $1::timestamptz
+GROUP BY 1, 2 ORDER BY 1, 2
+`
+
+type AttemptSeriesBySubscriptionParams struct {
+	Origin          time.Time
+	StepSeconds     float64
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+}
+
+type AttemptSeriesBySubscriptionRow struct {
+	SubscriptionID uuid.UUID
+	Bucket         int32
+	Successes      int32
+	Failures       int32
+}
+
+// Successful and failed attempts per subscription and time bucket (@step_seconds long, counted from
+// @origin), for the health charts: a range scan of webhook_attempts_sub_started_idx per subscription.
+func (q *Queries) AttemptSeriesBySubscription(ctx context.Context, arg AttemptSeriesBySubscriptionParams) ([]AttemptSeriesBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, attemptSeriesBySubscription,
+		arg.Origin,
+		arg.StepSeconds,
+		arg.SubscriptionIds,
+		arg.TenantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttemptSeriesBySubscriptionRow{}
+	for rows.Next() {
+		var i AttemptSeriesBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Bucket,
+			&i.Successes,
+			&i.Failures,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptStatsBySubscription = `-- name: AttemptStatsBySubscription :many
 SELECT subscription_id,
        count(*)::int AS attempts,
@@ -198,6 +255,77 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 	return id, err
 }
 
+const deliveryOutcomesBySubscription = `-- name: DeliveryOutcomesBySubscription :many
+SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.retrying, o.dead, o.waiting
+FROM unnest($1::uuid[]) AS s (id)
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS counted,
+           count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
+           count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead,
+           count(*) FILTER (WHERE d.state = 'in_flight' OR (d.state = 'pending' AND d.total_attempts = 0))::int AS waiting
+    FROM (
+        SELECT w.state, w.total_attempts
+        FROM webhook_deliveries w
+        WHERE w.tenant_id = $2 AND w.subscription_id = s.id AND w.created_at >= $3::timestamptz
+          AND w.discarded_at IS NULL
+        ORDER BY w.created_at DESC
+        LIMIT $4::int
+    ) d
+) o
+`
+
+type DeliveryOutcomesBySubscriptionParams struct {
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+	Since           time.Time
+	UpTo            int32
+}
+
+type DeliveryOutcomesBySubscriptionRow struct {
+	SubscriptionID uuid.UUID
+	Counted        int32
+	Delivered      int32
+	Retrying       int32
+	Dead           int32
+	Waiting        int32
+}
+
+// Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
+// (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
+// a busy endpoint costs no more than @up_to rows.
+func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg DeliveryOutcomesBySubscriptionParams) ([]DeliveryOutcomesBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, deliveryOutcomesBySubscription,
+		arg.SubscriptionIds,
+		arg.TenantID,
+		arg.Since,
+		arg.UpTo,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeliveryOutcomesBySubscriptionRow{}
+	for rows.Next() {
+		var i DeliveryOutcomesBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Counted,
+			&i.Delivered,
+			&i.Retrying,
+			&i.Dead,
+			&i.Waiting,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const disableFailingSubscriptions = `-- name: DisableFailingSubscriptions :many
 UPDATE subscriptions
 SET state = 'disabled', updated_at = $1::timestamptz,
@@ -305,54 +433,6 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.DisabledNotifiedAt,
 	)
 	return i, err
-}
-
-const hourlyOutcomesBySubscription = `-- name: HourlyOutcomesBySubscription :many
-SELECT subscription_id, date_trunc('hour', started_at)::timestamptz AS hour,
-       count(*) FILTER (WHERE outcome = 'delivered')::int AS successes,
-       count(*) FILTER (WHERE outcome <> 'delivered')::int AS failures
-FROM webhook_attempts
-WHERE subscription_id = ANY ($1::uuid[]) AND tenant_id = $2 AND started_at >= $3
-GROUP BY 1, 2 ORDER BY 1, 2
-`
-
-type HourlyOutcomesBySubscriptionParams struct {
-	SubscriptionIds []uuid.UUID
-	TenantID        uuid.UUID
-	Since           time.Time
-}
-
-type HourlyOutcomesBySubscriptionRow struct {
-	SubscriptionID uuid.UUID
-	Hour           time.Time
-	Successes      int32
-	Failures       int32
-}
-
-// Successes and failures per subscription and hour since @since, for the health charts.
-func (q *Queries) HourlyOutcomesBySubscription(ctx context.Context, arg HourlyOutcomesBySubscriptionParams) ([]HourlyOutcomesBySubscriptionRow, error) {
-	rows, err := q.db.Query(ctx, hourlyOutcomesBySubscription, arg.SubscriptionIds, arg.TenantID, arg.Since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []HourlyOutcomesBySubscriptionRow{}
-	for rows.Next() {
-		var i HourlyOutcomesBySubscriptionRow
-		if err := rows.Scan(
-			&i.SubscriptionID,
-			&i.Hour,
-			&i.Successes,
-			&i.Failures,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many

@@ -53,6 +53,11 @@ func (s *Service) Health(ctx context.Context, tenantID, id uuid.UUID) (Health, e
 
 // HealthOf computes the health of several of a tenant's subscriptions in one query (the dashboard's home).
 func (s *Service) HealthOf(ctx context.Context, tenantID uuid.UUID, subs []Subscription) (map[uuid.UUID]Health, error) {
+	return s.HealthSince(ctx, tenantID, subs, s.now().Add(-HealthWindow))
+}
+
+// HealthSince is HealthOf over the attempts since a moment (the dashboard's range choice).
+func (s *Service) HealthSince(ctx context.Context, tenantID uuid.UUID, subs []Subscription, since time.Time) (map[uuid.UUID]Health, error) {
 	ids := make([]uuid.UUID, len(subs))
 	out := make(map[uuid.UUID]Health, len(subs))
 	for i, sub := range subs {
@@ -61,7 +66,7 @@ func (s *Service) HealthOf(ctx context.Context, tenantID uuid.UUID, subs []Subsc
 			FailingSince: sub.FailingSince}
 	}
 	rows, err := s.q.AttemptStatsBySubscription(ctx, db.AttemptStatsBySubscriptionParams{
-		SubscriptionIds: ids, TenantID: tenantID, Since: s.now().Add(-HealthWindow),
+		SubscriptionIds: ids, TenantID: tenantID, Since: since,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("health stats: %w", err)
@@ -93,30 +98,98 @@ func (s *Service) Hourly(ctx context.Context, tenantID, id uuid.UUID) ([]HourBuc
 
 // HourlyOf is Hourly for several of a tenant's subscriptions in one query.
 func (s *Service) HourlyOf(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]HourBucket, error) {
+	return s.SeriesOf(ctx, tenantID, ids, Range24h)
+}
+
+// Range is a span of the health charts and the step of their bars.
+type Range struct {
+	Name  string // 1h, 24h, 7d: the dashboard's ?range=
+	Label string // "last hour"
+	Span  time.Duration
+	Step  time.Duration
+}
+
+// The health charts' ranges: an hour in minutes, a day in hours, a week in (UTC) days.
+var (
+	Range1h  = Range{Name: "1h", Label: "last hour", Span: time.Hour, Step: time.Minute}
+	Range24h = Range{Name: "24h", Label: "last 24 hours", Span: 24 * time.Hour, Step: time.Hour}
+	Range7d  = Range{Name: "7d", Label: "last 7 days", Span: 7 * 24 * time.Hour, Step: 24 * time.Hour}
+	Ranges   = []Range{Range1h, Range24h, Range7d}
+)
+
+// RangeNamed is the range of a name; ok is false for an unknown one.
+func RangeNamed(name string) (Range, bool) {
+	for _, r := range Ranges {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Range{}, false
+}
+
+// Start is the first bucket's start: the buckets end with the one holding now.
+func (r Range) Start(now time.Time) time.Time {
+	n := int(r.Span / r.Step)
+	return now.UTC().Truncate(r.Step).Add(-time.Duration(n-1) * r.Step)
+}
+
+// SeriesOf returns successful and failed attempts per step of the range, one bucket per step, oldest
+// first, empty ones included, for several of a tenant's subscriptions in one query.
+func (s *Service) SeriesOf(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, rg Range) (map[uuid.UUID][]HourBucket, error) {
 	now := s.now()
-	start := now.Add(-HealthWindow).Truncate(time.Hour).Add(time.Hour)
-	rows, err := s.q.HourlyOutcomesBySubscription(ctx, db.HourlyOutcomesBySubscriptionParams{
-		SubscriptionIds: ids, TenantID: tenantID, Since: start,
+	start := rg.Start(now)
+	rows, err := s.q.AttemptSeriesBySubscription(ctx, db.AttemptSeriesBySubscriptionParams{
+		SubscriptionIds: ids, TenantID: tenantID, Origin: start, StepSeconds: rg.Step.Seconds(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hourly outcomes: %w", err)
+		return nil, fmt.Errorf("attempt series: %w", err)
 	}
 	type key struct {
-		sub  uuid.UUID
-		hour int64
+		sub    uuid.UUID
+		bucket int32
 	}
-	counts := map[key]db.HourlyOutcomesBySubscriptionRow{}
+	counts := map[key]db.AttemptSeriesBySubscriptionRow{}
 	for _, r := range rows {
-		counts[key{r.SubscriptionID, r.Hour.Unix()}] = r
+		counts[key{r.SubscriptionID, r.Bucket}] = r
 	}
+	n := int32(rg.Span / rg.Step)
 	out := make(map[uuid.UUID][]HourBucket, len(ids))
 	for _, id := range ids {
-		buckets := make([]HourBucket, 0, 24)
-		for h := start; !h.After(now); h = h.Add(time.Hour) {
-			r := counts[key{id, h.Unix()}]
-			buckets = append(buckets, HourBucket{Hour: h, Successes: int(r.Successes), Failures: int(r.Failures)})
+		buckets := make([]HourBucket, 0, n)
+		for i := range n {
+			r := counts[key{id, i}]
+			buckets = append(buckets, HourBucket{Hour: start.Add(time.Duration(i) * rg.Step), Successes: int(r.Successes), Failures: int(r.Failures)})
 		}
 		out[id] = buckets
+	}
+	return out, nil
+}
+
+// Outcomes counts a subscription's deliveries by where they ended up.
+type Outcomes struct {
+	Delivered, Retrying, Dead, Waiting int
+	// Counted is how many deliveries were looked at; AtLeast says the newest OutcomesUpTo were, and older
+	// ones in the range were not.
+	Counted int
+	AtLeast bool
+}
+
+// OutcomesUpTo bounds the deliveries OutcomesSince reads per subscription.
+const OutcomesUpTo = 20000
+
+// OutcomesSince counts the deliveries created since a moment by outcome (delivered, retrying, dead,
+// waiting), for several of a tenant's subscriptions; discarded ones are left out.
+func (s *Service) OutcomesSince(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, since time.Time) (map[uuid.UUID]Outcomes, error) {
+	rows, err := s.q.DeliveryOutcomesBySubscription(ctx, db.DeliveryOutcomesBySubscriptionParams{
+		SubscriptionIds: ids, TenantID: tenantID, Since: since, UpTo: OutcomesUpTo,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delivery outcomes: %w", err)
+	}
+	out := make(map[uuid.UUID]Outcomes, len(rows))
+	for _, r := range rows {
+		out[r.SubscriptionID] = Outcomes{Delivered: int(r.Delivered), Retrying: int(r.Retrying), Dead: int(r.Dead),
+			Waiting: int(r.Waiting), Counted: int(r.Counted), AtLeast: r.Counted >= OutcomesUpTo}
 	}
 	return out, nil
 }

@@ -266,13 +266,24 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	if got := text(one(t, bad, "attempts")); got != "3" {
 		t.Errorf("bad attempts %q", got)
 	}
-	if got := text(one(t, bad, "dead-count")); got != "3" {
-		t.Errorf("bad dead count %q", got)
+	// Deliveries by outcome, each linking to the list filtered to it.
+	for id, want := range map[string]string{"dead-count": "3", "delivered-count": "0", "retrying-count": "0"} {
+		n := one(t, bad, id)
+		if attr(n, "data-count") != want || !strings.HasPrefix(text(n), want+" ") {
+			t.Errorf("bad %s %q", id, text(n))
+		}
+		state := strings.TrimSuffix(id, "-count")
+		if got := attr(n, "href"); got != "/subscriptions/"+s.bad.String()+"?state="+state+"&range=24h" {
+			t.Errorf("%s links to %q", id, got)
+		}
+	}
+	if got := text(one(t, good, "delivered-share")); got != "100 % of finished deliveries were delivered." {
+		t.Errorf("good delivered share %q", got)
 	}
 	if got := text(one(t, bad, "consecutive-failures")); got != "3" {
 		t.Errorf("bad consecutive failures %q", got)
 	}
-	if got := text(one(t, good, "last-failure")); got != "none in 24 h" {
+	if got := text(one(t, good, "last-failure")); got != "none in the last 24 hours" {
 		t.Errorf("good last failure %q", got)
 	}
 	if got := text(one(t, bad, "p50")); !strings.HasSuffix(got, "ms") && !strings.HasSuffix(got, " s") {
@@ -292,6 +303,10 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	bars := byTestID(svg[0], "chart-bar")
 	if len(bars) < 24 || len(bars) > 25 {
 		t.Errorf("%d hourly bars", len(bars))
+	}
+	// The numbers without hovering: one table row per bar.
+	if rows := findAll(one(t, chart, "chart-table"), tag("tr")); len(rows) != len(bars)+1 {
+		t.Errorf("chart table: %d rows for %d bars", len(rows), len(bars))
 	}
 	fails := findAll(svg[0], func(n *html.Node) bool { return n.Data == "rect" && attr(n, "class") == "fail" })
 	oks := findAll(svg[0], func(n *html.Node) bool { return n.Data == "rect" && attr(n, "class") == "ok" })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +172,58 @@ func TestRetryNow(t *testing.T) {
 	p = c.get("/deliveries/" + other.String())
 	if !hasAttr(one(t, p.Doc, "retry-now"), "disabled") || !strings.Contains(text(one(t, p.Doc, "action-reason")), "the most allowed") {
 		t.Error("Retry now at the cap is not disabled with the reason")
+	}
+}
+
+func TestHealthRanges(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	s := seed(e, "ranges", 2)
+	c := e.client()
+	c.login(s.tn.Email)
+	base := "/subscriptions/" + s.bad.String()
+	for _, tc := range []struct {
+		query, heading, current string
+		bars                    int
+	}{
+		{"", "Health, last 24 hours", "24h", 24},
+		{"?range=1h", "Health, last hour", "1h", 60},
+		{"?range=7d", "Health, last 7 days", "7d", 7},
+		{"?range=bogus", "Health, last 24 hours", "24h", 24},
+	} {
+		p := c.get(base + tc.query)
+		card := one(t, p.Doc, "health-card")
+		if got := text(findAll(card, tag("h2"))[0]); got != tc.heading {
+			t.Errorf("%q: heading %q", tc.query, got)
+		}
+		if n := len(byTestID(card, "chart-bar")); n != tc.bars {
+			t.Errorf("%q: %d bars, want %d", tc.query, n, tc.bars)
+		}
+		var current []string
+		for _, a := range findAll(one(t, card, "health-ranges"), tag("a")) {
+			if hasAttr(a, "aria-current") {
+				current = append(current, attr(a, "data-range"))
+			}
+		}
+		if len(current) != 1 || current[0] != tc.current {
+			t.Errorf("%q: current range %v", tc.query, current)
+		}
+		// Every attempt of the seed is recent: each range counts both, two failed attempts and 2 dead.
+		if got := text(one(t, card, "attempts")); got != "2" {
+			t.Errorf("%q: attempts %q", tc.query, got)
+		}
+		if got := attr(one(t, card, "dead-count"), "href"); got != base+"?state=dead&range="+tc.current {
+			t.Errorf("%q: dead links to %q", tc.query, got)
+		}
+		fails := 0
+		for _, r := range findAll(one(t, card, "chart-table"), tag("tr"))[1:] {
+			cells := findAll(r, tag("td"))
+			if n, _ := strconv.Atoi(text(cells[1])); n > 0 {
+				fails += n
+			}
+		}
+		if fails != 2 {
+			t.Errorf("%q: the chart's table shows %d failed attempts, want 2", tc.query, fails)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -51,53 +50,6 @@ func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, templates.Home(p))
-}
-
-// subscriptionsWithHealth is a tenant's subscriptions with their 24 h health, for the home page and the
-// operator's tenant page: health for all of them in a few queries, not a few per subscription.
-func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUID) ([]templates.Subscription, error) {
-	subs, err := h.subs.List(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	dead, err := h.subs.DeadCounts(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	health, err := h.subs.HealthOf(ctx, tenantID, subs)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]uuid.UUID, len(subs))
-	for i, s := range subs {
-		ids[i] = s.ID
-	}
-	hourly, err := h.subs.HourlyOf(ctx, tenantID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]templates.Subscription, 0, len(subs))
-	for _, s := range subs {
-		v := h.subscriptionView(s)
-		v.Health = h.healthView(health[s.ID], hourly[s.ID], dead[s.ID])
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, dead int) (templates.Subscription, error) {
-	// HealthOf with the subscription in hand: Health would read it again.
-	health, err := h.subs.HealthOf(r.Context(), tenantID, []subscriptions.Subscription{s})
-	if err != nil {
-		return templates.Subscription{}, err
-	}
-	hours, err := h.subs.Hourly(r.Context(), tenantID, s.ID)
-	if err != nil {
-		return templates.Subscription{}, err
-	}
-	v := h.subscriptionView(s)
-	v.Health = h.healthView(health[s.ID], hours, dead)
-	return v, nil
 }
 
 // customerSubscription loads the {id} subscription: of the user's tenant for a customer (anything else is

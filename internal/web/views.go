@@ -155,65 +155,6 @@ func (h *Handler) subscriptionView(s subscriptions.Subscription) templates.Subsc
 	return v
 }
 
-func (h *Handler) healthView(hl subscriptions.Health, hours []subscriptions.HourBucket, dead int) templates.Health {
-	v := templates.Health{
-		HasAttempts: hl.Attempts > 0, Attempts: hl.Attempts, Successes: hl.Successes, Failures: hl.Attempts - hl.Successes,
-		P50: "—", P95: "—", ConsecutiveFailures: hl.ConsecutiveFailures,
-		LastSuccess: h.timePtr(hl.LastSuccessAt), LastFailure: h.timePtr(hl.LastFailureAt), Dead: dead,
-		Chart: chartView(hours),
-	}
-	if hl.SuccessRate != nil {
-		rate := *hl.SuccessRate * 100
-		v.SuccessRate = strconv.FormatFloat(rate, 'f', 1, 64) + " %"
-		v.SuccessRate = strings.Replace(v.SuccessRate, ".0 %", " %", 1)
-		switch {
-		case rate >= 99:
-			v.RateClass = "rate-good"
-		case rate >= 90:
-			v.RateClass = "rate-warn"
-		default:
-			v.RateClass = "rate-bad"
-		}
-	}
-	if hl.Attempts > 0 {
-		v.P50 = span(time.Duration(hl.LatencyMsP50 * float64(time.Millisecond)))
-		v.P95 = span(time.Duration(hl.LatencyMsP95 * float64(time.Millisecond)))
-	}
-	return v
-}
-
-// chartView lays out one stacked bar per hour: successes at the bottom, failures above.
-func chartView(hours []subscriptions.HourBucket) templates.Chart {
-	c := templates.Chart{Width: 240, Height: 60}
-	ok, failed := 0, 0
-	for _, b := range hours {
-		c.Max = max(c.Max, b.Successes+b.Failures)
-		ok += b.Successes
-		failed += b.Failures
-	}
-	c.Label = fmt.Sprintf("Successes and failures per hour over the last 24 hours: %d successes, %d failures", ok, failed)
-	if len(hours) == 0 {
-		return c
-	}
-	c.From = hours[0].Hour.UTC().Format("15:00")
-	c.To = hours[len(hours)-1].Hour.UTC().Format("15:00 UTC")
-	slot := float64(c.Width) / float64(len(hours))
-	scale := 0.0
-	if c.Max > 0 {
-		scale = float64(c.Height-2) / float64(c.Max)
-	}
-	for i, b := range hours {
-		bar := templates.Bar{X: float64(i)*slot + slot*0.15, W: slot * 0.7,
-			Title: fmt.Sprintf("%s UTC: %d delivered, %d failed", b.Hour.UTC().Format("Jan 2 15:00"), b.Successes, b.Failures)}
-		bar.OkH = float64(b.Successes) * scale
-		bar.OkY = float64(c.Height) - bar.OkH
-		bar.FailH = float64(b.Failures) * scale
-		bar.FailY = bar.OkY - bar.FailH
-		c.Bars = append(c.Bars, bar)
-	}
-	return c
-}
-
 // contract tells the delivery contract in plain words, from the server's actual settings.
 func (h *Handler) contract() []string {
 	p := h.policy

@@ -74,6 +74,15 @@ type Health struct {
 	LastFailure         Time
 	Dead                int
 	Chart               Chart
+	// RangeLabel names the span the numbers cover ("last 24 hours"); Ranges, when set, offer the others.
+	RangeLabel string
+	Ranges     []RangeOption
+	// Outcomes are the deliveries of the range by outcome (delivered, retrying, dead), each linking to the
+	// list; DeliveredShare is how many of the finished ones were delivered ("88.6 %"), OutcomesNote says
+	// when only the newest were counted.
+	Outcomes       []Outcome
+	DeliveredShare string
+	OutcomesNote   string
 }
 
 // Chart is successes and failures per hour, drawn as inline SVG.
@@ -86,6 +95,12 @@ type Chart struct {
 	Max int
 	// From and To name the first and last hour.
 	From, To string
+	// Step says what one bar is ("per minute"); Ticks label the time axis, one per bar; Rows are the bars
+	// as a (visually hidden) table; Columns is the number of bars, for the axis' grid.
+	Step    string
+	Ticks   []Tick
+	Rows    []ChartRow
+	Columns int
 }
 
 // Bar is one hour of the chart; heights are in SVG units.

@@ -36,3 +36,14 @@ type RangeOption struct {
 	Href         string
 	Current      bool
 }
+
+// Tick is one label of a chart's time axis, under the bar it names (Label empty: no label there).
+type Tick struct {
+	Label string
+}
+
+// ChartRow is one bar of a chart as a table row: the numbers without hovering.
+type ChartRow struct {
+	When                string
+	Successes, Failures int
+}
