@@ -8,27 +8,32 @@
 --     webhook_deliveries_sub_pending_idx without reading any other subscription's rows.
 --   * picked: up to each candidate's quota of its due rows (FOR UPDATE SKIP LOCKED, so any number of workers
 --     and processes claim at once), taken in turns: every candidate's first row before anyone's second, so
---     a fresh event of a quiet subscription is never queued behind another's backlog.
---   * reserved: the slots are taken on each subscription's row, in id order (no deadlock with completers,
---     which lock in the same order), guarded by in_flight + n <= @cap on the row's newest version: a claim in
+--     a fresh event of a quiet subscription is never queued behind another's backlog. No candidate locks
+--     more rows than the claim can take.
+--   * reserved: the slots are taken on each subscription's row (claimed + n), in id order (no deadlock
+--     between claims), guarded by claimed + n - finished <= @cap on the row's newest version: a claim in
 --     another process that took the slots first makes the guard fail, and this claim then takes none of that
---     subscription's rows. That guard is what holds the cap across processes. An open circuit due for a
---     probe gets one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
+--     subscription's rows. That guard is what holds the cap across processes. finished (see
+--     subscription_finished) is read from this statement's snapshot; it only grows, so a stale value only
+--     makes the guard stricter. Completions never lock the subscription row to free a slot, so a busy
+--     endpoint's claims and completions do not queue behind each other. An open circuit due for a probe gets
+--     one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
 -- The event body and the subscription's URL, headers and valid secrets come back with each row so sending
 -- needs no more queries.
 WITH candidates AS (
-    SELECT s.id, s.in_flight, s.circuit_state,
+    SELECT s.id, s.claimed - coalesce(f.finished, 0) AS in_flight, coalesce(f.finished, 0) AS finished, s.circuit_state,
            coalesce(floor(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz))::int,
                     sqlc.arg('cap')::int) AS tokens,
            first.next_attempt_at AS first_due
     FROM subscriptions s
+    LEFT JOIN subscription_finished f ON f.subscription_id = s.id
     CROSS JOIN LATERAL (
         SELECT d.next_attempt_at FROM webhook_deliveries d
         WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
         ORDER BY d.next_attempt_at, d.id
         LIMIT 1
     ) first
-    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight < sqlc.arg('cap')::int
+    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed - coalesce(f.finished, 0) < sqlc.arg('cap')::int
       AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= sqlc.arg('now')::timestamptz)
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= 1, true)
     ORDER BY first.next_attempt_at, s.id
@@ -42,29 +47,35 @@ WITH candidates AS (
             SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
             WHERE d.subscription_id = c.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
             ORDER BY d.next_attempt_at, d.id
-            LIMIT greatest(0, least(sqlc.arg('cap')::int - c.in_flight, c.tokens, CASE WHEN c.circuit_state = 'closed' THEN sqlc.arg('cap')::int ELSE 1 END))
+            LIMIT greatest(0, least(sqlc.arg('cap')::int - c.in_flight, c.tokens, sqlc.arg('max')::int,
+                                    CASE WHEN c.circuit_state = 'closed' THEN sqlc.arg('cap')::int ELSE 1 END))
             FOR UPDATE OF d SKIP LOCKED
         ) d
     ) p
     ORDER BY p.turn, p.first_due, p.subscription_id
     LIMIT sqlc.arg('max')::int
 ), wanted AS (
-    SELECT subscription_id, count(*)::int AS n FROM picked GROUP BY subscription_id
+    SELECT p.subscription_id, count(*)::int AS n, min(c.finished) AS finished
+    FROM picked p JOIN candidates c ON c.id = p.subscription_id GROUP BY p.subscription_id
 ), ordered AS (
     SELECT s.id FROM subscriptions s JOIN wanted w ON w.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
 ), reserved AS (
     UPDATE subscriptions s
-    SET in_flight = s.in_flight + w.n,
+    SET claimed = s.claimed + w.n,
         circuit_state = CASE WHEN s.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
         circuit_probe_at = CASE WHEN s.circuit_state = 'closed' THEN s.circuit_probe_at ELSE sqlc.arg('lease_expires_at')::timestamptz END,
         rate_tokens = rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) - w.n,
         rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE sqlc.arg('now')::timestamptz END
     FROM wanted w, ordered o
     WHERE s.id = w.subscription_id AND o.id = s.id
-      AND s.state = 'active' AND s.deleted_at IS NULL AND s.in_flight + w.n <= sqlc.arg('cap')::int
+      AND s.state = 'active' AND s.deleted_at IS NULL AND s.claimed + w.n - w.finished <= sqlc.arg('cap')::int
       AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= sqlc.arg('now')::timestamptz AND w.n = 1))
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= w.n, true)
-    RETURNING s.id, s.url, s.headers
+    RETURNING s.id, s.url, s.headers,
+              -- once per subscription, not per claimed row
+              array(SELECT ss.secret FROM subscription_secrets ss
+                    WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
+                    ORDER BY ss.created_at DESC)::text[] AS secrets
 )
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timestamptz, lease_id = sqlc.arg('lease_id')::uuid,
@@ -72,22 +83,24 @@ SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timest
 FROM picked p, reserved s, events e
 WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
-          d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          array(SELECT ss.secret FROM subscription_secrets ss
-                WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
-                ORDER BY ss.created_at DESC)::text[] AS secrets;
+          d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets;
 
 -- name: CompleteAttempts :many
 -- Records a batch of finished attempts and moves each delivery to the state the worker decided, in one
 -- statement. The lease_id guard drops a result whose lease was lost (the row was rescued and maybe
 -- claimed again): that attempt's outcome no longer owns the row.
 --
--- The same statement keeps each subscription's health, which the claim and the maintenance checks act on:
--- its in_flight count, the run of consecutive transient failures (an answer, 2xx or permanent, ends it),
+-- The same statement frees the attempts' slots (subscription_finished, never the subscription row: see the
+-- claim) and keeps each subscription's health, which the claim and the maintenance checks act on:
+-- the run of consecutive transient failures (an answer, 2xx or permanent, ends it),
 -- last success and failure, failing_since (the start of the current run of only failures), and the circuit:
 -- @threshold transient failures in a row open it (next probe after @probe_base_ms); a failed probe opens it
 -- again for twice as long (at most @probe_max_ms); any answer closes it. A 410 Gone disables the
--- subscription at once. Subscription rows are locked in id order, as the claim locks them.
+-- subscription at once. Subscription rows are locked in id order, as the claim locks them, and only those
+-- whose health changes: a batch of only successes on a healthy subscription whose last success was
+-- recorded under a second ago leaves its row alone (so last_success_at is exact to a second), which keeps a
+-- busy healthy endpoint's completions off the row its claims lock. Whether a row changes is judged on this
+-- statement's snapshot; a concurrent batch that committed since then is simply ordered after this one.
 WITH r AS (
     -- Several unnest calls in one select list are zipped row by row.
     SELECT unnest(sqlc.arg('delivery_ids')::uuid[]) AS delivery_id, unnest(sqlc.arg('lease_ids')::uuid[]) AS lease_id,
@@ -104,7 +117,8 @@ WITH r AS (
         last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
         dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN sqlc.arg('now')::timestamptz END, updated_at = sqlc.arg('now')::timestamptz
     FROM r
-    WHERE d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+    -- = ANY leads the plan to the primary key whatever the generic plan guesses of r's size.
+    WHERE d.id = ANY (sqlc.arg('delivery_ids')::uuid[]) AND d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
 ), inserted AS (
     INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status,
@@ -130,12 +144,20 @@ WITH r AS (
            bool_or(o.status = 410) AS gone
     FROM outcomes o JOIN answers a ON a.subscription_id = o.subscription_id
     GROUP BY o.subscription_id, a.answered_at, a.ok_at
+), freed AS (
+    INSERT INTO subscription_finished AS f (subscription_id, finished)
+    SELECT subscription_id, finished FROM per_sub ORDER BY subscription_id
+    ON CONFLICT (subscription_id) DO UPDATE SET finished = f.finished + excluded.finished
+), changing AS (
+    SELECT p.* FROM per_sub p JOIN subscriptions s ON s.id = p.subscription_id
+    WHERE p.failed_at IS NOT NULL OR p.ok_at IS NULL OR p.gone
+       OR s.consecutive_failures <> 0 OR s.failing_since IS NOT NULL OR s.circuit_state <> 'closed'
+       OR s.last_success_at IS NULL OR s.last_success_at < p.ok_at - make_interval(0, 0, 0, 0, 0, 0, 1)
 ), ordered AS (
-    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
+    SELECT s.id FROM subscriptions s JOIN changing p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
 ), health AS (
     UPDATE subscriptions s
-    SET in_flight = greatest(s.in_flight - p.finished, 0),
-        consecutive_failures = CASE WHEN p.answered_at IS NOT NULL THEN p.transient ELSE s.consecutive_failures + p.transient END,
+    SET consecutive_failures = CASE WHEN p.answered_at IS NOT NULL THEN p.transient ELSE s.consecutive_failures + p.transient END,
         last_success_at = greatest(s.last_success_at, p.ok_at),
         last_failure_at = greatest(s.last_failure_at, p.failed_at),
         failing_since = CASE WHEN p.ok_at IS NOT NULL THEN p.failing_from ELSE coalesce(s.failing_since, p.failing_from) END,
@@ -164,7 +186,7 @@ WITH r AS (
         disabled_reason = CASE WHEN p.gone AND s.deleted_at IS NULL AND s.state <> 'disabled'
             THEN 'The endpoint answered 410 Gone: it says it no longer exists. Resume the subscription once it is back.'
             ELSE s.disabled_reason END
-    FROM per_sub p, ordered l
+    FROM changing p, ordered l
     WHERE s.id = p.subscription_id AND l.id = s.id
     RETURNING s.id
 )
@@ -183,12 +205,10 @@ WITH released AS (
     RETURNING d.subscription_id
 ), per_sub AS (
     SELECT subscription_id, count(*)::int AS n FROM released GROUP BY subscription_id
-), ordered AS (
-    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
 )
-UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
-FROM per_sub p, ordered o
-WHERE s.id = p.subscription_id AND o.id = s.id;
+INSERT INTO subscription_finished AS f (subscription_id, finished)
+SELECT subscription_id, n FROM per_sub ORDER BY subscription_id
+ON CONFLICT (subscription_id) DO UPDATE SET finished = f.finished + excluded.finished;
 
 -- name: RescueExpiredLeases :many
 -- Puts deliveries whose worker died (lease ran out) back in the queue, due now, and their slots back to
@@ -201,12 +221,10 @@ WITH rescued AS (
     RETURNING id, subscription_id
 ), per_sub AS (
     SELECT subscription_id, count(*)::int AS n FROM rescued GROUP BY subscription_id
-), ordered AS (
-    SELECT s.id FROM subscriptions s JOIN per_sub p ON p.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
 ), freed AS (
-    UPDATE subscriptions s SET in_flight = greatest(s.in_flight - p.n, 0)
-    FROM per_sub p, ordered o
-    WHERE s.id = p.subscription_id AND o.id = s.id
+    INSERT INTO subscription_finished AS f (subscription_id, finished)
+    SELECT subscription_id, n FROM per_sub ORDER BY subscription_id
+    ON CONFLICT (subscription_id) DO UPDATE SET finished = f.finished + excluded.finished
 )
 SELECT id, subscription_id FROM rescued;
 

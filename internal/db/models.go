@@ -115,7 +115,7 @@ type Subscription struct {
 	DeletedAt           *time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	InFlight            int32
+	Claimed             int64
 	CircuitProbeAt      *time.Time
 	CircuitProbeMs      *int32
 	RateTokens          *float64
@@ -123,6 +123,11 @@ type Subscription struct {
 	ResendTokens        *float64
 	ResendCountedAt     *time.Time
 	DisabledNotifiedAt  *time.Time
+}
+
+type SubscriptionFinished struct {
+	SubscriptionID uuid.UUID
+	Finished       int64
 }
 
 type SubscriptionSecret struct {

@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -147,8 +148,8 @@ func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
 	}
 }
 
-// The in_flight counters that carry the cap equal the rows actually in flight once the workers stop, and
-// after a rescue: every statement that moves a row into or out of in_flight keeps them.
+// The counters that carry the cap (claimed - finished) equal the rows actually in flight once the workers
+// stop, and after a rescue: every statement that moves a row into or out of in_flight keeps them.
 func TestInFlightCounterMatchesRows(t *testing.T) {
 	e := setup(t)
 	rc := newReceiver(t, statuses(200, 503, 410, 200))
@@ -164,7 +165,7 @@ func TestInFlightCounterMatchesRows(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		counter := e.count("SELECT in_flight FROM subscriptions WHERE id = $1", sub.ID)
+		counter := e.count(inFlightCounter, sub.ID)
 		rows := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'in_flight'", sub.ID)
 		if counter != rows {
 			t.Fatalf("%s: in_flight counter %d, rows in flight %d", when, counter, rows)
@@ -187,7 +188,74 @@ func TestInFlightCounterMatchesRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after the rescue")
-	if n := e.count("SELECT in_flight FROM subscriptions WHERE id = $1", sub.ID); n != 0 {
+	if n := e.count(inFlightCounter, sub.ID); n != 0 {
 		t.Fatalf("in_flight %d after everything was rescued", n)
+	}
+}
+
+const inFlightCounter = `SELECT s.claimed - coalesce(f.finished, 0) FROM subscriptions s
+	LEFT JOIN subscription_finished f ON f.subscription_id = s.id WHERE s.id = $1`
+
+// A completion frees its slots without the subscription row, and leaves the row alone when its health does
+// not change (only successes on a healthy subscription, last success recorded under a second ago), so a
+// busy endpoint's completions never queue behind the claim holding that row. A failure still waits for the
+// row and records the failure.
+func TestCompletionOfHealthySuccessesDoesNotLockTheSubscription(t *testing.T) {
+	e := setup(t)
+	sub, _ := e.subscribe("http://127.0.0.1:1/x", subscriptions.Input{})
+	for range 3 {
+		e.publishOne(`{}`)
+	}
+	w := e.worker(delivery.WorkerOptions{}, nil)
+	first, lease, err := w.Claim(e.ctx, 1)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("claim: %d rows, %v", len(first), err)
+	}
+	if err := w.RecordStatus(e.ctx, first, lease, 200); err != nil { // sets last_success_at
+		t.Fatal(err)
+	}
+	rows, lease, err := w.Claim(e.ctx, 2)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+
+	// Another transaction (a claim, say) holds the subscription row.
+	tx, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(e.ctx)
+	if _, err := tx.Exec(e.ctx, "SELECT 1 FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE", sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	if err := w.RecordStatus(ctx, rows[:1], lease, 200); err != nil {
+		t.Fatalf("recording a success on a healthy subscription waited for its row: %v", err)
+	}
+	if n := e.count(inFlightCounter, sub.ID); n != 1 {
+		t.Fatalf("in flight after one of two finished: %d", n)
+	}
+
+	// A failure changes the health, so it waits for the row, and records once the row is free.
+	done := make(chan error, 1)
+	go func() { done <- w.RecordStatus(e.ctx, rows[1:], lease, 503) }()
+	select {
+	case err := <-done:
+		t.Fatalf("recording a failure did not wait for the subscription row: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count("SELECT consecutive_failures FROM subscriptions WHERE id = $1", sub.ID); n != 1 {
+		t.Fatalf("consecutive failures %d, want 1", n)
+	}
+	if n := e.count(inFlightCounter, sub.ID); n != 0 {
+		t.Fatalf("in flight after both finished: %d", n)
 	}
 }

@@ -13,8 +13,10 @@ import (
 
 // WorkerOptions tune a Worker. Zero values take the defaults noted.
 type WorkerOptions struct {
-	// Concurrency is how many attempts run at once (default 32). The worker never claims more rows than
-	// it has free slots, so claimed rows start at once and leases are not spent waiting.
+	// Concurrency is how many attempts run at once (default 256). The worker never claims more rows than
+	// it has free slots, so claimed rows start at once and leases are not spent waiting. It also bounds the
+	// batches: with 32, a busy endpoint's claims and completions averaged 19 and 13 rows and the database
+	// spent 2.4 times the CPU per delivery that it spends at 256 (BenchmarkDrainVsCeiling).
 	Concurrency int
 	// BatchSize caps one claim (default 100).
 	BatchSize int
@@ -46,7 +48,7 @@ type WorkerOptions struct {
 
 func (o *WorkerOptions) defaults() {
 	if o.Concurrency <= 0 {
-		o.Concurrency = 32
+		o.Concurrency = 256
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 100
