@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -82,6 +84,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	if v.subs == 1 {
 		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
 	}
+	plans := enableSlowPlans(ctx, db, b.o.drainSlowPlan)
 	var servers []*server
 	defer func() {
 		for _, s := range servers {
@@ -121,7 +124,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	if err := ts.setState(ctx, c, "resume"); err != nil {
 		return 0, tally{}, err
 	}
-	elapsed, err := b.waitReceived(ctx, reached, start, n)
+	elapsed, err := b.waitReceived(ctx, db, reached, start, n)
 	if err != nil {
 		return 0, b.rc.tally(n), err
 	}
@@ -132,13 +135,20 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	}
 	t, err := b.settle(ctx, db, n)
 	fmt.Printf("%s %s: %s\n", phase, v.name, t)
+	plans.report(filepath.Join(".data", fmt.Sprintf("bench-slow-plans-%s-%s%d.txt", phase, v.key, procs)))
 	return rate, t, err
 }
 
-// waitReceived waits until reached closes, printing progress every 5 s so a stall shows as it happens.
-func (b *bench) waitReceived(ctx context.Context, reached <-chan struct{}, start time.Time, n int) (time.Duration, error) {
+// waitReceived waits until reached closes, printing progress every 5 s so a stall shows as it happens,
+// with what the database's sessions were doing meanwhile (sampled every 200 ms: the average number of
+// active sessions, and of those waiting, by wait event).
+func (b *bench) waitReceived(ctx context.Context, db *database, reached <-chan struct{}, start time.Time, n int) (time.Duration, error) {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
+	sample := time.NewTicker(200 * time.Millisecond)
+	defer sample.Stop()
+	waits := map[string]int{}
+	samples := 0
 	last, lastAt := 0, start
 	timeout := time.After(b.o.timeout)
 	for {
@@ -150,13 +160,64 @@ func (b *bench) waitReceived(ctx context.Context, reached <-chan struct{}, start
 		case <-timeout:
 			u, _, _ := b.rc.counts()
 			return 0, fmt.Errorf("only %d of %d deliveries arrived within %s", u, n, b.o.timeout)
+		case <-sample.C:
+			if err := sampleWaits(ctx, db, waits); err == nil {
+				samples++
+			}
 		case now := <-tick.C:
 			u, _, _ := b.rc.counts()
-			fmt.Printf("  … %d/%d after %s (%.0f/s over the last %s)\n", u, n, now.Sub(start).Round(time.Second),
-				float64(u-last)/now.Sub(lastAt).Seconds(), now.Sub(lastAt).Round(time.Second))
+			fmt.Printf("  … %d/%d after %s (%.0f/s over the last %s; %s)\n", u, n, now.Sub(start).Round(time.Second),
+				float64(u-last)/now.Sub(lastAt).Seconds(), now.Sub(lastAt).Round(time.Second), describeWaits(waits, samples))
 			last, lastAt = u, now
+			clear(waits)
+			samples = 0
 		}
 	}
+}
+
+// sampleWaits adds one sample of the database's active sessions (other than the harness's) by wait event.
+func sampleWaits(ctx context.Context, db *database, waits map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'running'), count(*)::int
+FROM pg_stat_activity
+WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+  AND application_name NOT LIKE 'bench%' GROUP BY 1`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	waits["active"] += 0
+	for rows.Next() {
+		var w string
+		var n int
+		if err := rows.Scan(&w, &n); err != nil {
+			return err
+		}
+		waits[w] += n
+		waits["active"] += n
+	}
+	return rows.Err()
+}
+
+func describeWaits(waits map[string]int, samples int) string {
+	if samples == 0 {
+		return "no database samples"
+	}
+	type kv struct {
+		k string
+		v int
+	}
+	var top []kv
+	for k, v := range waits {
+		if k != "active" && k != "running" && v > 0 {
+			top = append(top, kv{k, v})
+		}
+	}
+	slices.SortFunc(top, func(a, b kv) int { return b.v - a.v })
+	s := fmt.Sprintf("db sessions active %.1f, running %.1f", float64(waits["active"])/float64(samples), float64(waits["running"])/float64(samples))
+	for _, e := range top[:min(len(top), 3)] {
+		s += fmt.Sprintf(", %s %.1f", e.k, float64(e.v)/float64(samples))
+	}
+	return s
 }
 
 // settle waits (up to 30 s) until no delivery is pending or in flight, then checks through SQL that

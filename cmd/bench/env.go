@@ -105,6 +105,7 @@ func freshDB(ctx context.Context, phase string) (*database, error) {
 		return nil, err
 	}
 	cfg.MaxConns = 16
+	cfg.ConnConfig.RuntimeParams["application_name"] = "bench"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		drop()

@@ -24,38 +24,39 @@ import (
 var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling"}
 
 type options struct {
-	only        map[string]bool
-	out         string
-	serverBin   string
-	noBuild     bool
-	verbose     bool
-	serverEnv   []string
-	drainN      int
-	drainSlowN  int
-	drainVars   string
-	drainCap    int
-	slowDelay   time.Duration
-	ceilWorkers int
-	ceilBatch   int
-	ceilHTTP    bool
-	ingestN     int
-	ingestDur   time.Duration
-	publishers  int
-	payload     int
-	latencyDur  time.Duration
-	idleN       int
-	idleGap     time.Duration
-	retryRate   float64
-	retryDead   int
-	pagesN      int
-	pages10m    bool
-	pageCalls   int
-	rssSmall    int
-	rssLarge    int
-	scaleProcs  string
-	scaleN      int
-	slowPlan    time.Duration
-	timeout     time.Duration
+	only          map[string]bool
+	out           string
+	serverBin     string
+	noBuild       bool
+	verbose       bool
+	serverEnv     []string
+	drainN        int
+	drainSlowN    int
+	drainVars     string
+	drainCap      int
+	slowDelay     time.Duration
+	ceilWorkers   int
+	ceilBatch     int
+	ceilHTTP      bool
+	ingestN       int
+	ingestDur     time.Duration
+	publishers    int
+	payload       int
+	latencyDur    time.Duration
+	idleN         int
+	idleGap       time.Duration
+	retryRate     float64
+	retryDead     int
+	pagesN        int
+	pages10m      bool
+	pageCalls     int
+	rssSmall      int
+	rssLarge      int
+	scaleProcs    string
+	scaleN        int
+	slowPlan      time.Duration
+	drainSlowPlan time.Duration
+	timeout       time.Duration
 }
 
 func main() {
@@ -91,6 +92,7 @@ func main() {
 	flag.IntVar(&o.rssLarge, "rss-large", 1000000, "rss: the large pending backlog")
 	flag.StringVar(&o.scaleProcs, "scaling-procs", "1,2,3", "scaling: server process counts")
 	flag.DurationVar(&o.slowPlan, "slow-plan", 20*time.Millisecond, "pages: log the plans of the server's statements slower than this (auto_explain; project-managed PostgreSQL only; 0: off)")
+	flag.DurationVar(&o.drainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	flag.Parse()
