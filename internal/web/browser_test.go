@@ -305,6 +305,10 @@ func TestBrowserLayouts(t *testing.T) {
 		{"subscription-dead", "/subscriptions/" + flaky.ID.String() + "?state=dead"},
 		{"delivery-failed", "/deliveries/" + s.dead[0].String()},
 		{"delivery-expired", "/deliveries/" + expired.String()},
+		{"deliveries", "/deliveries"},
+		{"deliveries-filtered", "/deliveries?state=dead&event_type=invoice.*&range=24h"},
+		{"event", "/events/" + e.eventOf(s.tn, s.dead[0]).String()},
+		{"find-nothing", "/find?q=" + expired.String()[:8]},
 		{"not-found", "/no/such/page"},
 	}
 	for _, size := range []struct {

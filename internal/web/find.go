@@ -18,6 +18,7 @@ func (h *Handler) find(w http.ResponseWriter, r *http.Request) {
 	raw := r.URL.Query().Get("q")
 	q := strings.Trim(strings.TrimSpace(raw), `"'`+"`")
 	p := templates.FindPage{Layout: h.layout(r, "Find", templates.Crumb{Label: "Find"}), Query: raw}
+	p.NoSearch = true
 	if q == "" {
 		h.render(w, r, http.StatusOK, templates.FindView(p))
 		return

@@ -84,9 +84,17 @@ func TestFindEventAndDelivery(t *testing.T) {
 		if attr(r, "data-event") != ev.String() {
 			t.Errorf("row of event %s", attr(r, "data-event"))
 		}
-		if cp := findAll(r, func(n *html.Node) bool { return attr(n, "data-copy") != "" }); len(cp) != 1 ||
-			attr(cp[0], "data-copy") != ev.String() || !strings.Contains(text(cp[0]), "Copy") || attr(cp[0], "type") != "button" {
-			t.Errorf("row's copy button: %d", len(cp))
+	}
+	if cp := findAll(p.Doc, func(n *html.Node) bool { return attr(n, "data-copy") != "" }); len(cp) != 1 ||
+		attr(cp[0], "data-copy") != ev.String() || !strings.Contains(text(cp[0]), "Copy") || attr(cp[0], "type") != "button" {
+		t.Errorf("event page's copy buttons: %d", len(cp))
+	}
+	// The Deliveries page's rows show the event id, linked to the event, with a copy button.
+	for _, r := range byTestID(c.get("/deliveries").Doc, "delivery-row") {
+		id := attr(r, "data-event")
+		cp := findAll(r, func(n *html.Node) bool { return attr(n, "data-copy") != "" })
+		if len(cp) != 1 || attr(cp[0], "data-copy") != id || attr(one(t, r, "event-link"), "href") != "/events/"+id {
+			t.Errorf("row of event %s: %d copy buttons", id, len(cp))
 		}
 	}
 	if states[s.delivered[0].String()] != "delivered" || states[s.dead[0].String()] != "failed" {

@@ -26,6 +26,8 @@ type Layout struct {
 	Warning string
 	// Incidents are the tenant's open incidents, one banner line each on every page of the tenant's.
 	Incidents []IncidentBanner
+	// NoSearch leaves the header's search out (the search page has its own).
+	NoSearch bool
 }
 
 // Crumb is one breadcrumb step; the last one is the current page and has no link.
