@@ -49,6 +49,7 @@ type options struct {
 	retryDead     int
 	pagesN        int
 	pages10m      bool
+	pagesBigN     int
 	pageCalls     int
 	rssSmall      int
 	rssLarge      int
@@ -65,7 +66,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "comma-separated phases to run ("+strings.Join(allPhases, ",")+"); empty: all")
 	flag.StringVar(&o.out, "out", "bench/results.json", "where to write the results (empty: nowhere)")
 	flag.StringVar(&o.serverBin, "server", "bin/server", "server binary (built from ./cmd/server unless -no-build)")
-	flag.BoolVar(&o.noBuild, "no-build", false, "use -server as it is")
+	flag.BoolVar(&o.noBuild, "no-build", false, "use -server as it is (it must match the source: the harness migrates each database with the migrations it was built with)")
 	flag.BoolVar(&o.verbose, "v", false, "show the server's log")
 	flag.StringVar(&env, "server-env", "", "extra server environment for every start, KEY=VALUE,KEY=VALUE")
 	flag.IntVar(&o.drainN, "drain-n", 50000, "deliveries in the drain backlog (instant receiver) and the ceiling's")
@@ -87,6 +88,7 @@ func main() {
 	flag.IntVar(&o.retryDead, "retry-dead", 2000, "retry under load: dead deliveries seeded to retry")
 	flag.IntVar(&o.pagesN, "pages-n", 1000000, "pages: deliveries seeded")
 	flag.BoolVar(&o.pages10m, "pages-10m", false, "pages: also measure with 10,000,000 deliveries (long)")
+	flag.IntVar(&o.pagesBigN, "pages-10m-n", 10000000, "pages: deliveries seeded for -pages-10m")
 	flag.IntVar(&o.pageCalls, "page-calls", 50, "pages: calls per page measured")
 	flag.IntVar(&o.rssSmall, "rss-small", 100000, "rss: the small pending backlog")
 	flag.IntVar(&o.rssLarge, "rss-large", 1000000, "rss: the large pending backlog")

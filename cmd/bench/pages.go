@@ -85,7 +85,7 @@ FROM d CROSS JOIN LATERAL generate_series(1, d.total_attempts) a`,
 func (b *bench) pages(ctx context.Context) error {
 	sizes := []int{b.o.pagesN}
 	if b.o.pages10m {
-		sizes = append(sizes, 10000000)
+		sizes = append(sizes, b.o.pagesBigN)
 	}
 	for _, n := range sizes {
 		if err := b.pagesAt(ctx, n); err != nil {
