@@ -67,7 +67,7 @@ func (b *bench) ceiling(ctx context.Context) error {
 }
 
 func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally, error) {
-	db, err := freshDB(ctx, "ceiling")
+	db, err := b.freshDB(ctx, "ceiling")
 	if err != nil {
 		return 0, tally{}, err
 	}

@@ -75,7 +75,7 @@ func (b *bench) drain(ctx context.Context) error {
 // drainOnce builds a backlog of n deliveries on paused subscriptions, resumes them and times until the
 // receiver has every one, with procs server processes on one database. It checks the rows afterwards.
 func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, procs int) (float64, tally, error) {
-	db, err := freshDB(ctx, phase)
+	db, err := b.freshDB(ctx, phase)
 	if err != nil {
 		return 0, tally{}, err
 	}

@@ -94,10 +94,18 @@ type database struct {
 	drop func()
 }
 
-func freshDB(ctx context.Context, phase string) (*database, error) {
-	u, drop, err := testdb.Create(ctx, "bench_"+phase)
+// freshDB creates an empty database and has the server binary migrate it (`server migrate`), so the
+// schema is always the one of the binary measured, even one built from another commit (-server).
+func (b *bench) freshDB(ctx context.Context, phase string) (*database, error) {
+	u, drop, err := testdb.CreateEmpty(ctx, "bench_"+phase)
 	if err != nil {
 		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, b.o.serverBin, "migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+u, "HOOKLINE_LOG_FORMAT=text")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		drop()
+		return nil, fmt.Errorf("server migrate: %w\n%s", err, out)
 	}
 	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // The same run also times the floor of a publish: one committed INSERT of an event and its deliveries per
 // call, 16 clients, straight from the harness.
 func (b *bench) ingest(ctx context.Context) error {
-	db, err := freshDB(ctx, "ingest")
+	db, err := b.freshDB(ctx, "ingest")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"os"
@@ -152,6 +153,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer b.close()
+	b.res.Machine.Server = b.res.Machine.Commit // built here from this tree
+	if o.noBuild {
+		b.res.Machine.Server = binaryCommit(o.serverBin) + " (" + o.serverBin + ")"
+	}
 	started := time.Now()
 	fmt.Printf("machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s\n",
 		b.res.Machine.Cores, b.res.Machine.MemoryMiB, b.res.Machine.PostgreSQL, b.res.Machine.Go, b.res.Machine.Commit)
@@ -195,4 +200,23 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("phases failed: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// binaryCommit is the git commit a Go binary was built from ("+dirty" with local changes), from its
+// build info; "unknown" without one (GOFLAGS=-buildvcs=false, or built outside a git tree).
+func binaryCommit(path string) string {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "unknown"
+	}
+	rev, dirty := "unknown", ""
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	return rev + dirty
 }

@@ -96,7 +96,7 @@ func (b *bench) pages(ctx context.Context) error {
 }
 
 func (b *bench) pagesAt(ctx context.Context, n int) error {
-	db, err := freshDB(ctx, "pages")
+	db, err := b.freshDB(ctx, "pages")
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type Machine struct {
 	PostgreSQL string `json:"postgresql"`
 	Go         string `json:"go"`
 	Commit     string `json:"commit"`
+	Server     string `json:"server"` // the commit the server binary was built from (its Go build info)
 	Kernel     string `json:"kernel,omitempty"`
 }
 
@@ -94,8 +95,8 @@ func (r *Results) sortFigures() {
 
 func (r *Results) printTable(w io.Writer) {
 	m := r.Machine
-	fmt.Fprintf(w, "machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s (figures comparable only within one run)\n",
-		m.Cores, m.MemoryMiB, m.PostgreSQL, m.Go, m.Commit)
+	fmt.Fprintf(w, "machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s, server built from %s (figures comparable only within one run)\n",
+		m.Cores, m.MemoryMiB, m.PostgreSQL, m.Go, m.Commit, m.Server)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "phase\tmeasure\tvalue\tunit\tnote")
 	for _, f := range r.Figures {

@@ -10,7 +10,7 @@ import (
 // (seeded failed in SQL) at -retry-rate per second: p50/p95 of the answer. The retried deliveries go
 // out too and are counted with the backlog.
 func (b *bench) retry(ctx context.Context) error {
-	db, err := freshDB(ctx, "retry")
+	db, err := b.freshDB(ctx, "retry")
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // then the peak (VmHWM) over 10 s of draining it to the instant receiver. Flat means the server never
 // holds the backlog. (The per-phase peaks of the other phases are recorded by each phase.)
 func (b *bench) rss(ctx context.Context) error {
-	db, err := freshDB(ctx, "rss")
+	db, err := b.freshDB(ctx, "rss")
 	if err != nil {
 		return err
 	}

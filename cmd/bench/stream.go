@@ -18,7 +18,7 @@ func (b *bench) latency(ctx context.Context) error {
 			rate, note = in/2, "half ingest fan-out 1 (below drain (a))"
 		}
 	}
-	db, err := freshDB(ctx, "latency")
+	db, err := b.freshDB(ctx, "latency")
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (b *bench) arrivals(ctx context.Context, events map[string]time.Time, label
 
 // idle: with an idle server, -idle-n events one at a time, -idle-gap apart: receiver arrival − 202.
 func (b *bench) idle(ctx context.Context) error {
-	db, err := freshDB(ctx, "idle")
+	db, err := b.freshDB(ctx, "idle")
 	if err != nil {
 		return err
 	}
