@@ -62,42 +62,6 @@ func (q *Queries) GetEventByIdempotencyKey(ctx context.Context, arg GetEventById
 	return i, err
 }
 
-const matchingSubscriptions = `-- name: MatchingSubscriptions :many
-SELECT s.id FROM subscriptions s
-WHERE s.tenant_id = $1 AND s.deleted_at IS NULL AND s.state <> 'disabled'
-  AND (cardinality(s.event_types) = 0 OR $2::text = ANY (s.event_types))
-  AND ($3::uuid IS NULL OR s.id = $3::uuid)
-ORDER BY s.created_at, s.id
-`
-
-type MatchingSubscriptionsParams struct {
-	TenantID           uuid.UUID
-	EventType          string
-	OnlySubscriptionID *uuid.UUID
-}
-
-// The live subscriptions of the tenant that want this event type, in creation order: an event gets one
-// delivery each. Paused subscriptions get theirs too (they wait); disabled and deleted ones get none.
-func (q *Queries) MatchingSubscriptions(ctx context.Context, arg MatchingSubscriptionsParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, matchingSubscriptions, arg.TenantID, arg.EventType, arg.OnlySubscriptionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const notifyDeliveriesReady = `-- name: NotifyDeliveriesReady :exec
 SELECT pg_notify('hookline_deliveries', '')
 `
@@ -108,61 +72,120 @@ func (q *Queries) NotifyDeliveriesReady(ctx context.Context) error {
 	return err
 }
 
-const storeEvent = `-- name: StoreEvent :one
-WITH ev AS (
-    INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, response, created_at)
-    VALUES ($1, $2, $3, $4, $5,
-            $6, $7, $8::timestamptz)
+const publishEvent = `-- name: PublishEvent :many
+WITH matching AS (
+    SELECT s.id, s.created_at FROM subscriptions s
+    WHERE s.tenant_id = $1 AND s.deleted_at IS NULL AND s.state <> 'disabled'
+      AND (cardinality(s.event_types) = 0 OR $2::text = ANY (s.event_types))
+      AND ($3::uuid IS NULL OR s.id = $3::uuid)
+), ev AS (
+    INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
+    VALUES ($4, $1, $2, $5, $6,
+            $7, $8::timestamptz)
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id
 ), fanned AS (
-    INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
+    INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at)
-    SELECT d.id, $2, ev.id, d.subscription_id, $3::text, $8::timestamptz,
+    SELECT $1, ev.id, m.id, $2::text, $8::timestamptz,
            $9::timestamptz, $8::timestamptz, $8::timestamptz
-    FROM ev, (SELECT unnest($10::uuid[]) AS id, unnest($11::uuid[]) AS subscription_id) d
-    RETURNING id
+    FROM ev, matching m
+    RETURNING id, subscription_id
 )
-SELECT ev.id, (SELECT count(*) FROM fanned)::int AS deliveries FROM ev
+SELECT coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
+       coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id
+FROM ev LEFT JOIN (fanned f JOIN matching m ON m.id = f.subscription_id) ON true
+ORDER BY m.created_at, m.id
 `
 
-type StoreEventParams struct {
-	ID              uuid.UUID
-	TenantID        uuid.UUID
-	EventType       string
-	Body            []byte
-	IdempotencyKey  *string
-	RequestHash     []byte
-	Response        []byte
-	Now             time.Time
-	GiveUpAt        time.Time
-	DeliveryIDs     []uuid.UUID
-	SubscriptionIds []uuid.UUID
+type PublishEventParams struct {
+	TenantID           uuid.UUID
+	EventType          string
+	OnlySubscriptionID *uuid.UUID
+	ID                 uuid.UUID
+	Body               []byte
+	IdempotencyKey     *string
+	RequestHash        []byte
+	Now                time.Time
+	GiveUpAt           time.Time
 }
 
-type StoreEventRow struct {
-	ID         uuid.UUID
-	Deliveries int32
+type PublishEventRow struct {
+	DeliveryID     uuid.UUID
+	SubscriptionID uuid.UUID
 }
 
-// Stores an event, its publish answer and its deliveries in one statement (atomic without BEGIN/COMMIT:
-// one round trip). ON CONFLICT makes a publish reusing an Idempotency-Key insert nothing, event or
-// deliveries, and return no row; the caller then reads the first answer.
-func (q *Queries) StoreEvent(ctx context.Context, arg StoreEventParams) (StoreEventRow, error) {
-	row := q.db.QueryRow(ctx, storeEvent,
-		arg.ID,
+// Stores an event and one pending delivery per live subscription of the tenant that wants its type, in one
+// statement (atomic without BEGIN/COMMIT, and one round trip: a publish used to read the subscriptions
+// first). Paused subscriptions get their delivery too (it waits); disabled and deleted ones get none.
+// The answer is one row per delivery in subscription creation order, or a single row of nil uuids when
+// nothing matched. ON CONFLICT makes a publish reusing an Idempotency-Key insert nothing, event or
+// deliveries, and return no row at all; the caller then reads the first answer (PublishedDeliveries).
+func (q *Queries) PublishEvent(ctx context.Context, arg PublishEventParams) ([]PublishEventRow, error) {
+	rows, err := q.db.Query(ctx, publishEvent,
 		arg.TenantID,
 		arg.EventType,
+		arg.OnlySubscriptionID,
+		arg.ID,
 		arg.Body,
 		arg.IdempotencyKey,
 		arg.RequestHash,
-		arg.Response,
 		arg.Now,
 		arg.GiveUpAt,
-		arg.DeliveryIDs,
-		arg.SubscriptionIds,
 	)
-	var i StoreEventRow
-	err := row.Scan(&i.ID, &i.Deliveries)
-	return i, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PublishEventRow{}
+	for rows.Next() {
+		var i PublishEventRow
+		if err := rows.Scan(&i.DeliveryID, &i.SubscriptionID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const publishedDeliveries = `-- name: PublishedDeliveries :many
+SELECT d.id, d.subscription_id FROM webhook_deliveries d
+JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.event_id = $1 AND d.tenant_id = $2
+ORDER BY s.created_at, s.id
+`
+
+type PublishedDeliveriesParams struct {
+	EventID  uuid.UUID
+	TenantID uuid.UUID
+}
+
+type PublishedDeliveriesRow struct {
+	ID             uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// The deliveries a publish created, in the order its answer listed them: the answer to a publish that
+// reuses its Idempotency-Key.
+func (q *Queries) PublishedDeliveries(ctx context.Context, arg PublishedDeliveriesParams) ([]PublishedDeliveriesRow, error) {
+	rows, err := q.db.Query(ctx, publishedDeliveries, arg.EventID, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PublishedDeliveriesRow{}
+	for rows.Next() {
+		var i PublishedDeliveriesRow
+		if err := rows.Scan(&i.ID, &i.SubscriptionID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -111,12 +109,6 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	reqHash := h.Sum(nil)
 
 	q := db.New(p.pool)
-	subs, err := q.MatchingSubscriptions(ctx, db.MatchingSubscriptionsParams{
-		TenantID: in.TenantID, EventType: in.EventType, OnlySubscriptionID: in.OnlySubscription,
-	})
-	if err != nil {
-		return Published{}, fmt.Errorf("publish: matching subscriptions: %w", err)
-	}
 	now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -126,55 +118,64 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	if err != nil {
 		return Published{}, err
 	}
-	// The deliveries' ids are made here, time-ordered like the database's own, so that the answer can be
-	// stored with the event in the one statement that stores everything.
-	out := Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(subs))}
-	deliveryIDs := make([]uuid.UUID, len(subs))
-	for i, sub := range subs {
-		if deliveryIDs[i], err = uuid.NewV7(); err != nil {
-			return Published{}, err
-		}
-		out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: deliveryIDs[i].String(), SubscriptionID: sub.String(), State: string(Pending)})
-	}
-	answer, err := json.Marshal(out)
-	if err != nil {
-		return Published{}, err
-	}
 	var key *string
 	if in.IdempotencyKey != "" {
 		key = &in.IdempotencyKey
 	}
-	_, err = q.StoreEvent(ctx, db.StoreEventParams{
-		ID: id, TenantID: in.TenantID, EventType: in.EventType, Body: body, IdempotencyKey: key, RequestHash: reqHash,
-		Response: answer, Now: now, GiveUpAt: p.policy.GiveUpAt(now), DeliveryIDs: deliveryIDs, SubscriptionIds: subs,
+	rows, err := q.PublishEvent(ctx, db.PublishEventParams{
+		TenantID: in.TenantID, EventType: in.EventType, OnlySubscriptionID: in.OnlySubscription,
+		ID: id, Body: body, IdempotencyKey: key, RequestHash: reqHash, Now: now, GiveUpAt: p.policy.GiveUpAt(now),
 	})
-	if errors.Is(err, pgx.ErrNoRows) && key != nil {
+	if err != nil {
+		return Published{}, fmt.Errorf("publish: store event: %w", err)
+	}
+	if len(rows) == 0 && key != nil {
 		// The key was used before (or by a concurrent publish that committed first): answer as the first time.
-		prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: key})
-		if err != nil {
-			return Published{}, fmt.Errorf("publish: read idempotent event: %w", err)
+		return p.firstAnswer(ctx, q, in, reqHash)
+	}
+	out := Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	for _, r := range rows {
+		if r.DeliveryID != uuid.Nil {
+			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
 		}
-		if !bytes.Equal(prev.RequestHash, reqHash) {
-			return Published{}, fault.Invalid("Idempotency-Key %q was already used for a different request", in.IdempotencyKey)
-		}
-		var first Published
-		if err := json.Unmarshal(prev.Response, &first); err != nil || len(prev.Response) == 0 {
+	}
+	if len(out.Deliveries) > 0 {
+		p.wake(ctx)
+	}
+	// Counted after the commit: a rolled-back publish accepted nothing.
+	if p.Metrics != nil {
+		p.Metrics.EventsPublished.Inc()
+	}
+	return out, nil
+}
+
+// firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the same
+// event and deliveries, each "pending" as it was then. Events stored before answers were rebuilt from
+// their rows kept the answer itself, which wins.
+func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishInput, reqHash []byte) (Published, error) {
+	prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: &in.IdempotencyKey})
+	if err != nil {
+		return Published{}, fmt.Errorf("publish: read idempotent event: %w", err)
+	}
+	if !bytes.Equal(prev.RequestHash, reqHash) {
+		return Published{}, fault.Invalid("Idempotency-Key %q was already used for a different request", in.IdempotencyKey)
+	}
+	var first Published
+	if len(prev.Response) > 0 {
+		if err := json.Unmarshal(prev.Response, &first); err != nil {
 			return Published{}, fmt.Errorf("publish: idempotent event %s has no readable stored answer", prev.ID)
 		}
 		return first, nil
 	}
+	rows, err := q.PublishedDeliveries(ctx, db.PublishedDeliveriesParams{EventID: prev.ID, TenantID: in.TenantID})
 	if err != nil {
-		return Published{}, fmt.Errorf("publish: store event: %w", err)
+		return Published{}, fmt.Errorf("publish: read idempotent event's deliveries: %w", err)
 	}
-	if len(subs) > 0 {
-		p.wake(ctx)
+	first = Published{ID: prev.ID.String(), EventType: prev.EventType, CreatedAt: prev.CreatedAt.UTC(), Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	for _, r := range rows {
+		first.Deliveries = append(first.Deliveries, PublishedDelivery{ID: r.ID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
 	}
-	stored := true
-	// Counted after the commit: a rolled-back publish accepted nothing.
-	if stored && p.Metrics != nil {
-		p.Metrics.EventsPublished.Inc()
-	}
-	return out, nil
+	return first, nil
 }
 
 // wake tells the workers of every process that deliveries are ready, after the publish committed. The

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"net/http/pprof"
 	"context"
 	"errors"
 	"fmt"
@@ -382,6 +383,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		s.metricsLn = mln
 		s.metricsSrv = &http.Server{
 			Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -120,12 +121,38 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", bad, err)
 		}
 	}
-	// A revoked token is unknown.
+	// A token revoked by another process (here: in SQL) is trusted from this process's cache for at most
+	// knownFor, then unknown.
+	now := time.Now()
+	s.Now = func() time.Time { return now }
+	s.known.Clear() // forget the lookups above, made on the real clock
+	if _, err := s.Authenticate(ctx, tok.Token); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(knownFor - time.Millisecond)
+	if _, err := s.Authenticate(ctx, tok.Token); err != nil {
+		t.Errorf("a token found valid %v ago was looked up again: %v", knownFor-time.Millisecond, err)
+	}
+	now = now.Add(time.Millisecond)
 	if _, err := s.Authenticate(ctx, tok.Token); !fault.Is(err, fault.Unauthenticated) {
-		t.Errorf("revoked token: %v, want UNAUTHENTICATED", err)
+		t.Errorf("revoked token after %v: %v, want UNAUTHENTICATED", knownFor, err)
+	}
+	// A token revoked through this process is unknown at once.
+	tok2, err := s.CreateToken(ctx, tn.ID, "ci2", []string{ScopeEventsWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, tok2.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeToken(ctx, tn.ID, tok2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, tok2.Token); !fault.Is(err, fault.Unauthenticated) {
+		t.Errorf("token revoked through this process: %v, want UNAUTHENTICATED", err)
 	}
 	// Without HOOKLINE_ADMIN_TOKEN an empty token is not the admin.
 	none, _ := newService(t, "")
