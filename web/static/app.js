@@ -120,6 +120,10 @@
   }
 
   function start() {
+    // The health panel folds at phone width (CSS shows it wide open); say it is open where it is shown.
+    if (window.matchMedia("(min-width: 641px)").matches) {
+      for (const d of document.querySelectorAll("details.health-fold")) d.open = true;
+    }
     enhance(document);
     setInterval(() => updateTimes(document), 5000);
     follow();
