@@ -47,6 +47,13 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	if status, _ := get(t, base+"/healthz"); status != http.StatusOK {
 		t.Errorf("healthz: %d", status)
 	}
+	// Go's profiles are there too, and never on the main address.
+	if status, body := get(t, "http://"+srv.MetricsAddr()+"/debug/pprof/"); status != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof on the metrics address: %d %.200q", status, body)
+	}
+	if status, _ := get(t, base+"/debug/pprof/"); status == http.StatusOK {
+		t.Errorf("the main address serves pprof")
+	}
 }
 
 // Without it, /metrics stays on the main address.

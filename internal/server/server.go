@@ -3,13 +3,13 @@
 package server
 
 import (
-	"net/http/pprof"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -383,7 +383,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+		// Go's profiles, for operators diagnosing CPU or memory: only here, on the address that is kept
+		// off the public network, never on the main one.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		s.metricsLn = mln
 		s.metricsSrv = &http.Server{
 			Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
