@@ -70,7 +70,7 @@ func Page(l Layout) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if l.User != "" && l.HasTenant && !l.NoSearch {
+		if l.User != "" && (l.HasTenant || l.Admin) && !l.NoSearch {
 			templ_7745c5c3_Err = SearchBox("site-q", "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
