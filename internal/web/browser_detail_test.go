@@ -12,6 +12,7 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/hookline/hookline/internal/delivery"
@@ -50,7 +51,7 @@ func (b *browser) axeCheck(page string) {
 }
 
 // TestBrowserAccessibility runs axe-core on every page the dashboard's router serves, customer and
-// operator, at laptop and phone width: any WCAG 2 A/AA violation fails. A GET route without a page here
+// operator, at laptop and phone width and in the dark colour scheme: any WCAG 2 A/AA violation fails. A GET route without a page here
 // fails too, so a new page is checked from the start.
 func TestBrowserAccessibility(t *testing.T) {
 	t.Parallel()
@@ -101,13 +102,23 @@ func TestBrowserAccessibility(t *testing.T) {
 		name   string
 		w, h   int64
 		mobile bool
-	}{{"laptop", 1366, 900, false}, {"phone", 390, 844, true}} {
+		scheme string
+	}{{"laptop", 1366, 900, false, "light"}, {"phone", 390, 844, true, "light"}, {"laptop-dark", 1366, 900, false, "dark"}} {
 		var opts []chromedp.EmulateViewportOption
 		if size.mobile {
 			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch)
 		}
 		b.run("viewport", chromedp.EmulateViewport(size.w, size.h, opts...))
+		b.run("colour scheme", chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: size.scheme}},
+			})
+			return chromedp.Void{}, err
+		}))
 		b.run("login page", chromedp.Navigate(e.base+"/login"), chromedp.WaitVisible(chromedp.CSS(`#email`)))
+		if dark := eval[bool](b, `matchMedia('(prefers-color-scheme: dark)').matches`); dark != (size.scheme == "dark") {
+			t.Fatalf("%s: the page sees dark scheme %v", size.name, dark)
+		}
 		b.axeCheck(size.name + " /login")
 		b.login(e.base, s.tn.Email)
 		check := func(path string) {
