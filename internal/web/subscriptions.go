@@ -118,12 +118,9 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 // when a recover preview renders the page).
 func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, rec templates.RecoverForm) {
 	ctx := r.Context()
-	dead, err := h.subs.DeadCounts(ctx, tenantID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	sv, err := h.subscriptionWithHealth(r, tenantID, s, dead[s.ID])
+	// The health panel counts dead deliveries over its range itself: no count of all of them (a scan of
+	// every dead row of the tenant, 0.1 s at a million rows).
+	sv, err := h.subscriptionWithHealth(r, tenantID, s, 0)
 	if err != nil {
 		h.fail(w, r, err)
 		return
