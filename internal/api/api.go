@@ -73,6 +73,7 @@ func (a *API) Routes() http.Handler {
 			r.With(need(tenants.ScopeDeliveriesRead)).Get("/", a.getDelivery)
 			r.With(need(tenants.ScopeDeliveriesWrite)).Delete("/", a.discardDelivery)
 			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry", a.retryDelivery)
+			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry-now", a.retryDeliveryNow)
 		})
 
 		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)

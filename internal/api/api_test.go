@@ -317,6 +317,10 @@ func TestInvalidState(t *testing.T) {
 
 	wantError(t, "retry pending", e.call("POST", tp+"/deliveries/"+pending+"/retry", adminToken, nil), "INVALID_STATE")
 	wantError(t, "retry pending (tenant)", e.call("POST", tp+"/deliveries/"+pending+"/retry", f.fullToken, nil), "INVALID_STATE")
+	// Retry now is for deliveries waiting for a retry: not one never tried, nor a finished one.
+	wantError(t, "retry now, never tried", e.call("POST", tp+"/deliveries/"+pending+"/retry-now", f.fullToken, nil), "INVALID_STATE")
+	wantError(t, "retry now, delivered", e.call("POST", tp+"/deliveries/"+f.delivered+"/retry-now", f.fullToken, nil), "INVALID_STATE")
+	wantError(t, "retry now, dead", e.call("POST", tp+"/deliveries/"+f.dead+"/retry-now", adminToken, nil), "INVALID_STATE")
 	wantError(t, "discard delivered", e.call("DELETE", tp+"/deliveries/"+f.delivered, adminToken, nil), "INVALID_STATE")
 	wantError(t, "discard pending", e.call("DELETE", tp+"/deliveries/"+pending, f.fullToken, nil), "INVALID_STATE")
 

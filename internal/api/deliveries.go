@@ -118,6 +118,23 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		"next_attempt_at": d.NextAttemptAt, "give_up_at": d.GiveUpAt})
 }
 
+// retryDeliveryNow makes a retrying delivery's next attempt now (the endpoint was fixed); /retry stays for
+// finished deliveries and keeps answering 409 for pending ones.
+func (a *API) retryDeliveryNow(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "deliveryID", "delivery")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d, err := a.Deliveries.RetryNow(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": d.ID, "state": d.State, "manual_retries": d.ManualRetries,
+		"next_attempt_at": d.NextAttemptAt, "give_up_at": d.GiveUpAt})
+}
+
 func (a *API) discardDelivery(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "deliveryID", "delivery")
 	if err != nil {

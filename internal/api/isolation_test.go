@@ -75,6 +75,7 @@ var isolationRoutes = map[string]isoRoute{
 	"GET /api/v1/tenants/{}/deliveries/{}":        {},
 	"DELETE /api/v1/tenants/{}/deliveries/{}":     {},
 	"POST /api/v1/tenants/{}/deliveries/{}/retry": {},
+	"POST /api/v1/tenants/{}/deliveries/{}/retry-now": {},
 	"GET /api/v1/tenants/{}/replays":              {queries: func(*isoWorld) []string { return []string{"limit=100"} }},
 	"GET /api/v1/tenants/{}/replays/{}":           {},
 }

@@ -104,6 +104,7 @@ func TestNoServerErrorOnMalformedInput(t *testing.T) {
 			struct{ method, path string }{"PATCH", "/tenants/" + f.tenant + "/subscriptions/" + id},
 			struct{ method, path string }{"DELETE", "/tenants/" + f.tenant + "/deliveries/" + id},
 			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry"},
+			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry-now"},
 			struct{ method, path string }{"GET", "/replays/" + id},
 			struct{ method, path string }{"GET", "/tenants/" + f.tenant + "/replays/" + id},
 			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/subscriptions/" + id + "/recover"},
