@@ -98,7 +98,19 @@ func main() {
 	flag.DurationVar(&o.drainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
+	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()
+	if *diff {
+		if flag.NArg() != 2 {
+			fmt.Fprintln(os.Stderr, "bench: -diff takes two results files")
+			os.Exit(2)
+		}
+		if err := diffResults(os.Stdout, flag.Arg(0), flag.Arg(1)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	o.only = map[string]bool{}
 	if only == "" {

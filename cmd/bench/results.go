@@ -165,3 +165,43 @@ func (l latencies) ms(p float64) float64 {
 	slices.Sort(s)
 	return float64(percentile(s, p)) / float64(time.Millisecond)
 }
+
+func readResults(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// diffResults prints the figures of two runs side by side with after / before.
+func diffResults(w io.Writer, beforePath, afterPath string) error {
+	before, err := readResults(beforePath)
+	if err != nil {
+		return err
+	}
+	after, err := readResults(afterPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "before: %s, server %s\nafter:  %s, server %s\n", beforePath, before.Machine.Server, afterPath, after.Machine.Server)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "phase\tmeasure\tbefore\tafter\tunit\tafter / before")
+	for _, f := range after.Figures {
+		b, ok := before.get(f.Phase, f.Name)
+		ratio := "-"
+		if ok && b != 0 {
+			ratio = fmt.Sprintf("%.2f×", f.Value/b)
+		}
+		bs := "-"
+		if ok {
+			bs = formatValue(b)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Phase, f.Name, bs, formatValue(f.Value), f.Unit, ratio)
+	}
+	return tw.Flush()
+}

@@ -93,3 +93,24 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestDiffResults(t *testing.T) {
+	dir := t.TempDir()
+	before, after := &Results{}, &Results{}
+	before.add("drain", "a", 1000, "deliveries/s", "")
+	after.add("drain", "a", 2500, "deliveries/s", "")
+	after.add("drain", "new", 7, "ms", "")
+	if err := before.write(dir + "/b.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.write(dir + "/a.json"); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := diffResults(&out, dir+"/b.json", dir+"/a.json"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2.50×") || !strings.Contains(out.String(), "new") {
+		t.Errorf("diff:\n%s", out.String())
+	}
+}
