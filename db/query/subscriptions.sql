@@ -115,6 +115,15 @@ FROM webhook_deliveries
 WHERE tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
 GROUP BY subscription_id;
 
+-- name: ResendWait :one
+-- How long until the subscription's resend bucket has a token, without taking one (0 when it has): the
+-- dashboard disables Resend and Retry now meanwhile. One row by primary key.
+SELECT greatest(0, (1 - bucket_tokens_at(sqlc.arg('per_minute')::float8, sqlc.arg('per_minute')::float8 / 60,
+                                         s.resend_tokens, s.resend_counted_at, sqlc.arg('now')::timestamptz))
+                   * 60 / sqlc.arg('per_minute')::float8)::float8 AS wait_seconds
+FROM subscriptions s
+WHERE s.id = sqlc.arg('id');
+
 -- name: TakeResendToken :one
 -- Takes one manual resend from the subscription's bucket (capacity @per_minute, refilled evenly over a
 -- minute), on the row's newest version so that every process shares it. granted says whether there was

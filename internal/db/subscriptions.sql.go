@@ -486,6 +486,29 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 	return items, nil
 }
 
+const resendWait = `-- name: ResendWait :one
+SELECT greatest(0, (1 - bucket_tokens_at($1::float8, $1::float8 / 60,
+                                         s.resend_tokens, s.resend_counted_at, $2::timestamptz))
+                   * 60 / $1::float8)::float8 AS wait_seconds
+FROM subscriptions s
+WHERE s.id = $3
+`
+
+type ResendWaitParams struct {
+	PerMinute float64
+	Now       time.Time
+	ID        uuid.UUID
+}
+
+// How long until the subscription's resend bucket has a token, without taking one (0 when it has): the
+// dashboard disables Resend and Retry now meanwhile. One row by primary key.
+func (q *Queries) ResendWait(ctx context.Context, arg ResendWaitParams) (float64, error) {
+	row := q.db.QueryRow(ctx, resendWait, arg.PerMinute, arg.Now, arg.ID)
+	var wait_seconds float64
+	err := row.Scan(&wait_seconds)
+	return wait_seconds, err
+}
+
 const setSubscriptionState = `-- name: SetSubscriptionState :one
 UPDATE subscriptions
 SET state = $1, disabled_reason = $2, updated_at = now(),

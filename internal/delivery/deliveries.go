@@ -497,6 +497,19 @@ func CanRetry(d Delivery, admin bool, maxManual int) error {
 	return nil
 }
 
+// ResendWait says how long until a subscription may be resent to again by hand (0 when it may now),
+// without using up anything: pages disable Resend and Retry now meanwhile.
+func (s *Service) ResendWait(ctx context.Context, subID uuid.UUID) (time.Duration, error) {
+	secs, err := s.q.ResendWait(ctx, db.ResendWaitParams{ID: subID, PerMinute: float64(max(s.perMinute, 1)), Now: s.now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("resend wait: %w", err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
 // reserveResend takes a token from the subscription's resend bucket, kept in PostgreSQL so the limit holds
 // across processes, and returns how long to wait when there is none.
 func (s *Service) reserveResend(ctx context.Context, subID uuid.UUID) (time.Duration, error) {

@@ -617,6 +617,11 @@ func TestResendSaysWhatHappened(t *testing.T) {
 	if attr(one(t, p.Doc, "flash"), "data-kind") != "warning" {
 		t.Error("rate-limited flash is not a warning")
 	}
+	// Until the budget allows another, Resend is disabled and says when to try again.
+	if !hasAttr(one(t, p.Doc, "resend"), "disabled") ||
+		!regexp.MustCompile(`^Too many retries by hand for this subscription right now: try again in \d+ s\.$`).MatchString(text(one(t, p.Doc, "action-reason"))) {
+		t.Errorf("rate-limited Resend: disabled %v, reason %q", hasAttr(one(t, p.Doc, "resend"), "disabled"), text(one(t, p.Doc, "action-reason")))
+	}
 
 	// The first delivery was resent once, the most allowed.
 	p = c.post("/deliveries/"+s.dead[0].String()+"/resend", nil)

@@ -44,7 +44,12 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
 		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
 	}
-	h.answerFirst(&p, d, subState, currentUser(r).Admin)
+	wait, err := h.dels.ResendWait(r.Context(), d.SubscriptionID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.answerFirst(&p, d, subState, currentUser(r).Admin, wait)
 	h.render(w, r, http.StatusOK, templates.DeliveryView(p))
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/delivery"
@@ -18,7 +19,8 @@ import (
 
 // answerFirst fills the summary, the actions and the live-update fields of a delivery's page, and orders
 // its attempts newest first.
-func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, admin bool) {
+// wait is how long until the subscription's resend budget allows another retry by hand.
+func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, admin bool, wait time.Duration) {
 	p.Final = d.State == delivery.Delivered || d.State.Dead()
 	p.Live = !p.Final && !d.Discarded
 	p.Version = fmt.Sprintf("%s-%d-%d-%d", d.State, d.TotalAttempts, d.ManualRetries, d.UpdatedAt.UnixNano())
@@ -41,6 +43,14 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subS
 	}
 	p.Summary = h.summary(d, subState)
 	p.Resend, p.RetryNow = h.actions(d, admin)
+	if wait > 0 {
+		reason := fmt.Sprintf("Too many retries by hand for this subscription right now: try again in %d s.", max(secondsUp(wait), 1))
+		for _, a := range []*templates.Action{&p.Resend, &p.RetryNow} {
+			if a.Enabled() {
+				a.Reason = reason
+			}
+		}
+	}
 	p.CanResend, p.ResendNote = p.Resend.Enabled(), p.Resend.Note
 
 	// Newest first: each attempt says how long after the one before it was made.

@@ -90,8 +90,11 @@
     if (!el) return;
     const id = el.id;
     let busy = false;
+    let ticks = 0;
     const timer = setInterval(async () => {
-      if (busy || document.hidden) return;
+      ticks++;
+      // A hidden tab checks less often (every 10 s), but keeps following.
+      if (busy || (document.hidden && ticks % 5 !== 0)) return;
       busy = true;
       try {
         const res = await fetch(location.href, { headers: { "X-Hookline-Live": "1" }, credentials: "same-origin" });
