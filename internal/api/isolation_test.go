@@ -72,12 +72,12 @@ var isolationRoutes = map[string]isoRoute{
 			"state=dead&include_totals=true", "event_type=iso.bad", "limit=100", "event_id=" + w.b.eventIDs[0],
 			"event_id=" + w.b.eventIDs[1] + "&include_totals=true"}
 	}},
-	"GET /api/v1/tenants/{}/deliveries/{}":        {},
-	"DELETE /api/v1/tenants/{}/deliveries/{}":     {},
-	"POST /api/v1/tenants/{}/deliveries/{}/retry": {},
+	"GET /api/v1/tenants/{}/deliveries/{}":            {},
+	"DELETE /api/v1/tenants/{}/deliveries/{}":         {},
+	"POST /api/v1/tenants/{}/deliveries/{}/retry":     {},
 	"POST /api/v1/tenants/{}/deliveries/{}/retry-now": {},
-	"GET /api/v1/tenants/{}/replays":              {queries: func(*isoWorld) []string { return []string{"limit=100"} }},
-	"GET /api/v1/tenants/{}/replays/{}":           {},
+	"GET /api/v1/tenants/{}/replays":                  {queries: func(*isoWorld) []string { return []string{"limit=100"} }},
+	"GET /api/v1/tenants/{}/replays/{}":               {},
 }
 
 // isoTenant is one tenant's objects, as ids by path parameter name.
