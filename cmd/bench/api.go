@@ -84,6 +84,7 @@ type published struct {
 // tenantSetup is a tenant with subscriptions pointing at the receiver.
 type tenantSetup struct {
 	tenant string
+	token  string // a tenant token with events:write, for publishing
 	subs   []string // subscription ids
 	labels []string // each subscription's receiver label
 }
@@ -95,6 +96,13 @@ func (b *bench) setupTenant(ctx context.Context, c *client, n int, delay time.Du
 		return nil, err
 	}
 	ts := &tenantSetup{tenant: t.ID}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if _, err := c.call(ctx, "POST", "/tenants/"+t.ID+"/tokens", map[string]any{"name": "publisher", "scopes": []string{"events:write"}}, nil, &tok); err != nil {
+		return nil, err
+	}
+	ts.token = tok.Token
 	for i := range n {
 		label := fmt.Sprintf("s%d", i)
 		var s idObj

@@ -105,9 +105,10 @@ func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, key
 					}
 				}
 				body := map[string]any{"event_type": "bench.ingest", "payload": rawJSON(payload(b.o.payload, i))}
-				hdr := map[string]string(nil)
+				// Publishers use a tenant token with events:write, as they would in production.
+				hdr := map[string]string{"Authorization": "Bearer " + ts.token}
 				if keyed {
-					hdr = map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%s-%d", ts.tenant, i)}
+					hdr["Idempotency-Key"] = fmt.Sprintf("bench-%s-%d", ts.tenant, i)
 				}
 				var p published
 				t0 := time.Now()
