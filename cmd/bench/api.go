@@ -84,7 +84,7 @@ type published struct {
 // tenantSetup is a tenant with subscriptions pointing at the receiver.
 type tenantSetup struct {
 	tenant string
-	token  string // a tenant token with events:write, for publishing
+	token  string   // a tenant token with events:write, for publishing
 	subs   []string // subscription ids
 	labels []string // each subscription's receiver label
 }
