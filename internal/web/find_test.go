@@ -254,6 +254,20 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		t.Errorf("paused subscription says %q", got)
 	}
 
+	// A deleted subscription's deliveries stay listed, named as such, without a link to a page that is gone.
+	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	p = c.get("/deliveries?subscription=" + bad.ID.String())
+	if ids := rowIDs(p); len(ids) != 3 {
+		t.Fatalf("deleted subscription's deliveries: %v", ids)
+	}
+	for _, r := range byTestID(p.Doc, "delivery-row") {
+		if !strings.Contains(text(r), "deleted subscription") || strings.Contains(renderHTML(r), "/subscriptions/"+bad.ID.String()) {
+			t.Errorf("deleted subscription's row: %q", text(r))
+		}
+	}
+
 	// Bad filters: a 400 with the reason, no rows, and no "No deliveries match".
 	for q, msg := range map[string]string{
 		"state=bogus":       "bogus",
@@ -275,4 +289,10 @@ func TestDeliveriesPageFilters(t *testing.T) {
 	if p := c.get("/subscriptions/" + good.ID.String() + "?event_type=a%20b"); p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "no-deliveries")) != 0 {
 		t.Errorf("subscription page with a bad type: %s", p)
 	}
+}
+
+func renderHTML(n *html.Node) string {
+	var b strings.Builder
+	_ = html.Render(&b, n)
+	return b.String()
 }

@@ -232,10 +232,9 @@ func (h *Handler) listError(l templates.DeliveryList, err error) (templates.Deli
 func (h *Handler) listRow(d delivery.Delivery, subs map[uuid.UUID]subscriptions.Subscription) templates.DeliveryRow {
 	row := h.deliveryRow(d)
 	row.EventID, row.EventShort, row.EventHref = d.EventID.String(), shortID(d.EventID), "/events/"+d.EventID.String()
-	row.SubHref = "/subscriptions/" + d.SubscriptionID.String()
 	row.SubName = "deleted subscription"
 	if s, ok := subs[d.SubscriptionID]; ok {
-		row.SubName = h.subscriptionView(s).Name()
+		row.SubName, row.SubHref = h.subscriptionView(s).Name(), "/subscriptions/"+d.SubscriptionID.String()
 		if d.State == delivery.Pending && s.State != subscriptions.Active {
 			row.Waiting = s.State + ": waits until resumed"
 			row.Next = templates.Time{}
