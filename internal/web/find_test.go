@@ -296,3 +296,49 @@ func renderHTML(n *html.Node) string {
 	_ = html.Render(&b, n)
 	return b.String()
 }
+
+// TestTabCountsCapped: a tab's count stops at 1,000 ("1,000+"), so that a list over a million rows never
+// counts them all; under the cap it is exact.
+func TestTabCountsCapped(t *testing.T) {
+	e := setup(t, nil)
+	tn := e.newTenant("capped")
+	sub := e.newSubscription(tn, "/good/capped", "capped", "bulk.created")
+	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.publishTo(tn, sub.ID, "bulk.created", map[string]any{"n": 0})
+	event := e.eventOf(tn, ev)
+	// 1,200 more delivered rows of the same event, straight into the table.
+	if _, err := e.srv.Pool.Exec(context.Background(), `
+		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, give_up_at, total_attempts, last_status)
+		SELECT $1, $2, $3, 'bulk.created', 'delivered', now() + interval '1 day', 1, 200 FROM generate_series(1, 1200)`,
+		tn.ID, event, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	for _, path := range []string{"/deliveries", "/subscriptions/" + sub.ID.String()} {
+		p := c.get(path)
+		counts, _ := tabCounts(t, p)
+		if counts["all"] != "1,000+" || counts["delivered"] != "1,000+" || counts["pending"] != "1" || counts["dead"] != "0" {
+			t.Errorf("%s: tab counts %v", path, counts)
+		}
+		if got := text(one(t, p.Doc, "total")); got != "1,000+ matching deliveries" {
+			t.Errorf("%s: total %q", path, got)
+		}
+		if len(rowIDs(p)) != 25 || len(byTestID(p.Doc, "next-page")) != 1 {
+			t.Errorf("%s: %d rows", path, len(rowIDs(p)))
+		}
+	}
+	if got := text(one(t, c.get("/subscriptions/"+sub.ID.String()).Doc, "paused-waiting")); !strings.Contains(got, "Paused — 1 waiting") {
+		t.Errorf("paused: %q", got)
+	}
+	// An event with more deliveries than a page shows the first 100 and leads to the rest.
+	p := c.get("/events/" + event.String())
+	if len(rowIDs(p)) != 100 || attr(one(t, p.Doc, "more"), "href") != "/deliveries?event_id="+event.String() {
+		t.Errorf("event page: %d rows", len(rowIDs(p)))
+	}
+	if p = c.get("/deliveries?event_id=" + event.String()); len(rowIDs(p)) != 25 || !strings.Contains(text(one(t, p.Doc, "event-filter")), event.String()) {
+		t.Errorf("the event's deliveries: %d rows", len(rowIDs(p)))
+	}
+}
