@@ -342,3 +342,31 @@ func TestTabCountsCapped(t *testing.T) {
 		t.Errorf("the event's deliveries: %d rows", len(rowIDs(p)))
 	}
 }
+
+// TestWaitingNotOverdue: a delivery held by an open circuit is due but waits; the list says so instead of a
+// next attempt in the past.
+func TestWaitingNotOverdue(t *testing.T) {
+	e := setup(t, nil)
+	tn := e.newTenant("held")
+	broken := e.newSubscription(tn, "/flaky/held", "Held endpoint")
+	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE subscriptions SET circuit_state = 'open', circuit_opened_at = now(),
+		circuit_probe_at = now() + interval '1 hour', circuit_probe_ms = 60000 WHERE id = $1`, broken.ID); err != nil {
+		t.Fatal(err)
+	}
+	id := e.publishTo(tn, broken.ID, "held.created", map[string]any{"n": 1})
+	c := e.client()
+	c.login(tn.Email)
+	for _, path := range []string{"/deliveries", "/subscriptions/" + broken.ID.String()} {
+		p := c.get(path)
+		rows := byTestID(p.Doc, "delivery-row")
+		if len(rows) != 1 || attr(rows[0], "data-id") != id.String() {
+			t.Fatalf("%s: %d rows", path, len(rows))
+		}
+		if got := text(one(t, rows[0], "waiting")); !strings.Contains(got, "circuit open") {
+			t.Errorf("%s: a held delivery says %q", path, got)
+		}
+		if n := findAll(rows[0], tag("time")); len(n) != 1 { // only its creation time
+			t.Errorf("%s: a held delivery shows %d times", path, len(n))
+		}
+	}
+}

@@ -235,8 +235,13 @@ func (h *Handler) listRow(d delivery.Delivery, subs map[uuid.UUID]subscriptions.
 	row.SubName = "deleted subscription"
 	if s, ok := subs[d.SubscriptionID]; ok {
 		row.SubName, row.SubHref = h.subscriptionView(s).Name(), "/subscriptions/"+d.SubscriptionID.String()
-		if d.State == delivery.Pending && s.State != subscriptions.Active {
+		switch {
+		case d.State == delivery.Pending && s.State != subscriptions.Active:
 			row.Waiting = s.State + ": waits until resumed"
+			row.Next = templates.Time{}
+		case d.State == delivery.Pending && s.Circuit.State == delivery.CircuitOpen && d.NextAttemptAt != nil && !d.NextAttemptAt.After(h.now()):
+			// Due, but held by the open circuit: not overdue either.
+			row.Waiting = "circuit open: waits for the endpoint to recover"
 			row.Next = templates.Time{}
 		}
 	}
