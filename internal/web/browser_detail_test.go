@@ -304,7 +304,7 @@ func TestBrowserHealthPanel(t *testing.T) {
 	b.waitJS("7 d", `location.search.includes('range=7d') && document.querySelectorAll('[data-testid=chart-bar]').length === 7`)
 	b.screenshot("health-7d")
 	b.run("dead deliveries", chromedp.Click(chromedp.CSS(`[data-testid=dead-count]`)))
-	b.waitJS("filtered", `location.search.includes('state=dead')`)
+	b.waitJS("filtered", `location.search.includes('state=dead') && document.querySelector('[data-testid=state-tab][data-state=dead][aria-current]') && document.querySelector('footer')`)
 	if got := eval[[]string](b, `[...document.querySelectorAll('[data-testid=delivery-row]')].map(r => r.dataset.state)`); len(got) != 2 {
 		t.Errorf("dead list: %v", got)
 	}
