@@ -47,14 +47,14 @@ func TestBrowserFindAndLists(t *testing.T) {
 	b.screenshot("laptop-event")
 
 	search(s.delivered[1].String())
-	b.waitJS("delivery page", `location.pathname === '/deliveries/`+s.delivered[1].String()+`'`)
+	b.waitJS("delivery page", `location.pathname === '/deliveries/`+s.delivered[1].String()+`' && document.querySelector('footer')`)
 
 	search("no-such-thing")
-	b.waitJS("search page", `location.pathname === '/find' && document.querySelector('[data-testid=find-message]')`)
+	b.waitJS("search page", `location.pathname === '/find' && document.querySelector('[data-testid=find-message]') && document.querySelector('footer')`)
 
 	// The Deliveries page: counts on the tabs, and the Dead tab filters.
 	b.run("deliveries page", chromedp.Click(chromedp.CSS(`[data-testid=nav-deliveries]`)))
-	b.waitJS("deliveries page", `location.pathname === '/deliveries' && document.querySelector('[data-testid=state-tabs]')`)
+	b.waitJS("deliveries page", `location.pathname === '/deliveries' && document.querySelector('[data-testid=state-tabs]') && document.querySelector('footer')`)
 	counts := eval[map[string]string](b, `Object.fromEntries([...document.querySelectorAll('[data-testid=state-tab]')].map(a => [a.dataset.state, (a.querySelector('[data-testid=tab-count]') || {}).textContent || '']))`)
 	if counts["all"] != "6" || counts["delivered"] != "4" || counts["dead"] != "2" || counts["retrying"] != "0" {
 		t.Errorf("tab counts %v", counts)
@@ -72,7 +72,7 @@ func TestBrowserFindAndLists(t *testing.T) {
 		}
 	}
 	b.run("dead tab", chromedp.Click(chromedp.CSS(`[data-testid=state-tab][data-state=dead]`)))
-	b.waitJS("dead tab", `location.search.includes('state=dead') && document.querySelector('[data-testid=state-tab][data-state=dead][aria-current]')`)
+	b.waitJS("dead tab", `location.search.includes('state=dead') && document.querySelector('[data-testid=state-tab][data-state=dead][aria-current]') && document.querySelector('footer')`)
 	states := eval[[]string](b, `[...document.querySelectorAll('[data-testid=delivery-row]')].map(r => r.dataset.state)`)
 	if len(states) != 2 || states[0] != "failed" || states[1] != "failed" {
 		t.Errorf("dead tab rows %v", states)
@@ -82,12 +82,12 @@ func TestBrowserFindAndLists(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#f-type`), "invoice.*"),
 		chromedp.Click(chromedp.CSS(`[data-testid=filter-form] button[type=submit]`)),
 	)
-	b.waitJS("filtered", `location.search.includes('event_type=invoice.')`)
+	b.waitJS("filtered", `location.search.includes('event_type=invoice.') && document.querySelector('footer')`)
 	if n := eval[int](b, `document.querySelectorAll('[data-testid=delivery-row]').length`); n != 0 || !strings.Contains(b.text(`[data-testid=total]`), "0 matching") {
 		t.Errorf("dead invoice.* deliveries: %d", n)
 	}
 	b.run("all tab", chromedp.Click(chromedp.CSS(`[data-testid=state-tab][data-state=all]`)))
-	b.waitJS("all tab", `!location.search.includes('state=') && location.search.includes('event_type=invoice.')`)
+	b.waitJS("all tab", `!location.search.includes('state=') && location.search.includes('event_type=invoice.') && document.querySelector('footer')`)
 	types := eval[[]string](b, `[...document.querySelectorAll('[data-testid=delivery-row] [data-testid=delivery-link]')].map(a => a.textContent).sort()`)
 	if strings.Join(types, ",") != "invoice.failed,invoice.paid" {
 		t.Errorf("invoice.* rows %v", types)
@@ -97,7 +97,7 @@ func TestBrowserFindAndLists(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#f-sub`), s.bad.String()),
 		chromedp.Click(chromedp.CSS(`[data-testid=filter-form] button[type=submit]`)),
 	)
-	b.waitJS("filtered by subscription", `location.search.includes('subscription=`+s.bad.String()+`')`)
+	b.waitJS("filtered by subscription", `location.search.includes('subscription=`+s.bad.String()+`') && document.querySelector('footer')`)
 	if n := eval[int](b, `document.querySelectorAll('[data-testid=delivery-row][data-state=failed]').length`); n != 2 ||
 		eval[int](b, `document.querySelectorAll('[data-testid=delivery-row]').length`) != 2 {
 		t.Errorf("bad subscription's rows: %d failed", n)
@@ -136,10 +136,10 @@ func TestBrowserFindAndLists(t *testing.T) {
 	target := eval[string](b, `document.querySelector('[data-testid=delivery-row]').dataset.id`)
 	pt := eval[[]float64](b, `(() => { const r = document.querySelector('[data-testid=delivery-row] [data-testid=last-status]').getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
 	b.run("tap row", chromedp.MouseClickXY(pt[0], pt[1]))
-	b.waitJS("row opens its delivery", `location.pathname === '/deliveries/`+target+`'`)
+	b.waitJS("row opens its delivery", `location.pathname === '/deliveries/`+target+`' && document.querySelector('footer')`)
 	// Keyboard: the row's link takes focus and Enter opens it.
 	b.run("back", chromedp.Navigate(e.base+"/deliveries"), chromedp.WaitReady(chromedp.CSS(`footer`)))
 	b.run("focus row link", chromedp.Focus(chromedp.CSS(`[data-testid=delivery-row] [data-testid=delivery-link]`)),
 		chromedp.KeyEvent("\r"))
-	b.waitJS("Enter opens the delivery", `location.pathname === '/deliveries/`+target+`'`)
+	b.waitJS("Enter opens the delivery", `location.pathname === '/deliveries/`+target+`' && document.querySelector('footer')`)
 }

@@ -214,7 +214,7 @@ func TestBrowserDeadDeliveryResendPauseResume(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=filter-form]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid=state-tab][data-state=dead]`)),
 	)
-	b.waitJS("filtered to dead", `location.search.includes('state=dead')`)
+	b.waitJS("filtered to dead", `location.search.includes('state=dead') && document.querySelector('footer')`)
 	b.assetsLoaded("subscription")
 	states := eval[[]string](b, `[...document.querySelectorAll('[data-testid=delivery-row]')].map(r => r.dataset.state)`)
 	if len(states) != 2 || states[0] != "failed" || states[1] != "failed" {
