@@ -119,6 +119,7 @@ func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.Hou
 		{Label: "delivered", Count: oc.Delivered, Href: link("delivered"), Class: "badge-ok"},
 		{Label: "retrying", Count: oc.Retrying, Href: link("retrying"), Class: "badge-warn"},
 		{Label: "dead", Count: oc.Dead, Href: link("dead"), Class: "badge-bad"},
+		{Label: "pending", Count: oc.Waiting, Href: link("pending"), Class: "badge-info"},
 	}
 	if done := oc.Delivered + oc.Dead; done > 0 {
 		v.DeliveredShare = percent(float64(oc.Delivered) / float64(done))
