@@ -181,6 +181,9 @@ func chartView(series []subscriptions.HourBucket, rg subscriptions.Range) templa
 		default:
 			label = at.Format(tick)
 		}
+		if rg.Step < 24*time.Hour && i >= len(series)-len(series)/10 {
+			label = "" // it would not fit before the chart's right edge
+		}
 		c.Ticks = append(c.Ticks, templates.Tick{Label: label})
 		c.Rows = append(c.Rows, templates.ChartRow{When: at.Format(row), Successes: b.Successes, Failures: b.Failures})
 	}
