@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -24,9 +25,10 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	subName, subState := "Subscription", ""
+	var circuit subscriptions.Circuit
 	if s, err := h.subs.Get(r.Context(), tenantID, d.SubscriptionID); err == nil {
 		v := h.subscriptionView(s)
-		subName, subState = v.Name(), s.State
+		subName, subState, circuit = v.Name(), s.State, s.Circuit
 	}
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
 	label, class := deliveryState(d.Delivery)
@@ -50,6 +52,13 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.answerFirst(&p, d, subState, currentUser(r).Admin, wait)
+	if d.State == delivery.Pending && subState != subscriptions.Paused && circuit.State == delivery.CircuitOpen {
+		p.Summary.Note = "The endpoint's circuit is open after failures in a row: due deliveries wait until one probe delivery succeeds"
+		if circuit.NextProbeAt != nil {
+			p.Summary.Note += " (next probe " + ago(h.now(), *circuit.NextProbeAt) + ")"
+		}
+		p.Summary.Note += ". Retry now does not skip that wait."
+	}
 	h.render(w, r, http.StatusOK, templates.DeliveryView(p))
 }
 

@@ -227,3 +227,22 @@ func TestHealthRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryNowSaysWhenTheCircuitHoldsIt: with the endpoint's circuit open, a retrying delivery's page says
+// that due deliveries wait for the probe, Retry now included.
+func TestRetryNowSaysWhenTheCircuitHoldsIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("retry-now-circuit")
+	sub, id := e.retrying(tn, "retry-now-circuit")
+	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE subscriptions SET circuit_state = 'open', circuit_opened_at = now(),
+		circuit_probe_at = now() + interval '5 minutes', circuit_probe_ms = 300000 WHERE id = $1`, sub); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	p := c.get("/deliveries/" + id.String())
+	if got := text(one(t, p.Doc, "summary-note")); !strings.HasPrefix(got, "The endpoint's circuit is open") || !strings.Contains(got, "next probe in 4 min") && !strings.Contains(got, "next probe in 5 min") {
+		t.Errorf("note %q", got)
+	}
+}
