@@ -23,6 +23,9 @@ import (
 func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, admin bool, wait time.Duration) {
 	p.Final = d.State == delivery.Delivered || d.State.Dead()
 	p.Live = !p.Final && !d.Discarded
+	if p.Live {
+		p.RefreshWithoutScript = 5
+	}
 	p.Version = fmt.Sprintf("%s-%d-%d-%d", d.State, d.TotalAttempts, d.ManualRetries, d.UpdatedAt.UnixNano())
 	p.RequestHeading = "Request as sent"
 	if len(d.Attempts) == 0 {

@@ -64,6 +64,9 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 	if hasAttr(one(t, p.Doc, "delivery-live"), "data-live") {
 		t.Error("a dead delivery's page follows it")
 	}
+	if strings.Contains(p.Body, `http-equiv="refresh"`) {
+		t.Error("a dead delivery's page reloads itself")
+	}
 	if got := text(one(t, p.Doc, "request-heading")); got != "Request as sent" {
 		t.Errorf("request heading %q", got)
 	}
@@ -108,6 +111,9 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 	}
 	if !hasAttr(one(t, p.Doc, "delivery-live"), "data-live") {
 		t.Error("a pending delivery's page does not follow it")
+	}
+	if !strings.Contains(p.Body, `<noscript><meta http-equiv="refresh" content="5"></noscript>`) {
+		t.Error("no reload without script on a pending delivery's page")
 	}
 	one(t, p.Doc, "give-up")
 	if !hasAttr(one(t, p.Doc, "resend"), "disabled") || !strings.Contains(text(one(t, p.Doc, "action-reason")), "queued already") {

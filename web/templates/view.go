@@ -20,6 +20,9 @@ type Layout struct {
 	Flash     *Flash
 	// Refresh, when above 0, reloads the page every so many seconds (a running replay's progress).
 	Refresh int
+	// RefreshWithoutScript reloads the page every so many seconds only where script does not run (a live
+	// page that app.js would otherwise follow).
+	RefreshWithoutScript int
 	// AdminNav names the current operator section; set on /admin pages, it shows their sub-navigation.
 	AdminNav string
 	// Warning is a standing warning for operators (not a one-time flash): shown on every page it is set on.
