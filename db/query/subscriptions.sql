@@ -109,12 +109,6 @@ CROSS JOIN LATERAL (
     ) d
 ) o;
 
--- name: CountDeadDeliveriesBySubscription :many
-SELECT subscription_id, count(*)::int AS dead
-FROM webhook_deliveries
-WHERE tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
-GROUP BY subscription_id;
-
 -- name: ResendWait :one
 -- How long until the subscription's resend bucket has a token, without taking one (0 when it has): the
 -- dashboard disables Resend and Retry now meanwhile. One row by primary key.

@@ -149,38 +149,6 @@ func (q *Queries) AttemptStatsBySubscription(ctx context.Context, arg AttemptSta
 	return items, nil
 }
 
-const countDeadDeliveriesBySubscription = `-- name: CountDeadDeliveriesBySubscription :many
-SELECT subscription_id, count(*)::int AS dead
-FROM webhook_deliveries
-WHERE tenant_id = $1 AND state IN ('failed', 'expired') AND discarded_at IS NULL
-GROUP BY subscription_id
-`
-
-type CountDeadDeliveriesBySubscriptionRow struct {
-	SubscriptionID uuid.UUID
-	Dead           int32
-}
-
-func (q *Queries) CountDeadDeliveriesBySubscription(ctx context.Context, tenantID uuid.UUID) ([]CountDeadDeliveriesBySubscriptionRow, error) {
-	rows, err := q.db.Query(ctx, countDeadDeliveriesBySubscription, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []CountDeadDeliveriesBySubscriptionRow{}
-	for rows.Next() {
-		var i CountDeadDeliveriesBySubscriptionRow
-		if err := rows.Scan(&i.SubscriptionID, &i.Dead); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
 VALUES ($1, $2, $3, $4, $5, $6)

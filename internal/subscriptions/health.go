@@ -194,19 +194,6 @@ func (s *Service) OutcomesSince(ctx context.Context, tenantID uuid.UUID, ids []u
 	return out, nil
 }
 
-// DeadCounts returns the number of dead deliveries per subscription of a tenant.
-func (s *Service) DeadCounts(ctx context.Context, tenantID uuid.UUID) (map[uuid.UUID]int, error) {
-	rows, err := s.q.CountDeadDeliveriesBySubscription(ctx, tenantID)
-	if err != nil {
-		return nil, fmt.Errorf("dead counts: %w", err)
-	}
-	out := make(map[uuid.UUID]int, len(rows))
-	for _, r := range rows {
-		out[r.SubscriptionID] = int(r.Dead)
-	}
-	return out, nil
-}
-
 // asTime reads an aggregate that is a timestamp or NULL (sqlc types max() FILTER as any).
 func asTime(v any) *time.Time {
 	if t, ok := v.(time.Time); ok {

@@ -52,7 +52,7 @@ func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 
 // subscriptionWithHealth is one subscription with its health over the page's ?range (24 h when absent or
 // unknown), with the other ranges offered.
-func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, _ int) (templates.Subscription, error) {
+func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription) (templates.Subscription, error) {
 	ctx := r.Context()
 	rg, ok := subscriptions.RangeNamed(r.URL.Query().Get("range"))
 	if !ok {

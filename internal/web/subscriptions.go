@@ -120,7 +120,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 	ctx := r.Context()
 	// The health panel counts dead deliveries over its range itself: no count of all of them (a scan of
 	// every dead row of the tenant, 0.1 s at a million rows).
-	sv, err := h.subscriptionWithHealth(r, tenantID, s, 0)
+	sv, err := h.subscriptionWithHealth(r, tenantID, s)
 	if err != nil {
 		h.fail(w, r, err)
 		return

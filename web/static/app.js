@@ -97,7 +97,7 @@
       if (busy || (document.hidden && ticks % 5 !== 0)) return;
       busy = true;
       try {
-        const res = await fetch(location.href, { headers: { "X-Hookline-Live": "1" }, credentials: "same-origin" });
+        const res = await fetch(location.href, { credentials: "same-origin" });
         if (!res.ok) return;
         const doc = new DOMParser().parseFromString(await res.text(), "text/html");
         const cur = document.getElementById(id);
