@@ -51,7 +51,7 @@ func (b *bench) latency(ctx context.Context) error {
 	b.res.add("latency", "202 → receiver p50", lat.ms(50), "ms", "")
 	b.res.add("latency", "202 → receiver p99", lat.ms(99), "ms", "")
 	b.res.add("latency", "not yet delivered when the stream ended", float64(behind), "deliveries",
-		"more than a second's worth: the server did not keep up")
+		"more than a second's worth at the stream's rate: the server fell behind")
 	t := b.rc.tally(len(r.events))
 	if missing > 0 {
 		fmt.Printf("latency: %d deliveries had not arrived 30 s after the stream\n", missing)
