@@ -320,9 +320,10 @@ func OutageWindow(now time.Time) (from, to time.Time) {
 // SeedOutage gives the operator console something to recover from: yesterday from 14:00 to 14:30 UTC the
 // shipping endpoints of two demo tenants were down. It plays that half hour back through the real engine
 // (publisher, worker, sender, the demo receiver answering 503 then 404) on a clock set to yesterday, so
-// every dead delivery has real attempts with yesterday's times. It runs once per database, before the
-// server's own workers start (they would otherwise claim the played-back rows on today's clock). The
-// shipping endpoints answer 200 afterwards, so a replay of the outage succeeds.
+// every dead delivery has real attempts with yesterday's times, and at 14:45 one event each goes through
+// (the endpoints are back). It runs once per database, before the server's own workers start (they would
+// otherwise claim the played-back rows on today's clock). The shipping endpoints answer 200 afterwards, so
+// a replay of the outage succeeds.
 func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded) error {
 	q := db.New(srv.Pool)
 	tenantIDs := []uuid.UUID{s.TenantID}
@@ -404,7 +405,28 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 		}
 		advance(5 * time.Second)
 	}
-	return nil
+	// At 14:45 the endpoints are back: one event each goes through. Without a success after the outage the
+	// subscriptions would read as failing since 14:00 yesterday, and HOOKLINE_AUTO_DISABLE_AFTER (24 h)
+	// would disable them at the first start after 14:00 today, so the replay the demo invites would wait.
+	rcv.shippingDown.Store(false)
+	mu.Lock()
+	clock = to.Add(15 * time.Minute)
+	mu.Unlock()
+	for i, tid := range tenantIDs {
+		payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_back", i), "carrier": "DHL", "status": "delivered"})
+		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[1], Payload: payload}); err != nil {
+			return err
+		}
+	}
+	for {
+		n, err := w.RunOnce(ctx)
+		if err != nil {
+			return fmt.Errorf("demo outage: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
 }
 
 // PrintWelcome tells the person who ran `make run` where to go.
