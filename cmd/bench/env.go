@@ -143,6 +143,21 @@ type server struct {
 
 // startServer starts the server binary on a free loopback port against dbURL, with the harness's
 // settings, then env (KEY=VALUE), then -server-env, and waits until /readyz answers 200.
+// serverPhase gives a phase its own fresh database, a server on it and a client of the server, and the
+// cleanup that stops the server and drops the database.
+func (b *bench) serverPhase(ctx context.Context, phase string, env ...string) (*database, *server, *client, func(), error) {
+	db, err := b.freshDB(ctx, phase)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	s, err := b.startServer(ctx, db.url, env...)
+	if err != nil {
+		db.close()
+		return nil, nil, nil, nil, err
+	}
+	return db, s, newClient(s.base), func() { s.stop(); db.close() }, nil
+}
+
 func (b *bench) startServer(ctx context.Context, dbURL string, env ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {

@@ -16,17 +16,11 @@ import (
 // The same run also times the floor of a publish: one committed INSERT of an event and its deliveries per
 // call, 16 clients, straight from the harness.
 func (b *bench) ingest(ctx context.Context) error {
-	db, err := b.freshDB(ctx, "ingest")
+	db, s, c, done, err := b.serverPhase(ctx, "ingest")
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	s, err := b.startServer(ctx, db.url)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	c := newClient(s.base)
+	defer done()
 	for _, fan := range []int{1, 10} {
 		ts, err := b.setupTenant(ctx, c, fan, 0)
 		if err != nil {

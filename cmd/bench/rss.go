@@ -11,17 +11,11 @@ import (
 // then the peak (VmHWM) over 10 s of draining it to the instant receiver. Flat means the server never
 // holds the backlog. (The per-phase peaks of the other phases are recorded by each phase.)
 func (b *bench) rss(ctx context.Context) error {
-	db, err := b.freshDB(ctx, "rss")
+	db, s, c, done, err := b.serverPhase(ctx, "rss")
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	s, err := b.startServer(ctx, db.url)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	c := newClient(s.base)
+	defer done()
 	ts, err := b.setupTenant(ctx, c, 1, 0)
 	if err != nil {
 		return err

@@ -18,17 +18,11 @@ func (b *bench) latency(ctx context.Context) error {
 			rate, note = in/2, "half ingest fan-out 1 (below drain (a))"
 		}
 	}
-	db, err := b.freshDB(ctx, "latency")
+	_, s, c, done, err := b.serverPhase(ctx, "latency", fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	s, err := b.startServer(ctx, db.url, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	c := newClient(s.base)
+	defer done()
 	ts, err := b.setupTenant(ctx, c, 1, 0)
 	if err != nil {
 		return err
@@ -81,17 +75,11 @@ func (b *bench) arrivals(ctx context.Context, events map[string]time.Time, label
 
 // idle: with an idle server, -idle-n events one at a time, -idle-gap apart: receiver arrival − 202.
 func (b *bench) idle(ctx context.Context) error {
-	db, err := b.freshDB(ctx, "idle")
+	_, _, c, done, err := b.serverPhase(ctx, "idle")
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	s, err := b.startServer(ctx, db.url)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	c := newClient(s.base)
+	defer done()
 	ts, err := b.setupTenant(ctx, c, 1, 0)
 	if err != nil {
 		return err

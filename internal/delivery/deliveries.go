@@ -323,64 +323,37 @@ type Actor struct {
 // Retry puts a delivered, failed or expired delivery back in the queue with a fresh schedule and deadline.
 // Of several concurrent calls on one delivery exactly one succeeds; the rest get INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
-	cur, err := s.get(ctx, tenantID, id)
-	if err != nil {
-		return Delivery{}, err
-	}
-	if err := s.retryAllowed(fromRow(cur), actor); err != nil {
-		return Delivery{}, err
-	}
-	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
-	if err != nil {
-		return Delivery{}, err
-	}
-	if wait > 0 {
-		secs := int(wait.Seconds() + 0.999)
-		return Delivery{}, fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
-	}
-	maxManual := int32(s.maxManual)
-	if actor.Admin {
-		maxManual = -1
-	}
-	now := s.now()
-	var out db.WebhookDelivery
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.RetryDelivery(ctx, db.RetryDeliveryParams{
-			ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
+	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", s.retryAllowed,
+		func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
+			return q.RetryDelivery(ctx, db.RetryDeliveryParams{
+				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
+			})
 		})
-		if err != nil {
-			return err
-		}
-		out = row
-		return q.NotifyDeliveriesReady(ctx)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Lost a race, or the row changed since we read it: say why from its state now.
-		cur, err := s.get(ctx, tenantID, id)
-		if err != nil {
-			return Delivery{}, err
-		}
-		if err := s.retryAllowed(fromRow(cur), actor); err != nil {
-			return Delivery{}, err
-		}
-		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
-	}
-	if err != nil {
-		return Delivery{}, fmt.Errorf("retry delivery: %w", err)
-	}
-	return fromRow(out), nil
 }
 
 // RetryNow moves a retrying delivery's next attempt to now: the customer fixed the endpoint and should not
 // wait out the backoff. The same rules and limits as Retry (the manual cap and the subscription's resend
 // bucket) apply; anything but a retrying delivery is INVALID_STATE, so the API's retry keeps its meaning.
 func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
+	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery now",
+		func(d Delivery, actor Actor) error { return CanRetryNow(d, actor.Admin, s.maxManual) },
+		func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
+			return q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{
+				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, MaxManual: maxManual,
+			})
+		})
+}
+
+// manualRetry is what Retry and RetryNow share: the rule (allowed), the subscription's resend bucket, then
+// the state-guarded statement (move) and a NOTIFY in one transaction. When the statement finds no row the
+// delivery changed since it was read (a concurrent call, a claim): the rule says why from its state now.
+func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what string,
+	allowed func(Delivery, Actor) error, move func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
 	cur, err := s.get(ctx, tenantID, id)
 	if err != nil {
 		return Delivery{}, err
 	}
-	if err := CanRetryNow(fromRow(cur), actor.Admin, s.maxManual); err != nil {
+	if err := allowed(fromRow(cur), actor); err != nil {
 		return Delivery{}, err
 	}
 	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
@@ -398,9 +371,7 @@ func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Ac
 	var out db.WebhookDelivery
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{
-			ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: s.now(), MaxManual: maxManual,
-		})
+		row, err := move(q, s.now(), maxManual)
 		if err != nil {
 			return err
 		}
@@ -408,18 +379,17 @@ func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Ac
 		return q.NotifyDeliveriesReady(ctx)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Claimed or finished since we read it: say why from its state now.
 		cur, err := s.get(ctx, tenantID, id)
 		if err != nil {
 			return Delivery{}, err
 		}
-		if err := CanRetryNow(fromRow(cur), actor.Admin, s.maxManual); err != nil {
+		if err := allowed(fromRow(cur), actor); err != nil {
 			return Delivery{}, err
 		}
 		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
 	}
 	if err != nil {
-		return Delivery{}, fmt.Errorf("retry delivery now: %w", err)
+		return Delivery{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return fromRow(out), nil
 }

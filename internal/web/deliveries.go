@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -64,22 +65,31 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 
 // resend puts a delivery back in the queue and says what happened: queued, rate-limited or not allowed.
 func (h *Handler) resend(w http.ResponseWriter, r *http.Request) {
+	h.manualRetry(w, r, h.dels.Retry, "Queued: the delivery is back in the queue and will be sent again shortly.",
+		"Not resent", "too many resends")
+}
+
+// manualRetry runs Resend or Retry now (do) on the {id} delivery and says what happened in a flash: done,
+// rate-limited ("<notDone>: <limited> for this subscription right now") or not allowed, with the reason.
+func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
+	do func(ctx context.Context, tenantID, id uuid.UUID, actor delivery.Actor) (delivery.Delivery, error),
+	done, notDone, limited string) {
 	u := currentUser(r)
 	tenantID, id, err := h.deliveryTenant(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	_, err = h.dels.Retry(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
+	_, err = do(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
 	fe := fault.As(err)
 	switch {
 	case err == nil:
-		h.setFlash(r, "success", "Queued: the delivery is back in the queue and will be sent again shortly.")
+		h.setFlash(r, "success", done)
 	case fe != nil && fe.Code == fault.RateLimited:
-		h.setFlash(r, "warning", fmt.Sprintf("Not resent: too many resends for this subscription right now. Try again in %d s.",
-			max(secondsUp(fe.RetryAfter), 1)))
+		h.setFlash(r, "warning", fmt.Sprintf("%s: %s for this subscription right now. Try again in %d s.",
+			notDone, limited, max(secondsUp(fe.RetryAfter), 1)))
 	case fe != nil && (fe.Code == fault.InvalidState || fe.Code == fault.MaxRetries):
-		h.setFlash(r, "error", "Not resent: "+fe.Message+".")
+		h.setFlash(r, "error", notDone+": "+fe.Message+".")
 	default:
 		h.fail(w, r, err)
 		return

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -165,25 +164,6 @@ func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templ
 
 // retryNow sends a retrying delivery right away instead of at its next attempt, and says what happened.
 func (h *Handler) retryNow(w http.ResponseWriter, r *http.Request) {
-	u := currentUser(r)
-	tenantID, id, err := h.deliveryTenant(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	_, err = h.dels.RetryNow(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
-	fe := fault.As(err)
-	switch {
-	case err == nil:
-		h.setFlash(r, "success", "Retrying now: the next attempt is made right away.")
-	case fe != nil && fe.Code == fault.RateLimited:
-		h.setFlash(r, "warning", fmt.Sprintf("Not retried: too many retries by hand for this subscription right now. Try again in %d s.",
-			max(secondsUp(fe.RetryAfter), 1)))
-	case fe != nil && (fe.Code == fault.InvalidState || fe.Code == fault.MaxRetries):
-		h.setFlash(r, "error", "Not retried: "+fe.Message+".")
-	default:
-		h.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, "/deliveries/"+id.String(), http.StatusSeeOther)
+	h.manualRetry(w, r, h.dels.RetryNow, "Retrying now: the next attempt is made right away.",
+		"Not retried", "too many retries by hand")
 }
