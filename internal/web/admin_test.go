@@ -492,9 +492,17 @@ func TestAdminReplayPageWhileRunningAndFailed(t *testing.T) {
 		// The runner took it before the lock: nothing to check about a running page.
 		t.Skipf("replay already %s", st)
 	}
-	meta := findAll(p.Doc, func(n *html.Node) bool { return n.Data == "meta" && attr(n, "http-equiv") == "refresh" })
-	if len(meta) != 1 || attr(meta[0], "content") != "2" {
-		t.Errorf("running page does not refresh every 2 s: %v", meta)
+	// With script the page follows the replay (data-live); without, it reloads itself every 2 s.
+	if live := findAll(p.Doc, func(n *html.Node) bool { return attr(n, "id") == "replay" && hasAttr(n, "data-live") }); len(live) != 1 {
+		t.Error("a running replay's page does not follow it")
+	}
+	if !strings.Contains(p.Body, `<noscript><meta http-equiv="refresh" content="2"></noscript>`) {
+		t.Error("without script, a running replay's page does not reload every 2 s")
+	}
+	if findAll(p.Doc, func(n *html.Node) bool {
+		return n.Data == "meta" && attr(n, "http-equiv") == "refresh" && n.Parent != nil && n.Parent.Data == "head"
+	}) != nil {
+		t.Error("a running replay's page reloads itself even with script")
 	}
 	prog := one(t, p.Doc, "progress")
 	if attr(prog, "data-value") != "4" || attr(prog, "data-max") != "10" || text(one(t, prog, "progress-text")) != "4 of 10 scheduled (40 %)" {

@@ -12,8 +12,9 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// replayRefresh is how often a running replay's page reloads itself (meta refresh: the CSP allows no inline
-// script, and a reload is all the progress bar needs).
+// replayRefresh is how often a running replay's page reloads itself when script is off (a <noscript> meta
+// refresh); with script, app.js follows it as often without reloading (a timed reload of the whole page
+// is an accessibility failure: WCAG 2.2.1).
 const replayRefresh = 2
 
 // replayPageSize is how many replays, or deliveries of one replay, a page lists.
@@ -184,11 +185,12 @@ func (h *Handler) replayPage(w http.ResponseWriter, r *http.Request) {
 		Replay: h.replayRow(rep, names), Running: rep.State == delivery.ReplayRunning, Spread: spreadWords(rep.SpreadSeconds),
 	}
 	if p.Running {
-		p.Refresh = replayRefresh
+		p.RefreshWithoutScript = replayRefresh
 	}
 	for _, d := range dels.Items {
 		p.Deliveries = append(p.Deliveries, h.deliveryRow(d))
 	}
+	p.Version = fmt.Sprintf("%s-%d-%d-%d", rep.State, p.Replay.Progress.Value, p.Replay.Matched, len(p.Deliveries))
 	base := "/admin/replays/" + id.String()
 	if dels.NextCursor != "" {
 		p.NextHref = base + "?cursor=" + dels.NextCursor

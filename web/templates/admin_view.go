@@ -152,9 +152,11 @@ type ReplaysPage struct {
 // ReplayPage is /admin/replays/{id}.
 type ReplayPage struct {
 	Layout
-	Replay     ReplayRow
-	Spread     string
-	Running    bool
+	Replay  ReplayRow
+	Spread  string
+	Running bool
+	// Version changes when what the page shows does, so a following page swaps only then.
+	Version    string
 	Deliveries []DeliveryRow
 	NextHref   string
 	FirstHref  string
