@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
@@ -49,7 +50,7 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.New(ctx, admin)
+	pool, err := pgxuuid.NewPool(ctx, admin)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +115,7 @@ func (b *bench) freshDB(ctx context.Context, phase string) (*database, error) {
 	}
 	cfg.MaxConns = 16
 	cfg.ConnConfig.RuntimeParams["application_name"] = "bench"
+	cfg.AfterConnect = pgxuuid.AfterConnect // as the server's pools (the ceiling's pool copies this config)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		drop()

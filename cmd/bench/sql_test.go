@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
@@ -21,7 +20,7 @@ func TestMain(m *testing.M) { testdb.Main(m, "bench", func(u string) { testURL =
 func testDatabase(t *testing.T) (*database, *tenantSetup) {
 	t.Helper()
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testURL)
+	pool, err := pgxuuid.NewPool(ctx, testURL)
 	if err != nil {
 		t.Fatal(err)
 	}

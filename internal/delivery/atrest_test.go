@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -58,4 +59,62 @@ func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
 		t.Fatal("signature made of the sealed form")
 	}
 	e.wantState(id, delivery.Delivered, 1)
+}
+
+// A claimed batch holds several rows of each subscription; the worker opens each subscription's secrets
+// and header values once per batch, and every request still carries its own subscription's headers and
+// signature (no row gets another's).
+func TestBatchOpensEachSubscriptionOnce(t *testing.T) {
+	e := setup(t)
+	box, err := secretbox.Parse(secretbox.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.subs.UseKeys(box)
+	rc := newReceiver(t, nil)
+	inputs := map[string]map[string]string{
+		"/a": {"X-Customer-Token": "tok_a"},
+		"/b": {"X-Customer-Token": "tok_b", "X-Region": "eu"},
+		"/c": nil, // no custom headers
+	}
+	secrets := map[string]string{}
+	values := 0 // sealed values stored: one secret each, and each header value
+	for path, h := range inputs {
+		in := subscriptions.Input{}
+		if h != nil {
+			in.Headers = &h
+		}
+		_, secrets[path] = e.subscribe(rc.srv.URL+path, in)
+		values += 1 + len(h)
+	}
+	const events = 6
+	for range events {
+		e.publish("order.created", `{}`)
+	}
+
+	var opened atomic.Int32
+	open := func(s string) (string, error) { opened.Add(1); return box.Open(s) }
+	if n := e.runOnce(e.worker(delivery.WorkerOptions{Open: open}, nil)); n != events*len(inputs) {
+		t.Fatalf("RunOnce attempted %d, want %d in one batch", n, events*len(inputs))
+	}
+	if got := int(opened.Load()); got != values {
+		t.Errorf("opened %d stored values for a batch of %d rows, want %d (each subscription's once)", got, events*len(inputs), values)
+	}
+	perPath := map[string]int{}
+	for _, r := range rc.requests() {
+		perPath[r.Path]++
+		if err := verifyStandardWebhook(secrets[r.Path], r.Header, r.Body); err != nil {
+			t.Errorf("%s: signature: %v", r.Path, err)
+		}
+		for _, k := range []string{"X-Customer-Token", "X-Region"} {
+			if got, want := r.Header.Get(k), inputs[r.Path][k]; got != want {
+				t.Errorf("%s: header %s = %q, want %q", r.Path, k, got, want)
+			}
+		}
+	}
+	for path := range inputs {
+		if perPath[path] != events {
+			t.Errorf("%s got %d requests, want %d", path, perPath[path], events)
+		}
+	}
 }

@@ -190,13 +190,13 @@ type Response struct {
 func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Response {
 	start := now()
 	ts := start.Unix()
+	tsText := strconv.FormatInt(ts, 10)
 	res := Response{StartedAt: start}
-	headers := map[string]string{
-		"content-type":      "application/json",
-		"user-agent":        UserAgent,
-		"webhook-id":        req.MsgID,
-		"webhook-timestamp": strconv.FormatInt(ts, 10),
-	}
+	headers := make(map[string]string, 5)
+	headers["content-type"] = "application/json"
+	headers["user-agent"] = UserAgent
+	headers["webhook-id"] = req.MsgID
+	headers["webhook-timestamp"] = tsText
 	sig, err := Sign(req.Secrets, req.MsgID, ts, req.Body)
 	if err != nil {
 		res.Err = LimitError("signing: " + err.Error())
@@ -216,9 +216,14 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 	for k, v := range req.CustomHeaders {
 		hr.Header.Set(k, v)
 	}
-	for k, v := range headers { // ours win over a custom header of the same name
-		hr.Header.Set(k, v)
-	}
+	// Ours (the same as headers) win over a custom header of the same name. They are set under their
+	// canonical names, as Set would, with their values in one array rather than five.
+	values := [...]string{"application/json", UserAgent, req.MsgID, tsText, sig}
+	hr.Header["Content-Type"] = values[0:1:1]
+	hr.Header["User-Agent"] = values[1:2:2]
+	hr.Header["Webhook-Id"] = values[2:3:3]
+	hr.Header["Webhook-Timestamp"] = values[3:4:4]
+	hr.Header["Webhook-Signature"] = values[4:5:5]
 	t0 := time.Now()
 	resp, err := s.client.Do(hr)
 	if err != nil {

@@ -143,3 +143,43 @@ func TestSendBoundsTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// The request carries our five headers once each, over any custom header of the same name in any case,
+// and the custom ones as given; the response names ours, the ones stored with the attempt.
+func TestSendHeaders(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	t.Cleanup(srv.Close)
+	s := NewSender(SenderOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	defer s.CloseIdle()
+	secrets := []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	at := time.Unix(1767225600, 0)
+	res := s.Send(context.Background(), Request{URL: srv.URL, MsgID: "msg_1", Body: []byte(`{}`), Secrets: secrets,
+		CustomHeaders: map[string]string{"content-type": "text/plain", "WEBHOOK-SIGNATURE": "forged", "x-trace": "abc"}},
+		func() time.Time { return at })
+	if res.Err != "" || res.Status != http.StatusOK {
+		t.Fatalf("send: %d %s", res.Status, res.Err)
+	}
+	sig, err := Sign(secrets, "msg_1", at.Unix(), []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	for k, want := range map[string]string{"Content-Type": "application/json", "User-Agent": UserAgent, "Webhook-Id": "msg_1",
+		"Webhook-Timestamp": "1767225600", "Webhook-Signature": sig, "X-Trace": "abc"} {
+		if v := h.Values(k); len(v) != 1 || v[0] != want {
+			t.Errorf("%s: %q, want %q", k, v, want)
+		}
+	}
+	want := map[string]string{"content-type": "application/json", "user-agent": UserAgent, "webhook-id": "msg_1",
+		"webhook-timestamp": "1767225600", "webhook-signature": sig}
+	if len(res.Headers) != len(want) {
+		t.Errorf("response headers %v, want %v", res.Headers, want)
+	}
+	for k, v := range want {
+		if res.Headers[k] != v {
+			t.Errorf("response header %s = %q, want %q", k, res.Headers[k], v)
+		}
+	}
+}

@@ -192,9 +192,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	results := make([]attemptResult, len(rows))
+	subs := w.prepare(rows)
 	var wg sync.WaitGroup
 	for i, row := range rows {
-		wg.Go(func() { results[i] = w.attempt(ctx, row, leaseID) })
+		wg.Go(func() { results[i] = w.attempt(ctx, row, leaseID, subs[i]) })
 	}
 	wg.Wait()
 	if len(results) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/maintenance"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,7 +40,7 @@ func connConfig(t testing.TB) *pgx.ConnConfig {
 
 func pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	p, err := pgxpool.New(context.Background(), dbURL)
+	p, err := pgxuuid.NewPool(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

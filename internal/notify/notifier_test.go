@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -39,7 +40,7 @@ func atoi(t *testing.T, s string) int {
 
 func connect(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := pgxuuid.NewPool(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

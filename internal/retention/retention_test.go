@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
@@ -51,7 +52,7 @@ type env struct {
 func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := pgxuuid.NewPool(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/notify"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -107,6 +108,7 @@ func Connect(ctx context.Context, url string, maxConns int32, mode PlanMode) (*p
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
+	cfg.AfterConnect = pgxuuid.AfterConnect // uuids in binary, not through their string forms
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { testdb.Main(m, "tenants", func(u string) { dbURL =
 
 func newService(t *testing.T, adminToken string) (*Service, *pgxpool.Pool) {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := pgxuuid.NewPool(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
