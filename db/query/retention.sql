@@ -81,3 +81,14 @@ WITH scanned AS (
 SELECT COALESCE((SELECT s.id FROM scanned s ORDER BY s.id DESC LIMIT 1), @after::uuid)::uuid AS last_id,
        (SELECT count(*) FROM scanned)::int AS scanned,
        (SELECT count(*) FROM deleted)::int AS deleted;
+
+-- name: DeleteAttemptMinutesBefore :execrows
+-- Deletes up to max of the health's per-minute attempt counts older than cutoff (nothing reads them past
+-- the longest health range), oldest first through attempt_minutes_minute_idx.
+DELETE FROM attempt_minutes m
+WHERE (m.subscription_id, m.minute) IN (
+    SELECT subscription_id, minute FROM attempt_minutes
+    WHERE minute < @cutoff::timestamptz
+    ORDER BY minute
+    LIMIT @max::int
+);

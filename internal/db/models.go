@@ -21,6 +21,16 @@ type ApiToken struct {
 	RevokedAt  *time.Time
 }
 
+type AttemptMinute struct {
+	SubscriptionID uuid.UUID
+	Minute         time.Time
+	TenantID       uuid.UUID
+	Attempts       int32
+	Successes      int32
+	LastSuccessAt  *time.Time
+	LastFailureAt  *time.Time
+}
+
 type Event struct {
 	ID             uuid.UUID
 	TenantID       uuid.UUID

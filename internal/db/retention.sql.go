@@ -12,6 +12,31 @@ import (
 	"github.com/google/uuid"
 )
 
+const deleteAttemptMinutesBefore = `-- name: DeleteAttemptMinutesBefore :execrows
+DELETE FROM attempt_minutes m
+WHERE (m.subscription_id, m.minute) IN (
+    SELECT subscription_id, minute FROM attempt_minutes
+    WHERE minute < $1::timestamptz
+    ORDER BY minute
+    LIMIT $2::int
+)
+`
+
+type DeleteAttemptMinutesBeforeParams struct {
+	Cutoff time.Time
+	Max    int32
+}
+
+// Deletes up to max of the health's per-minute attempt counts older than cutoff (nothing reads them past
+// the longest health range), oldest first through attempt_minutes_minute_idx.
+func (q *Queries) DeleteAttemptMinutesBefore(ctx context.Context, arg DeleteAttemptMinutesBeforeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteAttemptMinutesBefore, arg.Cutoff, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deleteDeadBefore = `-- name: DeleteDeadBefore :many
 WITH doomed AS (
     SELECT id FROM webhook_deliveries

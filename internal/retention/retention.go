@@ -28,6 +28,11 @@ import (
 // goose's keys.
 const LockKey int64 = 0x686f6f6b_72657465
 
+// AttemptMinutesKept is how long the health's per-minute attempt counts (attempt_minutes) are kept: the
+// longest health range (7 days) and a day to spare. They are swept whatever the retention settings say:
+// nothing reads them later.
+const AttemptMinutesKept = 8 * 24 * time.Hour
+
 // eventGrace keeps the scan for events without deliveries away from events being published right now:
 // an event's id is taken just before its transaction, which inserts it with its deliveries.
 const eventGrace = 10 * time.Minute
@@ -57,6 +62,7 @@ type Result struct {
 	Dead      int64 // dead deliveries deleted
 	Events    int64 // events deleted (left without deliveries, or never matched a subscription)
 	Archived  int64 // dead deliveries written to the archive
+	Minutes   int64 // per-minute attempt counts past AttemptMinutesKept deleted
 	// ArchiveFile is the file this sweep appended to, if any.
 	ArchiveFile string
 	// Skipped says another sweep held the lock, so this one did nothing.
@@ -177,9 +183,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if keep := s.eventRetention(); keep > 0 {
-		err = s.deleteUndeliveredEvents(ctx, conn, now.Add(-keep), &res)
+		if err := s.deleteUndeliveredEvents(ctx, conn, now.Add(-keep), &res); err != nil {
+			return s.done(res, started, err)
+		}
 	}
-	return s.done(res, started, err)
+	return s.done(res, started, s.deleteOldMinutes(ctx, conn, now.Add(-AttemptMinutesKept), &res))
 }
 
 // eventRetention is how long an event that never had a delivery is kept: the smaller retention, since
@@ -198,7 +206,7 @@ func (s *Sweeper) eventRetention() time.Duration {
 func (s *Sweeper) done(res Result, started time.Time, err error) (Result, error) {
 	res.Duration = time.Since(started)
 	s.log.Info("retention sweep", "delivered", res.Delivered, "dead", res.Dead, "events", res.Events,
-		"archived", res.Archived, "archive_file", res.ArchiveFile, "duration", res.Duration, "err", err)
+		"minutes", res.Minutes, "archived", res.Archived, "archive_file", res.ArchiveFile, "duration", res.Duration, "err", err)
 	if err != nil {
 		err = fmt.Errorf("retention: %w", err)
 	}
@@ -231,6 +239,22 @@ func (s *Sweeper) deleteBatches(ctx context.Context, conn *pgxpool.Conn, deleted
 			return nil
 		}
 		if !s.pause(ctx, time.Since(start)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// deleteOldMinutes deletes per-minute attempt counts older than cutoff, a batch at a time.
+func (s *Sweeper) deleteOldMinutes(ctx context.Context, conn *pgxpool.Conn, cutoff time.Time, res *Result) error {
+	q := db.New(conn)
+	for {
+		start := time.Now()
+		n, err := q.DeleteAttemptMinutesBefore(ctx, db.DeleteAttemptMinutesBeforeParams{Cutoff: cutoff, Max: int32(s.o.BatchSize)})
+		if err != nil {
+			return fmt.Errorf("delete old attempt minutes: %w", err)
+		}
+		res.Minutes += n
+		if n < int64(s.o.BatchSize) || !s.pause(ctx, time.Since(start)) {
 			return ctx.Err()
 		}
 	}

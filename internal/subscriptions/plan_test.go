@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5"
@@ -35,8 +36,8 @@ func (c *healthTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 func (c *healthTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestHealthQueriesUseIndexes: the health panel's queries read index ranges bounded by the range and the
-// subscription (webhook_attempts_sub_started_idx, webhook_deliveries_sub_created_idx), never a whole table:
-// with sequential scans priced out, a query no index can serve would still show one.
+// subscription (attempt_minutes_pkey, webhook_attempts_sub_started_idx, webhook_deliveries_sub_created_idx),
+// never a whole table: with sequential scans priced out, a query no index can serve would still show one.
 func TestHealthQueriesUseIndexes(t *testing.T) {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dbURL)
@@ -44,6 +45,7 @@ func TestHealthQueriesUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan" // as the server's pool
+	cfg.AfterConnect = pgxuuid.AfterConnect
 	tr := &healthTracer{sql: map[string]string{}, args: map[string][]any{}}
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -81,10 +83,11 @@ func TestHealthQueriesUseIndexes(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	for name, index := range map[string]string{
-		"AttemptSeriesBySubscription":    "webhook_attempts_sub_started_idx",
-		"AttemptStatsBySubscription":     "webhook_attempts_sub_started_idx",
-		"DeliveryOutcomesBySubscription": "webhook_deliveries_sub_created_idx",
+	for name, indexes := range map[string][]string{
+		"AttemptSeriesBySubscription": {"attempt_minutes_pkey"},
+		// the whole minutes, the attempts of the minutes the window cuts through, and the latency sample
+		"AttemptStatsBySubscription":     {"attempt_minutes_pkey", "webhook_attempts_sub_started_idx"},
+		"DeliveryOutcomesBySubscription": {"webhook_deliveries_sub_created_idx"},
 	} {
 		tr.mu.Lock()
 		sql, args := tr.sql[name], tr.args[name]
@@ -108,8 +111,13 @@ func TestHealthQueriesUseIndexes(t *testing.T) {
 			t.Fatal(rows.Err())
 		}
 		text := strings.Join(plan, "\n")
-		if !strings.Contains(text, index) || strings.Contains(text, "Seq Scan on webhook_") {
-			t.Errorf("%s does not read %s:\n%s", name, index, text)
+		for _, index := range indexes {
+			if !strings.Contains(text, index) {
+				t.Errorf("%s does not read %s:\n%s", name, index, text)
+			}
+		}
+		if strings.Contains(text, "Seq Scan on") {
+			t.Errorf("%s reads a whole table:\n%s", name, text)
 		}
 	}
 }
