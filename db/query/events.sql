@@ -1,33 +1,49 @@
--- name: PublishEvent :many
--- Stores an event and one pending delivery per live subscription of the tenant that wants its type, in one
--- statement (atomic without BEGIN/COMMIT, and one round trip: a publish used to read the subscriptions
--- first). Paused subscriptions get their delivery too (it waits); disabled and deleted ones get none.
--- The answer is one row per delivery in subscription creation order, or a single row of nil uuids when
--- nothing matched. ON CONFLICT makes a publish reusing an Idempotency-Key insert nothing, event or
--- deliveries, and return no row at all; the caller then reads the first answer (PublishedDeliveries).
-WITH matching AS (
-    SELECT s.id, s.created_at FROM subscriptions s
-    WHERE s.tenant_id = sqlc.arg('tenant_id') AND s.deleted_at IS NULL AND s.state <> 'disabled'
-      AND (cardinality(s.event_types) = 0 OR sqlc.arg('event_type')::text = ANY (s.event_types))
-      AND (sqlc.narg('only_subscription_id')::uuid IS NULL OR s.id = sqlc.narg('only_subscription_id')::uuid)
+-- name: PublishEvents :many
+-- Stores a batch of events (publishes that arrived together), each with one pending delivery per live
+-- subscription of its tenant that wants its type, in one statement: atomic without BEGIN/COMMIT, one round
+-- trip and one commit for the whole batch. Paused subscriptions get their delivery too (it waits); disabled
+-- and deleted ones get none. The arrays are zipped: element i of each is event i; an empty
+-- idempotency_key means none, a nil only_subscription_id means every subscription.
+-- The answer is one row per delivery, by event and then subscription creation order, and one row with a
+-- nil delivery id for an event that matched nothing. An event whose Idempotency-Key was used before (or
+-- earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads
+-- the first answer (PublishedDeliveries). Keys are inserted in (tenant, key) order, so two batches that
+-- share keys wait for each other instead of deadlocking.
+WITH input AS (
+    -- Several unnest calls in one select list are zipped row by row.
+    SELECT unnest(sqlc.arg('ids')::uuid[]) AS id, unnest(sqlc.arg('tenant_ids')::uuid[]) AS tenant_id,
+           unnest(sqlc.arg('event_types')::text[]) AS event_type, unnest(sqlc.arg('bodies')::bytea[]) AS body,
+           unnest(sqlc.arg('idempotency_keys')::text[]) AS idempotency_key,
+           unnest(sqlc.arg('request_hashes')::bytea[]) AS request_hash,
+           unnest(sqlc.arg('only_subscription_ids')::uuid[]) AS only_subscription_id,
+           unnest(sqlc.arg('created_at')::timestamptz[]) AS created_at, unnest(sqlc.arg('give_up_at')::timestamptz[]) AS give_up_at
 ), ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
-    VALUES (sqlc.arg('id'), sqlc.arg('tenant_id'), sqlc.arg('event_type'), sqlc.arg('body'), sqlc.narg('idempotency_key'),
-            sqlc.arg('request_hash'), sqlc.arg('now')::timestamptz)
+    SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
+    FROM input i
+    ORDER BY i.tenant_id, i.idempotency_key, i.id
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id
+), matching AS (
+    SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, s.id AS subscription_id,
+           s.created_at AS subscription_created_at
+    FROM ev JOIN input i ON i.id = ev.id
+    JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
+         AND (cardinality(s.event_types) = 0 OR i.event_type = ANY (s.event_types))
+         AND (i.only_subscription_id = '00000000-0000-0000-0000-000000000000' OR s.id = i.only_subscription_id)
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at)
-    SELECT sqlc.arg('tenant_id'), ev.id, m.id, sqlc.arg('event_type')::text, sqlc.arg('now')::timestamptz,
-           sqlc.arg('give_up_at')::timestamptz, sqlc.arg('now')::timestamptz, sqlc.arg('now')::timestamptz
-    FROM ev, matching m
-    RETURNING id, subscription_id
+    SELECT m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at, m.created_at
+    FROM matching m
+    RETURNING id, event_id, subscription_id
 )
-SELECT coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
+SELECT ev.id AS event_id,
+       coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
        coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id
-FROM ev LEFT JOIN (fanned f JOIN matching m ON m.id = f.subscription_id) ON true
-ORDER BY m.created_at, m.id;
+FROM ev
+LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
+ORDER BY ev.id, m.subscription_created_at, m.subscription_id;
 
 -- name: PublishedDeliveries :many
 -- The deliveries a publish created, in the order its answer listed them: the answer to a publish that

@@ -72,75 +72,92 @@ func (q *Queries) NotifyDeliveriesReady(ctx context.Context) error {
 	return err
 }
 
-const publishEvent = `-- name: PublishEvent :many
-WITH matching AS (
-    SELECT s.id, s.created_at FROM subscriptions s
-    WHERE s.tenant_id = $1 AND s.deleted_at IS NULL AND s.state <> 'disabled'
-      AND (cardinality(s.event_types) = 0 OR $2::text = ANY (s.event_types))
-      AND ($3::uuid IS NULL OR s.id = $3::uuid)
+const publishEvents = `-- name: PublishEvents :many
+WITH input AS (
+    -- Several unnest calls in one select list are zipped row by row.
+    SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id,
+           unnest($3::text[]) AS event_type, unnest($4::bytea[]) AS body,
+           unnest($5::text[]) AS idempotency_key,
+           unnest($6::bytea[]) AS request_hash,
+           unnest($7::uuid[]) AS only_subscription_id,
+           unnest($8::timestamptz[]) AS created_at, unnest($9::timestamptz[]) AS give_up_at
 ), ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
-    VALUES ($4, $1, $2, $5, $6,
-            $7, $8::timestamptz)
+    SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
+    FROM input i
+    ORDER BY i.tenant_id, i.idempotency_key, i.id
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id
+), matching AS (
+    SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, s.id AS subscription_id,
+           s.created_at AS subscription_created_at
+    FROM ev JOIN input i ON i.id = ev.id
+    JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
+         AND (cardinality(s.event_types) = 0 OR i.event_type = ANY (s.event_types))
+         AND (i.only_subscription_id = '00000000-0000-0000-0000-000000000000' OR s.id = i.only_subscription_id)
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at)
-    SELECT $1, ev.id, m.id, $2::text, $8::timestamptz,
-           $9::timestamptz, $8::timestamptz, $8::timestamptz
-    FROM ev, matching m
-    RETURNING id, subscription_id
+    SELECT m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at, m.created_at
+    FROM matching m
+    RETURNING id, event_id, subscription_id
 )
-SELECT coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
+SELECT ev.id AS event_id,
+       coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
        coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id
-FROM ev LEFT JOIN (fanned f JOIN matching m ON m.id = f.subscription_id) ON true
-ORDER BY m.created_at, m.id
+FROM ev
+LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
+ORDER BY ev.id, m.subscription_created_at, m.subscription_id
 `
 
-type PublishEventParams struct {
-	TenantID           uuid.UUID
-	EventType          string
-	OnlySubscriptionID *uuid.UUID
-	ID                 uuid.UUID
-	Body               []byte
-	IdempotencyKey     *string
-	RequestHash        []byte
-	Now                time.Time
-	GiveUpAt           time.Time
+type PublishEventsParams struct {
+	Ids                 []uuid.UUID
+	TenantIds           []uuid.UUID
+	EventTypes          []string
+	Bodies              [][]byte
+	IdempotencyKeys     []string
+	RequestHashes       [][]byte
+	OnlySubscriptionIds []uuid.UUID
+	CreatedAt           []time.Time
+	GiveUpAt            []time.Time
 }
 
-type PublishEventRow struct {
+type PublishEventsRow struct {
+	EventID        uuid.UUID
 	DeliveryID     uuid.UUID
 	SubscriptionID uuid.UUID
 }
 
-// Stores an event and one pending delivery per live subscription of the tenant that wants its type, in one
-// statement (atomic without BEGIN/COMMIT, and one round trip: a publish used to read the subscriptions
-// first). Paused subscriptions get their delivery too (it waits); disabled and deleted ones get none.
-// The answer is one row per delivery in subscription creation order, or a single row of nil uuids when
-// nothing matched. ON CONFLICT makes a publish reusing an Idempotency-Key insert nothing, event or
-// deliveries, and return no row at all; the caller then reads the first answer (PublishedDeliveries).
-func (q *Queries) PublishEvent(ctx context.Context, arg PublishEventParams) ([]PublishEventRow, error) {
-	rows, err := q.db.Query(ctx, publishEvent,
-		arg.TenantID,
-		arg.EventType,
-		arg.OnlySubscriptionID,
-		arg.ID,
-		arg.Body,
-		arg.IdempotencyKey,
-		arg.RequestHash,
-		arg.Now,
+// Stores a batch of events (publishes that arrived together), each with one pending delivery per live
+// subscription of its tenant that wants its type, in one statement: atomic without BEGIN/COMMIT, one round
+// trip and one commit for the whole batch. Paused subscriptions get their delivery too (it waits); disabled
+// and deleted ones get none. The arrays are zipped: element i of each is event i; an empty
+// idempotency_key means none, a nil only_subscription_id means every subscription.
+// The answer is one row per delivery, by event and then subscription creation order, and one row with a
+// nil delivery id for an event that matched nothing. An event whose Idempotency-Key was used before (or
+// earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads
+// the first answer (PublishedDeliveries). Keys are inserted in (tenant, key) order, so two batches that
+// share keys wait for each other instead of deadlocking.
+func (q *Queries) PublishEvents(ctx context.Context, arg PublishEventsParams) ([]PublishEventsRow, error) {
+	rows, err := q.db.Query(ctx, publishEvents,
+		arg.Ids,
+		arg.TenantIds,
+		arg.EventTypes,
+		arg.Bodies,
+		arg.IdempotencyKeys,
+		arg.RequestHashes,
+		arg.OnlySubscriptionIds,
+		arg.CreatedAt,
 		arg.GiveUpAt,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PublishEventRow{}
+	items := []PublishEventsRow{}
 	for rows.Next() {
-		var i PublishEventRow
-		if err := rows.Scan(&i.DeliveryID, &i.SubscriptionID); err != nil {
+		var i PublishEventsRow
+		if err := rows.Scan(&i.EventID, &i.DeliveryID, &i.SubscriptionID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -39,3 +39,39 @@ func (w *Worker) ClaimAndRecord(ctx context.Context, status int) (int, error) {
 	}
 	return len(rows), w.RecordStatus(ctx, rows, leaseID, status)
 }
+
+// BatchedPublish is what PublishTogether says of one publish.
+type BatchedPublish struct {
+	EventID    uuid.UUID
+	Deliveries []uuid.UUID // of the subscriptions, in the answer's order
+	Stored     bool        // false when its Idempotency-Key was used before (or earlier in the batch)
+	Err        error
+}
+
+// PublishTogether stores the publishes as one batch, as the writers do with publishes that arrive together.
+func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
+	out := make([]BatchedPublish, len(ins))
+	var batch []*publishRequest
+	var at []int
+	for i, in := range ins {
+		ev, err := p.prepare(in)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].EventID = ev.id
+		batch = append(batch, &publishRequest{ctx: context.Background(), event: ev, done: make(chan struct{})})
+		at = append(at, i)
+	}
+	p.writeBatch(batch)
+	for k, r := range batch {
+		o := &out[at[k]]
+		o.Err, o.Stored = r.err, len(r.rows) > 0
+		for _, row := range r.rows {
+			if row.SubscriptionID != uuid.Nil {
+				o.Deliveries = append(o.Deliveries, row.SubscriptionID)
+			}
+		}
+	}
+	return out
+}

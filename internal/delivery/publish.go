@@ -58,6 +58,10 @@ type Publisher struct {
 	policy RetryPolicy
 	now    func() time.Time
 	// wakeMu guards the NOTIFY schedule (see wake).
+	// batchMu guards the publishes waiting to be stored and the number of goroutines storing them (see store).
+	batchMu       sync.Mutex
+	waiting       []*publishRequest
+	executors     int
 	wakeMu        sync.Mutex
 	wakeScheduled bool
 	wokeAt        time.Time
@@ -75,62 +79,22 @@ func NewPublisher(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) 
 const maxIdempotencyKey = 255
 
 // Publish validates and stores an event and one pending delivery per matching subscription in one
-// transaction, then wakes the workers (the notification is sent at commit). With an Idempotency-Key
+// transaction (shared with the publishes that arrived meanwhile: see store), then wakes the workers. With an Idempotency-Key
 // already used for the same request it returns the first answer and creates nothing.
 func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, error) {
-	if !ValidEventType(in.EventType) {
-		return Published{}, fault.Invalid("event_type must be 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
-	}
-	payload := bytes.TrimSpace(in.Payload)
-	// Compact validates as it goes: one pass over the payload instead of a check and then a copy.
-	var compact bytes.Buffer
-	if len(payload) == 0 || payload[0] != '{' || json.Compact(&compact, payload) != nil {
-		return Published{}, fault.Invalid("payload must be a JSON object")
-	}
-	// json.Valid accepts invalid UTF-8 inside strings; receivers would get (and the API serve back) JSON
-	// that is not valid, so it is refused now rather than failing later.
-	if !utf8.Valid(payload) {
-		return Published{}, fault.Invalid("payload must be valid UTF-8")
-	}
-	if len(in.IdempotencyKey) > maxIdempotencyKey {
-		return Published{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
-	}
-	if !utf8.ValidString(in.IdempotencyKey) || strings.ContainsFunc(in.IdempotencyKey, unicode.IsControl) {
-		return Published{}, fault.Invalid("Idempotency-Key must be printable UTF-8 text without control characters")
-	}
-	// The request hash tells a retried publish from another request that reuses the key; it is taken over
-	// the compacted payload so that whitespace alone does not make a retry look like a different request.
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", in.EventType)
-	h.Write(compact.Bytes())
-	if in.OnlySubscription != nil {
-		h.Write(in.OnlySubscription[:])
-	}
-	reqHash := h.Sum(nil)
-
-	q := db.New(p.pool)
-	now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-	id, err := uuid.NewV7()
+	ev, err := p.prepare(in)
 	if err != nil {
 		return Published{}, err
 	}
-	body := eventBody(in.EventType, now, compact.Bytes())
-	var key *string
-	if in.IdempotencyKey != "" {
-		key = &in.IdempotencyKey
-	}
-	rows, err := q.PublishEvent(ctx, db.PublishEventParams{
-		TenantID: in.TenantID, EventType: in.EventType, OnlySubscriptionID: in.OnlySubscription,
-		ID: id, Body: body, IdempotencyKey: key, RequestHash: reqHash, Now: now, GiveUpAt: p.policy.GiveUpAt(now),
-	})
+	rows, err := p.store(ctx, ev)
 	if err != nil {
 		return Published{}, fmt.Errorf("publish: store event: %w", err)
 	}
-	if len(rows) == 0 && key != nil {
+	if len(rows) == 0 && ev.idempotencyKey != "" {
 		// The key was used before (or by a concurrent publish that committed first): answer as the first time.
-		return p.firstAnswer(ctx, q, in, reqHash)
+		return p.firstAnswer(ctx, db.New(p.pool), in, ev.requestHash)
 	}
-	out := Published{ID: id.String(), EventType: in.EventType, CreatedAt: now, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	out := Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
 			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
@@ -144,6 +108,52 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 		p.Metrics.EventsPublished.Inc()
 	}
 	return out, nil
+}
+
+// prepare validates a publish and makes the event to store: its id, body and request hash.
+func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
+	if !ValidEventType(in.EventType) {
+		return storedEvent{}, fault.Invalid("event_type must be 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
+	}
+	payload := bytes.TrimSpace(in.Payload)
+	// Compact validates as it goes: one pass over the payload instead of a check and then a copy.
+	var compact bytes.Buffer
+	if len(payload) == 0 || payload[0] != '{' || json.Compact(&compact, payload) != nil {
+		return storedEvent{}, fault.Invalid("payload must be a JSON object")
+	}
+	// json.Valid accepts invalid UTF-8 inside strings; receivers would get (and the API serve back) JSON
+	// that is not valid, so it is refused now rather than failing later.
+	if !utf8.Valid(payload) {
+		return storedEvent{}, fault.Invalid("payload must be valid UTF-8")
+	}
+	if len(in.IdempotencyKey) > maxIdempotencyKey {
+		return storedEvent{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
+	}
+	if !utf8.ValidString(in.IdempotencyKey) || strings.ContainsFunc(in.IdempotencyKey, unicode.IsControl) {
+		return storedEvent{}, fault.Invalid("Idempotency-Key must be printable UTF-8 text without control characters")
+	}
+	// The request hash tells a retried publish from another request that reuses the key; it is taken over
+	// the compacted payload so that whitespace alone does not make a retry look like a different request.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", in.EventType)
+	h.Write(compact.Bytes())
+	if in.OnlySubscription != nil {
+		h.Write(in.OnlySubscription[:])
+	}
+	reqHash := h.Sum(nil)
+
+	now := p.now().UTC().Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+	id, err := uuid.NewV7()
+	if err != nil {
+		return storedEvent{}, err
+	}
+	body := eventBody(in.EventType, now, compact.Bytes())
+	ev := storedEvent{id: id, tenantID: in.TenantID, eventType: in.EventType, body: body, idempotencyKey: in.IdempotencyKey,
+		requestHash: reqHash, createdAt: now, giveUpAt: p.policy.GiveUpAt(now)}
+	if in.OnlySubscription != nil {
+		ev.onlySubscription = *in.OnlySubscription
+	}
+	return ev, nil
 }
 
 // firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the same

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"github.com/google/uuid"
 	"reflect"
 	"strings"
 	"sync"
@@ -163,5 +164,71 @@ func TestPublishRejectsInvalidInput(t *testing.T) {
 		if !delivery.ValidEventType(ok) {
 			t.Errorf("ValidEventType(%q) = false", ok)
 		}
+	}
+}
+
+// Publishes that arrive together are stored by one statement: each gets its own event and fan-out (by
+// tenant, type and only-subscription), a key reused within the batch stores nothing the second time, and
+// one publish the database refuses (its tenant is gone) fails alone while the rest are stored.
+func TestPublishBatch(t *testing.T) {
+	e := setup(t)
+	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
+	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
+	created, _ := e.subscribe("http://127.0.0.1:1/created", types("order.created"))
+	other := setupOtherTenant(t, e)
+	otherSub, _ := other.subscribe("http://127.0.0.1:1/other", types())
+	in := func(tenant uuid.UUID, typ, key string) delivery.PublishInput {
+		return delivery.PublishInput{TenantID: tenant, EventType: typ, Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: key}
+	}
+	only := in(e.tenant, "order.created", "")
+	only.OnlySubscription = &created.ID
+	notMine := in(e.tenant, "order.created", "") // another tenant's subscription matches nothing
+	notMine.OnlySubscription = &otherSub.ID
+
+	got := e.pub.PublishTogether(
+		in(e.tenant, "order.created", "k1"),
+		in(other.tenant, "order.created", "k1"), // the same key in another tenant is another request
+		in(e.tenant, "order.paid", ""),
+		in(e.tenant, "order.created", "k1"), // reused within the batch
+		only,
+		notMine,
+	)
+	want := []struct {
+		stored bool
+		subs   []uuid.UUID
+	}{
+		{true, []uuid.UUID{all.ID, created.ID}},
+		{true, []uuid.UUID{otherSub.ID}},
+		{true, []uuid.UUID{all.ID}},
+		{false, nil},
+		{true, []uuid.UUID{created.ID}},
+		{true, nil},
+	}
+	for i, w := range want {
+		if got[i].Err != nil || got[i].Stored != w.stored || !reflect.DeepEqual(got[i].Deliveries, w.subs) {
+			t.Errorf("publish %d: stored %v, deliveries %v, err %v; want stored %v, deliveries %v", i, got[i].Stored, got[i].Deliveries, got[i].Err, w.stored, w.subs)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM events"); n != 5 {
+		t.Errorf("%d events stored, want 5", n)
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries"); n != 5 {
+		t.Errorf("%d deliveries stored, want 5", n)
+	}
+	// The second use of k1 answers as the first did, through Publish.
+	if p, err := e.pub.Publish(e.ctx, in(e.tenant, "order.created", "k1")); err != nil || p.ID != got[0].EventID.String() || len(p.Deliveries) != 2 {
+		t.Errorf("k1 again: %+v, %v", p, err)
+	}
+
+	gone := uuid.Must(uuid.NewV7())
+	got = e.pub.PublishTogether(in(e.tenant, "order.paid", ""), in(gone, "order.paid", ""), in(e.tenant, "order.paid", "k2"))
+	if got[0].Err != nil || !got[0].Stored || got[2].Err != nil || !got[2].Stored {
+		t.Errorf("the good publishes of a batch with a bad one: %+v, %+v", got[0], got[2])
+	}
+	if got[1].Err == nil {
+		t.Errorf("a publish for a tenant that does not exist was stored")
+	}
+	if n := e.count("SELECT count(*) FROM events"); n != 7 {
+		t.Errorf("%d events stored, want 7", n)
 	}
 }
