@@ -99,6 +99,7 @@ func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally,
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, b.o.ceilWorkers)
+	cpuBefore := readCPU(ctx, db)
 	start := time.Now()
 	for range b.o.ceilWorkers {
 		wg.Add(1)
@@ -111,6 +112,7 @@ func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally,
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpuAfter := readCPU(ctx, db)
 	close(errs)
 	if err := <-errs; err != nil {
 		return 0, tally{}, err
@@ -119,15 +121,16 @@ func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally,
 		return 0, tally{}, fmt.Errorf("recorded %d of %d", done.Load(), n)
 	}
 	rate := float64(n) / elapsed.Seconds()
-	what := "no HTTP"
+	what, key := "no HTTP", "sql"
 	if withHTTP {
-		what = "with a POST per row"
+		what, key = "with a POST per row", "http"
 		select {
 		case <-reached:
 		case <-time.After(10 * time.Second):
 		}
 	}
 	fmt.Printf("ceiling (%s): %d deliveries in %s: %.0f deliveries/s\n", what, n, elapsed.Round(time.Millisecond), rate)
+	b.addCPU("ceiling", key, cpuBefore, cpuAfter, n)
 	var t tally
 	if withHTTP {
 		if t, err = b.settle(ctx, db, n); err != nil {

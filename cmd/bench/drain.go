@@ -120,6 +120,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 		_ = s.resetPeak()
 	}
 	reached := b.rc.reset(n, false)
+	cpuBefore := readCPU(ctx, db, servers...)
 	start := time.Now()
 	if err := ts.setState(ctx, c, "resume"); err != nil {
 		return 0, tally{}, err
@@ -127,6 +128,9 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	elapsed, err := b.waitReceived(ctx, db, reached, start, n)
 	if err != nil {
 		return 0, b.rc.tally(n), err
+	}
+	if phase == "drain" && !v.slow {
+		b.addCPU(phase, v.key, cpuBefore, readCPU(ctx, db, servers...), n)
 	}
 	rate := float64(n) / elapsed.Seconds()
 	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)

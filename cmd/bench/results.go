@@ -68,6 +68,14 @@ func (r *Results) derive() {
 	if c, ok := r.get("ceiling", "claim+POST+record"); ok && c > 0 {
 		r.add("ratio", "drain (a) / ceiling+HTTP", a/c, "×", "")
 	}
+	// The same comparison in the database's work alone: the ceiling's CPU per delivery over the drain's,
+	// free of the HTTP that shares the machine's cores with it (1 would be the engine doing no more than
+	// the bare SQL loop).
+	if d, ok := r.get("drain", "a CPU per delivery: database"); ok && d > 0 {
+		if c, ok := r.get("ceiling", "sql CPU per delivery: database"); ok {
+			r.add("ratio", "database CPU per delivery: ceiling / drain (a)", c/d, "×", "")
+		}
+	}
 }
 
 // countingProblems names every lost or duplicated delivery figure that is not zero.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,9 +49,14 @@ func TestCountingProblemsAndRatio(t *testing.T) {
 	}
 	r.add("drain", "a: 1 endpoint, instant receiver", 3000, "deliveries/s", "")
 	r.add("ceiling", "claim+record, no HTTP", 10000, "deliveries/s", "")
+	r.add("drain", "a CPU per delivery: database", 100, "µs", "")
+	r.add("ceiling", "sql CPU per delivery: database", 80, "µs", "")
 	r.derive()
 	if v, ok := r.get("ratio", "drain (a) / ceiling"); !ok || v != 0.3 {
 		t.Errorf("ratio %v %v", v, ok)
+	}
+	if v, ok := r.get("ratio", "database CPU per delivery: ceiling / drain (a)"); !ok || v != 0.8 {
+		t.Errorf("CPU ratio %v %v", v, ok)
 	}
 	var out bytes.Buffer
 	r.printTable(&out)
@@ -112,5 +118,29 @@ func TestDiffResults(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "2.50×") || !strings.Contains(out.String(), "new") {
 		t.Errorf("diff:\n%s", out.String())
+	}
+}
+
+// processCPU reads this process's own CPU time, and it grows with work done.
+func TestProcessCPU(t *testing.T) {
+	before, ok := processCPU(os.Getpid())
+	if !ok {
+		t.Fatal("cannot read /proc/self's CPU time")
+	}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	after, _ := processCPU(os.Getpid())
+	if after <= before {
+		t.Errorf("CPU time %v then %v after 200 ms of work (%d)", before, after, x)
+	}
+	if _, ok := processCPU(-1); ok {
+		t.Error("a process that does not exist has a CPU time")
+	}
+	_, _, _, ok = cpuUse{}.perDelivery(cpuUse{ok: true}, 10)
+	if ok {
+		t.Error("a failed reading gave a figure")
 	}
 }
