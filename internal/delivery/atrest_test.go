@@ -15,12 +15,7 @@ import (
 // secret and the plaintext custom header. A worker without the key records no attempt and postpones the
 // delivery instead of sending it unsigned.
 func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
-	e := setup(t)
-	box, err := secretbox.Parse(secretbox.NewKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.subs.UseKeys(box)
+	e, box := setupSealed(t)
 	rc := newReceiver(t, nil)
 	headers := map[string]string{"X-Customer-Token": "tok_sealed"}
 	sub, secret := e.subscribe(rc.URL(), subscriptions.Input{Headers: &headers})
@@ -65,12 +60,7 @@ func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
 // and header values once per batch, and every request still carries its own subscription's headers and
 // signature (no row gets another's).
 func TestBatchOpensEachSubscriptionOnce(t *testing.T) {
-	e := setup(t)
-	box, err := secretbox.Parse(secretbox.NewKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.subs.UseKeys(box)
+	e, box := setupSealed(t)
 	rc := newReceiver(t, nil)
 	inputs := map[string]map[string]string{
 		"/a": {"X-Customer-Token": "tok_a"},
@@ -117,4 +107,16 @@ func TestBatchOpensEachSubscriptionOnce(t *testing.T) {
 			t.Errorf("%s got %d requests, want %d", path, perPath[path], events)
 		}
 	}
+}
+
+// setupSealed is setup with a key, so secrets and header values are sealed at rest.
+func setupSealed(t *testing.T) (*env, *secretbox.Box) {
+	t.Helper()
+	e := setup(t)
+	box, err := secretbox.Parse(secretbox.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.subs.UseKeys(box)
+	return e, box
 }
