@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
-	"github.com/jackc/pgx/v5"
+	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -43,24 +42,6 @@ func TestClaimOnEmptyTable(t *testing.T) {
 	}
 }
 
-// claimTracer records the SQL and arguments of the last claim the pool ran.
-type claimTracer struct {
-	mu   sync.Mutex
-	sql  string
-	args []any
-}
-
-func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, "-- name: ClaimDeliveries") {
-		c.mu.Lock()
-		c.sql, c.args = d.SQL, d.Args
-		c.mu.Unlock()
-	}
-	return ctx
-}
-
-func (c *claimTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	const pending, done = 50_000, 20_000
 	e := setup(t)
@@ -84,7 +65,7 @@ func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	// paused subscription's backlog.
 
 	// The engine pool's settings, plus a tracer to capture the claim as sent.
-	tr := &claimTracer{}
+	tr := testdb.RecordStatements("ClaimDeliveries")
 	cfg := e.pool.Config()
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
@@ -125,18 +106,13 @@ func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	}
 	t.Logf("claimed 100 of %d pending rows in %s", pending, took)
 
-	tr.mu.Lock()
-	sql, args := tr.sql, tr.args
-	tr.mu.Unlock()
-	if sql == "" {
-		t.Fatal("the tracer saw no claim")
-	}
+	sql, args := tr.Last(t, "ClaimDeliveries")
 	conn, err := pool.Acquire(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	text := explain(t, conn.Conn(), "EXPLAIN "+sql, args...)
+	text := testdb.Explain(t, conn.Conn(), sql, args...)
 	if !strings.Contains(text, "webhook_deliveries_sub_pending_idx") || strings.Contains(text, "Seq Scan on webhook_deliveries") {
 		t.Errorf("the claim does not use the per-subscription pending index:\n%s", text)
 	}
@@ -161,30 +137,10 @@ func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 			literals[i] = fmt.Sprint(v)
 		}
 	}
-	generic := explain(t, conn.Conn(), "EXPLAIN EXECUTE hl_claim("+strings.Join(literals, ", ")+")")
+	generic := testdb.Explain(t, conn.Conn(), "EXECUTE hl_claim("+strings.Join(literals, ", ")+")")
 	if !strings.Contains(generic, "webhook_deliveries_sub_pending_idx") || strings.Contains(generic, "Seq Scan on webhook_deliveries") {
 		t.Errorf("the claim's generic plan does not use the per-subscription pending index:\n%s", generic)
 	}
-}
-
-func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
-	t.Helper()
-	rows, err := conn.Query(context.Background(), sql, args...)
-	if err != nil {
-		t.Fatalf("explain: %v", err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
-	return strings.Join(plan, "\n")
 }
 
 func containsID(ids []uuid.UUID, id uuid.UUID) bool {

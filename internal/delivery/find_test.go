@@ -1,37 +1,15 @@
 package delivery_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
-	"github.com/jackc/pgx/v5"
+	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// listTracer records the SQL and arguments of the last list and count queries a pool ran.
-type listTracer struct {
-	mu   sync.Mutex
-	sql  map[string]string
-	args map[string][]any
-}
-
-func (c *listTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	for _, name := range []string{"ListDeliveries", "CountDeliveries"} {
-		if strings.HasPrefix(d.SQL, "-- name: "+name+" ") {
-			c.mu.Lock()
-			c.sql[name], c.args[name] = d.SQL, d.Args
-			c.mu.Unlock()
-		}
-	}
-	return ctx
-}
-
-func (c *listTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestListByEventUsesEventIndex: one event's deliveries (the dashboard's event page and search, the API's
 // ?event_id=) are found through webhook_deliveries_event_idx, not by reading the tenant's whole history,
@@ -68,7 +46,7 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 	}
 
 	// The dashboard's and API's pool settings (server.PlanPerCall), plus a tracer.
-	tr := &listTracer{sql: map[string]string{}, args: map[string][]any{}}
+	tr := testdb.RecordStatements("ListDeliveries", "CountDeliveries")
 	cfg := e.pool.Config()
 	cfg.ConnConfig.Tracer = tr
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
@@ -96,13 +74,8 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 	}
 	defer conn.Release()
 	for _, name := range []string{"ListDeliveries", "CountDeliveries"} {
-		tr.mu.Lock()
-		sql, args := tr.sql[name], tr.args[name]
-		tr.mu.Unlock()
-		if sql == "" {
-			t.Fatalf("the tracer saw no %s", name)
-		}
-		plan := explain(t, conn.Conn(), "EXPLAIN "+sql, args...)
+		sql, args := tr.Last(t, name)
+		plan := testdb.Explain(t, conn.Conn(), sql, args...)
 		if !strings.Contains(plan, "webhook_deliveries_event_idx") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
 			t.Errorf("%s by event does not use webhook_deliveries_event_idx:\n%s", name, plan)
 		}

@@ -3,7 +3,6 @@ package subscriptions_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,29 +10,9 @@ import (
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
-	"github.com/jackc/pgx/v5"
+	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// healthTracer records the SQL and arguments of the health queries a pool ran, by sqlc name.
-type healthTracer struct {
-	mu   sync.Mutex
-	sql  map[string]string
-	args map[string][]any
-}
-
-func (c *healthTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	for _, name := range []string{"AttemptSeriesBySubscription", "DeliveryOutcomesBySubscription", "AttemptStatsBySubscription"} {
-		if strings.Contains(d.SQL, "-- name: "+name+" ") {
-			c.mu.Lock()
-			c.sql[name], c.args[name] = d.SQL, d.Args
-			c.mu.Unlock()
-		}
-	}
-	return ctx
-}
-
-func (c *healthTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestHealthQueriesUseIndexes: the health panel's queries read index ranges bounded by the range and the
 // subscription (attempt_minutes_pkey, webhook_attempts_sub_started_idx, webhook_deliveries_sub_created_idx),
@@ -46,7 +25,7 @@ func TestHealthQueriesUseIndexes(t *testing.T) {
 	}
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan" // as the server's pool
 	cfg.AfterConnect = pgxuuid.AfterConnect
-	tr := &healthTracer{sql: map[string]string{}, args: map[string][]any{}}
+	tr := testdb.RecordStatements("AttemptSeriesBySubscription", "DeliveryOutcomesBySubscription", "AttemptStatsBySubscription")
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -89,28 +68,8 @@ func TestHealthQueriesUseIndexes(t *testing.T) {
 		"AttemptStatsBySubscription":     {"attempt_minutes_pkey", "webhook_attempts_sub_started_idx"},
 		"DeliveryOutcomesBySubscription": {"webhook_deliveries_sub_created_idx"},
 	} {
-		tr.mu.Lock()
-		sql, args := tr.sql[name], tr.args[name]
-		tr.mu.Unlock()
-		if sql == "" {
-			t.Fatalf("the tracer saw no %s", name)
-		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
-		if err != nil {
-			t.Fatalf("explain %s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if rows.Err() != nil {
-			t.Fatal(rows.Err())
-		}
-		text := strings.Join(plan, "\n")
+		sql, args := tr.Last(t, name)
+		text := testdb.Explain(t, conn.Conn(), sql, args...)
 		for _, index := range indexes {
 			if !strings.Contains(text, index) {
 				t.Errorf("%s does not read %s:\n%s", name, index, text)
