@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -104,29 +105,24 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "deliveryID", "delivery")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	d, err := a.Deliveries.Retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": d.ID, "state": d.State, "manual_retries": d.ManualRetries,
-		"next_attempt_at": d.NextAttemptAt, "give_up_at": d.GiveUpAt})
+	a.manualRetry(w, r, a.Deliveries.Retry)
 }
 
 // retryDeliveryNow makes a retrying delivery's next attempt now (the endpoint was fixed); /retry stays for
 // finished deliveries and keeps answering 409 for pending ones.
 func (a *API) retryDeliveryNow(w http.ResponseWriter, r *http.Request) {
+	a.manualRetry(w, r, a.Deliveries.RetryNow)
+}
+
+// manualRetry is /retry and /retry-now: the same path, the same answer, another rule in the service.
+func (a *API) manualRetry(w http.ResponseWriter, r *http.Request,
+	retry func(context.Context, uuid.UUID, uuid.UUID, delivery.Actor) (delivery.Delivery, error)) {
 	id, err := pathID(r, "deliveryID", "delivery")
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	d, err := a.Deliveries.RetryNow(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
+	d, err := retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
 	if err != nil {
 		writeError(w, r, err)
 		return
