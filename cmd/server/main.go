@@ -114,6 +114,8 @@ func run(args []string) error {
 		}
 	}
 	log.Info("shutting down: no new claims; finishing or releasing in-flight attempts")
+	// The grace for running attempts, then time to record them: inside the contract's 30 s + the attempt
+	// timeout, and kept even when the database has stopped answering (every step gives up at the deadline).
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.AttemptTimeout+10*time.Second)
 	defer cancel()
 	if err := srv.Stop(shutdownCtx); err != nil {

@@ -89,7 +89,7 @@ func BenchmarkDrainVsCeiling(b *testing.B) {
 			waitFor(int64(rows))
 			drain, drainCPU := time.Since(start), cpuNow(b)-cpu0
 			b.Logf("drain CPU per delivery: Go %d µs, PostgreSQL %d µs", (selfCPU.Load()-self0)/1000/int64(rows), (pgCPU.Load()-pg0)/1000/int64(rows))
-			w.Stop()
+			w.Stop(context.Background())
 			if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'"); n != 0 {
 				b.Fatalf("%d deliveries not delivered", n)
 			}

@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -106,7 +107,7 @@ func BenchmarkDrain(b *testing.B) {
 	if err := w.Start(e.ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer w.Stop()
+	defer w.Stop(context.Background())
 	waitDrained(b, e)
 	for b.Loop() {
 		b.StopTimer()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -34,7 +35,7 @@ func (w *Worker) complete() {
 				break drain
 			}
 		}
-		w.writeResults(batch)
+		w.writeResults(w.recordCtx, batch)
 		for range batch {
 			<-w.slots
 		}
@@ -46,20 +47,30 @@ func (w *Worker) complete() {
 	}
 }
 
-// writeResults stores a batch, retrying while the database is away. If it never comes back, the leases
-// run out and the rescuer re-queues the rows: an attempt record may be lost, a delivery never is.
-func (w *Worker) writeResults(batch []attemptResult) {
+// recordTry bounds one try at writing a batch: a database that stopped answering fails the try instead
+// of holding the completer (and every slot of the batch) for good.
+const recordTry = 5 * time.Second
+
+// writeResults stores a batch, retrying while the database is away, each try within recordTry, until ctx
+// ends (shutdown's deadline). If the database never comes back, the leases run out and the rescuer
+// re-queues the rows: an attempt record may be lost, a delivery never is.
+func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
 	for try := 0; ; try++ {
-		err := w.Record(context.Background(), batch)
+		tryCtx, cancel := context.WithTimeout(ctx, recordTry)
+		err := w.Record(tryCtx, batch)
+		cancel()
 		if err == nil {
 			return
 		}
-		if try == 5 {
+		if try == 5 || ctx.Err() != nil {
 			w.log.Error("recording attempts failed; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
 			return
 		}
 		w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1)
-		time.Sleep(time.Duration(100<<try) * time.Millisecond)
+		if !sleep.For(ctx, time.Duration(100<<try)*time.Millisecond) {
+			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "attempts", len(batch))
+			return
+		}
 	}
 }
 

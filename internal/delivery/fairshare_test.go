@@ -103,7 +103,7 @@ func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
 	}
 	defer func() {
 		for _, w := range workers {
-			w.Stop()
+			w.Stop(context.Background())
 		}
 	}()
 

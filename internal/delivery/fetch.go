@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/sleep"
 )
 
 // batchGather is how long the fetcher may wait for more free slots before claiming a small batch.
@@ -45,7 +46,7 @@ func (w *Worker) fetch(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Error("claim deliveries", "err", err)
-				w.sleep(ctx, time.Second)
+				sleep.For(ctx, time.Second)
 			}
 			continue
 		}
@@ -106,15 +107,6 @@ func (w *Worker) idle(ctx context.Context) {
 			t.Stop()
 			return
 		}
-	}
-}
-
-func (w *Worker) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

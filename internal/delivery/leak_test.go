@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -23,6 +24,6 @@ func TestStoppedWorkerLeavesNoGoroutines(t *testing.T) {
 	}
 	id := e.publishOne(`{}`)
 	eventually(t, 10*time.Second, "delivery", func() bool { return e.delivery(id).State == string(delivery.Delivered) })
-	w.Stop()
+	w.Stop(context.Background())
 	goleak.VerifyNone(t, before)
 }

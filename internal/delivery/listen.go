@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,7 +17,7 @@ func (w *Worker) listen(ctx context.Context) {
 			return
 		}
 		w.log.Warn("listening for new deliveries failed; polling until it reconnects", "err", err)
-		w.sleep(ctx, time.Second)
+		sleep.For(ctx, time.Second)
 	}
 }
 

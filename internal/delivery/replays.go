@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -652,7 +653,7 @@ func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 				r.log.Error("replay failed", "replay_id", id, "err", err)
 				return
 			}
-			sleepCtx(ctx, time.Duration(failures)*time.Second)
+			sleep.For(ctx, time.Duration(failures)*time.Second)
 			continue
 		case !taken:
 			return
@@ -661,15 +662,6 @@ func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 			return
 		}
 		failures = 0
-		sleepCtx(ctx, r.Pause)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+		sleep.For(ctx, r.Pause)
 	}
 }

@@ -662,7 +662,7 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer w.Stop(context.Background())
 	eventually(t, 10*time.Second, "the late deliveries to die", func() bool {
 		return e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'failed'", lateIDs) == len(lateIDs)
 	})

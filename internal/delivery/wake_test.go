@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestIdleWorkerWakesForNewEventsAndScheduledRetries(t *testing.T) {
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer w.Stop(context.Background())
 	published := time.Now()
 	id := e.publishOne(`{"n":1}`)
 	eventually(t, 10*time.Second, "the retry after a 500 to be delivered", func() bool {
@@ -52,7 +53,7 @@ func TestConcurrentPublishesWakeIdleWorker(t *testing.T) {
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer w.Stop(context.Background())
 	for round := range 5 {
 		var wg sync.WaitGroup
 		for range 16 {

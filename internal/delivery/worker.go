@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -105,9 +106,12 @@ type Worker struct {
 	soonestMu sync.Mutex
 	soonest   time.Time // earliest retry this worker scheduled, to wake for it
 
-	stopClaiming  context.CancelFunc
-	stopSending   context.CancelFunc
-	sendCtx       context.Context
+	stopClaiming context.CancelFunc
+	stopSending  context.CancelFunc
+	sendCtx      context.Context
+	// recordCtx bounds the completer's writes; Stop cancels it when its deadline passes.
+	recordCtx     context.Context
+	stopRecording context.CancelFunc
 	loops         sync.WaitGroup // fetcher, listener
 	attempts      sync.WaitGroup
 	completerDone chan struct{}
@@ -143,6 +147,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	claimCtx, stopClaiming := context.WithCancel(context.WithoutCancel(ctx))
 	sendCtx, stopSending := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopClaiming, w.stopSending, w.sendCtx = stopClaiming, stopSending, sendCtx
+	w.recordCtx, w.stopRecording = context.WithCancel(context.WithoutCancel(ctx))
 	w.completerDone = make(chan struct{})
 	go w.complete()
 	w.loops.Add(2)
@@ -151,29 +156,42 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, lets running attempts finish within the grace period, cuts off and releases the
-// rest, writes every result and returns.
-func (w *Worker) Stop() {
+// Stop stops claiming, lets running attempts finish within the grace period (or until ctx ends, if
+// sooner), cuts off and releases the rest, writes every result and returns. When ctx ends first (a
+// database that stopped answering), it gives up writing and returns ctx's error: the rows it could not
+// record keep their lease, and the rescuer puts them back in the queue when it runs out.
+func (w *Worker) Stop(ctx context.Context) error {
+	var err error
 	w.stopOnce.Do(func() {
 		if w.stopClaiming == nil {
 			return
 		}
-		w.stopClaiming()
+		defer context.AfterFunc(ctx, w.stopRecording)()
+		w.stopClaiming() // a claim waiting on the database is cancelled with it
 		w.loops.Wait()
 		done := make(chan struct{})
 		go func() { w.attempts.Wait(); close(done) }()
+		grace := time.NewTimer(w.o.ShutdownGrace)
+		defer grace.Stop()
 		select {
 		case <-done:
-		case <-time.After(w.o.ShutdownGrace):
+		case <-grace.C:
 			w.log.Warn("shutdown grace period over: cutting off running attempts", "grace", w.o.ShutdownGrace)
-			w.stopSending()
-			<-done
+		case <-ctx.Done():
+			w.log.Warn("shutdown deadline reached: cutting off running attempts")
 		}
-		close(w.results)
-		<-w.completerDone
 		w.stopSending()
+		<-done // a cancelled attempt returns at once
+		close(w.results)
+		select {
+		case <-w.completerDone:
+		case <-ctx.Done():
+			err = fmt.Errorf("worker: results not all recorded: %w", ctx.Err())
+		}
+		w.stopRecording()
 		w.sender.CloseIdle()
 	})
+	return err
 }
 
 // Wake makes an idle worker look for due deliveries now.

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -636,11 +637,11 @@ func TestStopLetsRunningAttemptFinish(t *testing.T) {
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() { w.Stop(context.Background()) })
 	waitFor(t, started, "the attempt to start")
 
 	stopped := make(chan struct{})
-	go func() { w.Stop(); close(stopped) }()
+	go func() { w.Stop(context.Background()); close(stopped) }()
 	select {
 	case <-stopped:
 		t.Fatal("Stop returned while an attempt was running within its grace")
@@ -676,10 +677,10 @@ func TestStopReleasesHangingAttemptAfterGrace(t *testing.T) {
 	if err := w.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() { w.Stop(context.Background()) })
 	waitFor(t, started, "the attempt to start")
 	t0 := time.Now()
-	w.Stop()
+	w.Stop(context.Background())
 	if el := time.Since(t0); el < 200*time.Millisecond || el > 5*time.Second {
 		t.Errorf("Stop took %s with a 200 ms grace", el)
 	}
@@ -727,7 +728,7 @@ func TestTwoWorkersDeliverEachEventExactlyOnce(t *testing.T) {
 		if err := w.Start(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(w.Stop)
+		t.Cleanup(func() { w.Stop(context.Background()) })
 	}
 
 	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -119,16 +120,23 @@ func (m *Maintainer) Start(ctx context.Context) error {
 }
 
 // Stop cancels the running tasks, waits for them, gives leadership up (another process takes over
-// within its ElectInterval) and returns. Safe to call more than once, or without Start.
-func (m *Maintainer) Stop() {
+// within its ElectInterval) and returns; or returns ctx's error when ctx ends first (a task stuck on a
+// database that stopped answering: its connection is cut when the process exits, and the advisory lock
+// goes with it). Safe to call more than once, or without Start.
+func (m *Maintainer) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	cancel, done := m.cancel, m.done
 	m.mu.Unlock()
 	if cancel == nil {
-		return
+		return nil
 	}
 	cancel()
-	<-done
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("maintenance: %w", ctx.Err())
+	}
 }
 
 // elect keeps one connection open and tries the lock on it every ElectInterval; holding it, it leads
@@ -140,7 +148,7 @@ func (m *Maintainer) elect(ctx context.Context) {
 			return
 		}
 		m.log.Warn("maintenance: leader election connection failed; retrying", "err", err)
-		sleep(ctx, m.o.ElectInterval)
+		sleep.For(ctx, m.o.ElectInterval)
 	}
 }
 
@@ -173,7 +181,7 @@ func (m *Maintainer) session(ctx context.Context) error {
 			}
 			return nil // ctx ended
 		}
-		if !sleep(ctx, m.o.ElectInterval) {
+		if !sleep.For(ctx, m.o.ElectInterval) {
 			return nil
 		}
 	}
@@ -202,7 +210,7 @@ func (m *Maintainer) lead(ctx context.Context, q *db.Queries) error {
 		m.leader.Store(false)
 	}()
 	for {
-		if !sleep(ctx, m.o.ElectInterval) {
+		if !sleep.For(ctx, m.o.ElectInterval) {
 			return nil
 		}
 		held, err := m.check(ctx, q.HoldsAdvisoryLock)
@@ -228,7 +236,7 @@ func (m *Maintainer) run(ctx context.Context, t Task) {
 		if err != nil && ctx.Err() == nil {
 			m.log.Error("maintenance task failed", "task", t.Name, "err", err, "duration", time.Since(start))
 		}
-		if !sleep(ctx, t.Interval) {
+		if !sleep.For(ctx, t.Interval) {
 			return
 		}
 	}
@@ -241,16 +249,4 @@ func (m *Maintainer) runOnce(ctx context.Context, t Task) (err error) {
 		}
 	}()
 	return t.Run(ctx)
-}
-
-// sleep waits d or until ctx ends, and says whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -76,7 +76,7 @@ func newMaintainer(t *testing.T, key int64, tasks ...maintenance.Task) *maintena
 	if err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Stop)
+	t.Cleanup(func() { m.Stop(context.Background()) })
 	return m
 }
 
@@ -110,7 +110,7 @@ func TestOneLeaderAndHandover(t *testing.T) {
 		t.Fatalf("both lead: follower leader=%v, its task ran %d times", follower.IsLeader(), fc.runs.Load())
 	}
 
-	leader.Stop()
+	leader.Stop(context.Background())
 	if leader.IsLeader() {
 		t.Fatal("a stopped maintainer still says it leads")
 	}
@@ -159,7 +159,7 @@ func TestTaskErrorsAreLoggedAndRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "every task to run three times", func() bool { return fails.Load() >= 3 && panics.Load() >= 3 && ok.Load() >= 3 })
-	m.Stop()
+	m.Stop(context.Background())
 	out := logs.String()
 	for _, want := range []string{"task=fails", "err=boom", "task=panics", "kaput"} {
 		if !bytes.Contains([]byte(out), []byte(want)) {
@@ -185,9 +185,9 @@ func TestStopLeavesNoGoroutines(t *testing.T) {
 	ma, mb := start(&a), start(&b)
 	eventually(t, "a leader running its task", func() bool { return a.runs.Load()+b.runs.Load() > 3 })
 	time.Sleep(2 * electEvery) // let the follower be mid-election too
-	ma.Stop()
-	mb.Stop()
-	mb.Stop() // twice is fine
+	ma.Stop(context.Background())
+	mb.Stop(context.Background())
+	mb.Stop(context.Background()) // twice is fine
 	goleak.VerifyNone(t, before)
 }
 

@@ -427,24 +427,62 @@ func (s *Server) MetricsAddr() string {
 	return s.metricsLn.Addr().String()
 }
 
-// Stop shuts down in order: stop accepting requests, finish the ones running, stop the workers (which
-// finish or release in-flight attempts), close the pool.
+// Stop shuts down within ctx: it stops accepting requests and finishes the ones running, and meanwhile
+// stops the worker (no new claims; in-flight attempts finish or are released), the maintenance leader and
+// the replay runner, then closes the pools. Each step gives up when ctx ends, so a database that stopped
+// answering cannot hold the process: what was not recorded keeps its lease and is rescued by another
+// process (or this one's next start) when the lease runs out.
 func (s *Server) Stop(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		step := func(f func() error) {
+			wg.Go(func() {
+				if e := f(); e != nil {
+					mu.Lock()
+					err = errors.Join(err, e)
+					mu.Unlock()
+				}
+			})
+		}
 		if s.httpSrv != nil {
-			err = s.httpSrv.Shutdown(ctx)
+			step(func() error { return shutdownHTTP(ctx, s.httpSrv) })
 		}
 		if s.metricsSrv != nil {
-			err = errors.Join(err, s.metricsSrv.Shutdown(ctx))
+			step(func() error { return shutdownHTTP(ctx, s.metricsSrv) })
 		}
-		s.ReplayRunner.Stop()
-		s.Maintainer.Stop() // gives leadership up at once, so another process takes over within seconds
-		s.Worker.Stop()
-		s.Pool.Close()
-		s.EnginePool.Close()
+		step(func() error { return within(ctx, "replay runner", s.ReplayRunner.Stop) })
+		step(func() error { return s.Maintainer.Stop(ctx) }) // gives leadership up at once, so another process takes over within seconds
+		step(func() error { return s.Worker.Stop(ctx) })
+		wg.Wait()
+		// Close waits for every borrowed connection; a request or task still stuck on the database after
+		// ctx must not hold the exit.
+		err = errors.Join(err, within(ctx, "closing the pools", func() { s.Pool.Close(); s.EnginePool.Close() }))
 	})
 	return err
+}
+
+// shutdownHTTP lets running requests finish within ctx, then closes their connections, which cancels
+// their contexts and so the database calls they wait on.
+func shutdownHTTP(ctx context.Context, srv *http.Server) error {
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(fmt.Errorf("http shutdown: %w", err), srv.Close())
+	}
+	return err
+}
+
+// within runs stop and waits for it until ctx ends.
+func within(ctx context.Context, what string, stop func()) error {
+	done := make(chan struct{})
+	go func() { defer close(done); stop() }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
 }
 
 // Err reports a failure of the HTTP server after Serve.
