@@ -297,27 +297,39 @@ SELECT count(*)::bigint FROM (
 ) matches;
 
 -- name: RetryDelivery :one
--- Puts a finished delivery back in the queue with a fresh schedule. Guarded by state, so of several
--- concurrent calls exactly one matches; the others find it pending. @max_manual < 0 means no cap (admins).
+-- Puts a finished delivery back in the queue with a fresh schedule. Guarded by state and by the version
+-- the caller read (total_attempts and updated_at, which every move changes), so of several concurrent
+-- calls exactly one matches: the others find it pending, or, when the first one's retry was already sent
+-- and finished, a newer version than they read (without that guard an admin's second call, not held by
+-- the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins).
 UPDATE webhook_deliveries
 SET state = 'pending', attempt_count = 0,
     manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL,
     updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
+  AND total_attempts = @seen_total_attempts::int AND updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
 RETURNING *;
 
 -- name: RetryNowDelivery :one
 -- Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
--- to @now; attempts, schedule and deadline stay. Guarded by state like RetryDelivery, and by the same cap.
-UPDATE webhook_deliveries
-SET next_attempt_at = least(next_attempt_at, @now::timestamptz),
-    manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
+-- to @now; attempts, schedule and deadline stay. Guarded by state and the version read like RetryDelivery,
+-- by the same cap, and by the subscription's circuit: while it is open (or half open) nothing but the
+-- probe is sent, so a retry now would change nothing and is refused without counting.
+UPDATE webhook_deliveries d
+SET next_attempt_at = least(d.next_attempt_at, @now::timestamptz),
+    manual_retries = d.manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     updated_at = @now::timestamptz
-WHERE id = @id AND tenant_id = @tenant_id AND state = 'pending' AND total_attempts > 0 AND discarded_at IS NULL
-  AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
-RETURNING *;
+WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
+  AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
+  AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed')
+RETURNING d.*;
+
+-- name: SubscriptionCircuit :one
+-- The circuit of a delivery's subscription, for the retry-now rule.
+SELECT circuit_state, circuit_probe_at FROM subscriptions WHERE id = @id;
 
 -- name: DiscardDelivery :one
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz

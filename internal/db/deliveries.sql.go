@@ -801,21 +801,27 @@ SET state = 'pending', attempt_count = 0,
     next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL, dead_at = NULL,
     updated_at = $2::timestamptz
 WHERE id = $4 AND tenant_id = $5 AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
-  AND ($6::int < 0 OR manual_retries < $6::int)
+  AND total_attempts = $6::int AND updated_at = $7::timestamptz
+  AND ($8::int < 0 OR manual_retries < $8::int)
 RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at
 `
 
 type RetryDeliveryParams struct {
-	CountManual bool
-	Now         time.Time
-	GiveUpAt    time.Time
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	MaxManual   int32
+	CountManual       bool
+	Now               time.Time
+	GiveUpAt          time.Time
+	ID                uuid.UUID
+	TenantID          uuid.UUID
+	SeenTotalAttempts int32
+	SeenUpdatedAt     time.Time
+	MaxManual         int32
 }
 
-// Puts a finished delivery back in the queue with a fresh schedule. Guarded by state, so of several
-// concurrent calls exactly one matches; the others find it pending. @max_manual < 0 means no cap (admins).
+// Puts a finished delivery back in the queue with a fresh schedule. Guarded by state and by the version
+// the caller read (total_attempts and updated_at, which every move changes), so of several concurrent
+// calls exactly one matches: the others find it pending, or, when the first one's retry was already sent
+// and finished, a newer version than they read (without that guard an admin's second call, not held by
+// the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins).
 func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (WebhookDelivery, error) {
 	row := q.db.QueryRow(ctx, retryDelivery,
 		arg.CountManual,
@@ -823,6 +829,8 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 		arg.GiveUpAt,
 		arg.ID,
 		arg.TenantID,
+		arg.SeenTotalAttempts,
+		arg.SeenUpdatedAt,
 		arg.MaxManual,
 	)
 	var i WebhookDelivery
@@ -855,31 +863,39 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 }
 
 const retryNowDelivery = `-- name: RetryNowDelivery :one
-UPDATE webhook_deliveries
-SET next_attempt_at = least(next_attempt_at, $1::timestamptz),
-    manual_retries = manual_retries + CASE WHEN $2::bool THEN 1 ELSE 0 END,
+UPDATE webhook_deliveries d
+SET next_attempt_at = least(d.next_attempt_at, $1::timestamptz),
+    manual_retries = d.manual_retries + CASE WHEN $2::bool THEN 1 ELSE 0 END,
     updated_at = $1::timestamptz
-WHERE id = $3 AND tenant_id = $4 AND state = 'pending' AND total_attempts > 0 AND discarded_at IS NULL
-  AND ($5::int < 0 OR manual_retries < $5::int)
-RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at
+WHERE d.id = $3 AND d.tenant_id = $4 AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
+  AND d.total_attempts = $5::int AND d.updated_at = $6::timestamptz
+  AND ($7::int < 0 OR d.manual_retries < $7::int)
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed')
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at
 `
 
 type RetryNowDeliveryParams struct {
-	Now         time.Time
-	CountManual bool
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	MaxManual   int32
+	Now               time.Time
+	CountManual       bool
+	ID                uuid.UUID
+	TenantID          uuid.UUID
+	SeenTotalAttempts int32
+	SeenUpdatedAt     time.Time
+	MaxManual         int32
 }
 
 // Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
-// to @now; attempts, schedule and deadline stay. Guarded by state like RetryDelivery, and by the same cap.
+// to @now; attempts, schedule and deadline stay. Guarded by state and the version read like RetryDelivery,
+// by the same cap, and by the subscription's circuit: while it is open (or half open) nothing but the
+// probe is sent, so a retry now would change nothing and is refused without counting.
 func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryParams) (WebhookDelivery, error) {
 	row := q.db.QueryRow(ctx, retryNowDelivery,
 		arg.Now,
 		arg.CountManual,
 		arg.ID,
 		arg.TenantID,
+		arg.SeenTotalAttempts,
+		arg.SeenUpdatedAt,
 		arg.MaxManual,
 	)
 	var i WebhookDelivery
@@ -908,5 +924,22 @@ func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryPara
 		&i.UpdatedAt,
 		&i.DeadAt,
 	)
+	return i, err
+}
+
+const subscriptionCircuit = `-- name: SubscriptionCircuit :one
+SELECT circuit_state, circuit_probe_at FROM subscriptions WHERE id = $1
+`
+
+type SubscriptionCircuitRow struct {
+	CircuitState   string
+	CircuitProbeAt *time.Time
+}
+
+// The circuit of a delivery's subscription, for the retry-now rule.
+func (q *Queries) SubscriptionCircuit(ctx context.Context, id uuid.UUID) (SubscriptionCircuitRow, error) {
+	row := q.db.QueryRow(ctx, subscriptionCircuit, id)
+	var i SubscriptionCircuitRow
+	err := row.Scan(&i.CircuitState, &i.CircuitProbeAt)
 	return i, err
 }

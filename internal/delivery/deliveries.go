@@ -129,6 +129,8 @@ type Service struct {
 	now       func() time.Time
 	maxManual int
 	perMinute int
+	// afterRead, set by tests, runs between a manual retry's read and its statement.
+	afterRead func()
 }
 
 // NewService returns a Service. maxManual caps a tenant's manual retries of one delivery;
@@ -321,12 +323,14 @@ type Actor struct {
 }
 
 // Retry puts a delivered, failed or expired delivery back in the queue with a fresh schedule and deadline.
-// Of several concurrent calls on one delivery exactly one succeeds; the rest get INVALID_STATE.
+// Of several concurrent calls on one delivery (an admin's too) exactly one succeeds; the rest get
+// INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
 	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", s.retryAllowed,
-		func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
+		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryDelivery(ctx, db.RetryDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt,
 			})
 		})
 }
@@ -334,27 +338,63 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 // RetryNow moves a retrying delivery's next attempt to now: the customer fixed the endpoint and should not
 // wait out the backoff. The same rules and limits as Retry (the manual cap and the subscription's resend
 // bucket) apply; anything but a retrying delivery is INVALID_STATE, so the API's retry keeps its meaning.
+// While the subscription's circuit is open nothing but its probe is sent, so Retry now is refused
+// (INVALID_STATE, saying when the probe is due) before anything is counted or taken from the bucket.
 func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
 	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery now",
-		func(d Delivery, actor Actor) error { return CanRetryNow(d, actor.Admin, s.maxManual) },
-		func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
+		func(d Delivery, actor Actor) error {
+			if err := CanRetryNow(d, actor.Admin, s.maxManual); err != nil {
+				return err
+			}
+			c, err := s.q.SubscriptionCircuit(ctx, d.SubscriptionID)
+			if err != nil {
+				return fmt.Errorf("subscription circuit: %w", err)
+			}
+			if hold := CircuitHold(c.CircuitState, c.CircuitProbeAt); hold != "" {
+				return fault.New(fault.InvalidState, "%s", hold)
+			}
+			return nil
+		},
+		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, MaxManual: maxManual,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt,
 			})
 		})
 }
 
+// CircuitHold says why Retry now cannot help a delivery of a subscription whose circuit is in state (with
+// its probe due at probeAt), "" when the circuit is closed: the one rule of the API, the delivery page's
+// disabled button and its note.
+func CircuitHold(state string, probeAt *time.Time) string {
+	switch state {
+	case CircuitOpen:
+		msg := "the subscription's circuit is open after failures in a row: nothing is sent to it until its probe"
+		if probeAt != nil {
+			msg += ", due at " + probeAt.UTC().Format(time.RFC3339)
+		}
+		return msg + "; retry now cannot skip that wait"
+	case CircuitHalfOpen:
+		return "the subscription's circuit is half open: its probe attempt is being made, and nothing else is sent until it answers"
+	}
+	return ""
+}
+
 // manualRetry is what Retry and RetryNow share: the rule (allowed), the subscription's resend bucket, then
-// the state-guarded statement (move) and a NOTIFY in one transaction. When the statement finds no row the
-// delivery changed since it was read (a concurrent call, a claim): the rule says why from its state now.
+// the statement (move, guarded by the state and the version read) and a NOTIFY in one transaction. When the
+// statement finds no row the delivery changed since it was read (a concurrent call, a claim): the rule
+// says why from its state now.
 func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what string,
-	allowed func(Delivery, Actor) error, move func(q *db.Queries, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
+	allowed func(Delivery, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
 	cur, err := s.get(ctx, tenantID, id)
 	if err != nil {
 		return Delivery{}, err
 	}
 	if err := allowed(fromRow(cur), actor); err != nil {
 		return Delivery{}, err
+	}
+	if s.afterRead != nil {
+		s.afterRead()
 	}
 	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
 	if err != nil {
@@ -371,7 +411,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 	var out db.WebhookDelivery
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := move(q, s.now(), maxManual)
+		row, err := move(q, cur, s.now(), maxManual)
 		if err != nil {
 			return err
 		}

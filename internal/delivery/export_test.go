@@ -75,3 +75,6 @@ func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
 	}
 	return out
 }
+
+// AfterRead makes the service run f between a manual retry's read of the delivery and its statement.
+func (s *Service) AfterRead(f func()) { s.afterRead = f }
