@@ -52,13 +52,13 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.answerFirst(&p, d, subState, currentUser(r).Admin, wait)
+	h.answerFirst(&p, d, subState, circuit, currentUser(r).Admin, wait)
 	if d.State == delivery.Pending && subState != subscriptions.Paused && circuit.State == delivery.CircuitOpen {
 		p.Summary.Note = "The endpoint's circuit is open after failures in a row: due deliveries wait until one probe delivery succeeds"
 		if circuit.NextProbeAt != nil {
 			p.Summary.Note += " (next probe " + ago(h.now(), *circuit.NextProbeAt) + ")"
 		}
-		p.Summary.Note += ". Retry now does not skip that wait."
+		p.Summary.Note += ". Retry now cannot skip that wait, so it is off until then."
 	}
 	h.render(w, r, http.StatusOK, templates.DeliveryView(p))
 }

@@ -18,8 +18,9 @@ import (
 
 // answerFirst fills the summary, the actions and the live-update fields of a delivery's page, and orders
 // its attempts newest first.
-// wait is how long until the subscription's resend budget allows another retry by hand.
-func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, admin bool, wait time.Duration) {
+// wait is how long until the subscription's resend budget allows another retry by hand; circuit is the
+// subscription's circuit breaker.
+func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, circuit subscriptions.Circuit, admin bool, wait time.Duration) {
 	p.Final = d.State == delivery.Delivered || d.State.Dead()
 	p.Live = !p.Final && !d.Discarded
 	if p.Live {
@@ -45,6 +46,9 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subS
 	}
 	p.Summary = h.summary(d, subState)
 	p.Resend, p.RetryNow = h.actions(d, admin)
+	if held := h.circuitHold(circuit); held != "" && p.RetryNow.Enabled() {
+		p.RetryNow.Reason = held
+	}
 	if wait > 0 {
 		reason := fmt.Sprintf("Too many retries by hand for this subscription right now: try again in %d s.", max(secondsUp(wait), 1))
 		for _, a := range []*templates.Action{&p.Resend, &p.RetryNow} {
@@ -160,6 +164,22 @@ func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templ
 		resend.Note = "Resend puts it back in the queue with a fresh schedule; it counts toward the limit of retries by hand."
 	}
 	return resend, retryNow
+}
+
+// circuitHold is delivery.CircuitHold in the page's words: while the subscription's circuit is open
+// nothing but its probe is sent, so the API refuses Retry now and the page disables it with this reason.
+func (h *Handler) circuitHold(c subscriptions.Circuit) string {
+	switch c.State {
+	case delivery.CircuitOpen:
+		s := "The endpoint's circuit is open after failures in a row: nothing is sent to it until its probe"
+		if c.NextProbeAt != nil {
+			s += " (" + ago(h.now(), *c.NextProbeAt) + ")"
+		}
+		return s + ", and Retry now cannot skip that wait."
+	case delivery.CircuitHalfOpen:
+		return "A probe attempt is being made to the endpoint, whose circuit is open: nothing else is sent until it answers, and Retry now cannot skip that wait."
+	}
+	return ""
 }
 
 // retryNow sends a retrying delivery right away instead of at its next attempt, and says what happened.
