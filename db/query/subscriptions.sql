@@ -42,14 +42,22 @@ RETURNING *;
 
 -- name: DisableFailingSubscriptions :many
 -- Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
--- failing_since is kept by the statement that records attempts (CompleteAttempts).
-UPDATE subscriptions
+-- failing_since is kept by the statement that records attempts (CompleteAttempts). The rows are locked in
+-- id order first, as the claim and the completions lock them: updated in scan order, they deadlocked with
+-- a claim holding some of them.
+WITH ordered AS (
+    SELECT id FROM subscriptions
+    WHERE state = 'active' AND deleted_at IS NULL AND failing_since < sqlc.arg('failing_before')::timestamptz
+    ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE subscriptions s
 SET state = 'disabled', updated_at = sqlc.arg('now')::timestamptz,
-    disabled_reason = 'Every attempt has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
+    disabled_reason = 'Every attempt has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
         || ' UTC, for longer than ' || sqlc.arg('after_text')::text
         || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
-WHERE state = 'active' AND deleted_at IS NULL AND failing_since < sqlc.arg('failing_before')::timestamptz
-RETURNING id, tenant_id, url, failing_since;
+FROM ordered o
+WHERE s.id = o.id AND s.state = 'active' AND s.deleted_at IS NULL AND s.failing_since < sqlc.arg('failing_before')::timestamptz
+RETURNING s.id, s.tenant_id, s.url, s.failing_since;
 
 -- name: DeleteSubscription :one
 UPDATE subscriptions SET deleted_at = now(), state = 'disabled', disabled_reason = 'deleted', updated_at = now()

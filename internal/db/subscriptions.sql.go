@@ -330,13 +330,19 @@ func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg Delive
 }
 
 const disableFailingSubscriptions = `-- name: DisableFailingSubscriptions :many
-UPDATE subscriptions
+WITH ordered AS (
+    SELECT id FROM subscriptions
+    WHERE state = 'active' AND deleted_at IS NULL AND failing_since < $3::timestamptz
+    ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE subscriptions s
 SET state = 'disabled', updated_at = $1::timestamptz,
-    disabled_reason = 'Every attempt has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
+    disabled_reason = 'Every attempt has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
         || ' UTC, for longer than ' || $2::text
         || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
-WHERE state = 'active' AND deleted_at IS NULL AND failing_since < $3::timestamptz
-RETURNING id, tenant_id, url, failing_since
+FROM ordered o
+WHERE s.id = o.id AND s.state = 'active' AND s.deleted_at IS NULL AND s.failing_since < $3::timestamptz
+RETURNING s.id, s.tenant_id, s.url, s.failing_since
 `
 
 type DisableFailingSubscriptionsParams struct {
@@ -353,7 +359,9 @@ type DisableFailingSubscriptionsRow struct {
 }
 
 // Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
-// failing_since is kept by the statement that records attempts (CompleteAttempts).
+// failing_since is kept by the statement that records attempts (CompleteAttempts). The rows are locked in
+// id order first, as the claim and the completions lock them: updated in scan order, they deadlocked with
+// a claim holding some of them.
 func (q *Queries) DisableFailingSubscriptions(ctx context.Context, arg DisableFailingSubscriptionsParams) ([]DisableFailingSubscriptionsRow, error) {
 	rows, err := q.db.Query(ctx, disableFailingSubscriptions, arg.Now, arg.AfterText, arg.FailingBefore)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/sleep"
-	"github.com/jackc/pgx/v5"
 )
 
 // complete batches finished attempts: whatever has arrived is written in one statement. (Several
@@ -74,8 +73,11 @@ func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
 	}
 }
 
-// Record writes a batch of results: releases in one statement, attempts and transitions in another, all
-// in one transaction. It then counts metrics and logs dead-lettered deliveries.
+// Record writes a batch of results: releases in one statement, attempts and transitions in another. Each
+// statement is atomic and guarded by the rows' leases, so a retry after a failure between them redoes only
+// what is missing. They are not one transaction: both lock subscription_finished rows in id order, and a
+// transaction holding the releases' rows while the completion locked lower ids deadlocked with another
+// completer. It then counts metrics and logs dead-lettered deliveries.
 func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 	now := w.o.Now()
 	var rel db.ReleaseDeliveriesParams
@@ -136,13 +138,7 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 		}
 		return nil
 	}
-	var err error
-	if len(rel.DeliveryIDs) > 0 && len(done.DeliveryIDs) > 0 {
-		err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error { return write(withCustomPlans(tx)) })
-	} else {
-		err = write(withCustomPlans(w.pool)) // one statement is atomic on its own: spare the BEGIN and COMMIT round trips
-	}
-	if err != nil {
+	if err := write(withCustomPlans(w.pool)); err != nil {
 		return err
 	}
 	if len(written) < len(done.DeliveryIDs) {
