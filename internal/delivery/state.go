@@ -22,6 +22,9 @@ package delivery
 import (
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -87,6 +90,34 @@ const (
 	ReasonDeadline            = "deadline"
 	ReasonSubscriptionDeleted = "subscription_deleted"
 )
+
+// StatusLine names an HTTP status as people read it: "404 Not Found", or the bare code when Go knows no
+// text for it ("599").
+func StatusLine(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
+}
+
+// DeadReasonText says in words why a delivery is dead: a permanent status is named by the status itself
+// ("404 Not Found"), so that nobody reads "permanent status" and has to look the code up.
+func DeadReasonText(reason string, lastStatus *int) string {
+	switch reason {
+	case ReasonPermanentStatus:
+		if lastStatus != nil {
+			return StatusLine(*lastStatus)
+		}
+		return "permanent error"
+	case ReasonMaxAttempts:
+		return "out of attempts"
+	case ReasonDeadline:
+		return "past its deadline"
+	case ReasonSubscriptionDeleted:
+		return "subscription deleted"
+	}
+	return strings.ReplaceAll(reason, "_", " ")
+}
 
 // Outcome is what one attempt's result means for the delivery.
 type Outcome string

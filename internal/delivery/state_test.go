@@ -284,3 +284,24 @@ func TestBreakerDefaultsCapTheProbeWait(t *testing.T) {
 		t.Fatalf("defaults: %+v", b)
 	}
 }
+
+func TestDeadReasonText(t *testing.T) {
+	status := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		reason string
+		status *int
+		want   string
+	}{
+		{ReasonPermanentStatus, status(404), "404 Not Found"},
+		{ReasonPermanentStatus, status(302), "302 Found"},
+		{ReasonPermanentStatus, status(499), "499"},
+		{ReasonPermanentStatus, nil, "permanent error"},
+		{ReasonMaxAttempts, status(503), "out of attempts"},
+		{ReasonDeadline, nil, "past its deadline"},
+		{ReasonSubscriptionDeleted, nil, "subscription deleted"},
+	} {
+		if got := DeadReasonText(tc.reason, tc.status); got != tc.want {
+			t.Errorf("DeadReasonText(%s, %v) = %q, want %q", tc.reason, tc.status, got, tc.want)
+		}
+	}
+}

@@ -538,7 +538,7 @@ func TestDeliveryPage(t *testing.T) {
 	if p.Status != http.StatusOK {
 		t.Fatal(p)
 	}
-	if got := text(one(t, p.Doc, "state-text")); got != "failed: the endpoint answered 400 — a permanent error, not retried." {
+	if got := text(one(t, p.Doc, "state-text")); got != "failed: the endpoint answered 400 Bad Request — a permanent error, not retried." {
 		t.Errorf("state text %q", got)
 	}
 	if got := text(one(t, p.Doc, "breadcrumb")); !strings.HasPrefix(got, "Subscriptions detail bad endpoint Delivery ") {
@@ -574,7 +574,7 @@ func TestDeliveryPage(t *testing.T) {
 	id := e.publishTo(s.tn, flaky.ID, "flaky.event", map[string]any{"x": 1})
 	e.waitState(s.tn, id, delivery.Expired)
 	p = c.get("/deliveries/" + id.String())
-	if got := text(one(t, p.Doc, "state-text")); got != "expired: out of attempts — all 3 failed (last: the endpoint answered 503)." {
+	if got := text(one(t, p.Doc, "state-text")); got != "expired: out of attempts — all 3 failed (last: the endpoint answered 503 Service Unavailable)." {
 		t.Errorf("expired state text %q", got)
 	}
 	attempts = byTestID(p.Doc, "attempt")

@@ -182,7 +182,7 @@ func (h *Handler) deliveryRow(d delivery.Delivery) templates.DeliveryRow {
 		State: label, StateClass: class, Attempts: d.TotalAttempts, Created: h.timeView(d.CreatedAt), LastStatus: "—",
 	}
 	if d.LastStatus != nil {
-		row.LastStatus = strconv.Itoa(*d.LastStatus)
+		row.LastStatus, row.LastStatusText = strconv.Itoa(*d.LastStatus), delivery.StatusLine(*d.LastStatus)
 	} else if d.LastError != nil && *d.LastError != "" {
 		row.LastStatus = "no response"
 	}
@@ -201,7 +201,7 @@ func shortID(id uuid.UUID) string {
 func (h *Handler) stateText(d delivery.Detail, subState string) string {
 	last := func() string {
 		if d.LastStatus != nil {
-			return "the endpoint answered " + strconv.Itoa(*d.LastStatus)
+			return "the endpoint answered " + delivery.StatusLine(*d.LastStatus)
 		}
 		if d.LastError != nil && *d.LastError != "" {
 			return "no answer (" + *d.LastError + ")"

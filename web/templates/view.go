@@ -190,8 +190,10 @@ type DeliveryRow struct {
 	StateClass string
 	Attempts   int
 	LastStatus string
-	Created    Time
-	Next       Time
+	// LastStatusText names the status ("404 Not Found"), the status cell's title.
+	LastStatusText string
+	Created        Time
+	Next           Time
 	// Waiting says why a pending delivery is not due whatever its next attempt time says ("paused: waits
 	// until resumed"); the time is then not shown, so it never looks overdue.
 	Waiting string
