@@ -164,3 +164,17 @@ WITH cur AS (
 )
 SELECT (SELECT count(*) FROM took) = 1 AS granted,
        coalesce(greatest(0, (1 - (SELECT tokens FROM cur)) * 60 / sqlc.arg('per_minute')::float8), 0)::float8 AS wait_seconds;
+
+-- name: FailingRunAttempts :many
+-- How many attempts the current run of only failures holds, for the subscriptions that are failing: all of
+-- them failed, since failing_since starts the run. Added up like AttemptStatsBySubscription, from
+-- attempt_minutes for whole minutes and from webhook_attempts (index only) for the first minute, so a long
+-- run costs at most a row a minute.
+SELECT s.id AS subscription_id,
+       ((SELECT coalesce(sum(m.attempts), 0) FROM attempt_minutes m
+         WHERE m.subscription_id = s.id AND m.minute >= attempt_minute(s.failing_since) + interval '1 minute')
+      + (SELECT count(*) FROM webhook_attempts a
+         WHERE a.subscription_id = s.id AND a.started_at >= s.failing_since
+           AND a.started_at < attempt_minute(s.failing_since) + interval '1 minute'))::int AS attempts
+FROM subscriptions s
+WHERE s.id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND s.tenant_id = sqlc.arg('tenant_id') AND s.failing_since IS NOT NULL;

@@ -395,6 +395,51 @@ func (q *Queries) ExpireSubscriptionSecrets(ctx context.Context, arg ExpireSubsc
 	return err
 }
 
+const failingRunAttempts = `-- name: FailingRunAttempts :many
+SELECT s.id AS subscription_id,
+       ((SELECT coalesce(sum(m.attempts), 0) FROM attempt_minutes m
+         WHERE m.subscription_id = s.id AND m.minute >= attempt_minute(s.failing_since) + interval '1 minute')
+      + (SELECT count(*) FROM webhook_attempts a
+         WHERE a.subscription_id = s.id AND a.started_at >= s.failing_since
+           AND a.started_at < attempt_minute(s.failing_since) + interval '1 minute'))::int AS attempts
+FROM subscriptions s
+WHERE s.id = ANY ($1::uuid[]) AND s.tenant_id = $2 AND s.failing_since IS NOT NULL
+`
+
+type FailingRunAttemptsParams struct {
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+}
+
+type FailingRunAttemptsRow struct {
+	SubscriptionID uuid.UUID
+	Attempts       int32
+}
+
+// How many attempts the current run of only failures holds, for the subscriptions that are failing: all of
+// them failed, since failing_since starts the run. Added up like AttemptStatsBySubscription, from
+// attempt_minutes for whole minutes and from webhook_attempts (index only) for the first minute, so a long
+// run costs at most a row a minute.
+func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttemptsParams) ([]FailingRunAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, failingRunAttempts, arg.SubscriptionIds, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FailingRunAttemptsRow{}
+	for rows.Next() {
+		var i FailingRunAttemptsRow
+		if err := rows.Scan(&i.SubscriptionID, &i.Attempts); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getSubscription = `-- name: GetSubscription :one
 SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `

@@ -206,3 +206,26 @@ func asTime(v any) *time.Time {
 	}
 	return nil
 }
+
+// FailingRuns counts, for those of subs that are failing (FailingSince set), the attempts made since
+// FailingSince: every one of them failed. Pages say "all 7 attempts since …" only with this number.
+func (s *Service) FailingRuns(ctx context.Context, tenantID uuid.UUID, subs []Subscription) (map[uuid.UUID]int, error) {
+	ids := make([]uuid.UUID, 0, len(subs))
+	for _, sub := range subs {
+		if sub.FailingSince != nil {
+			ids = append(ids, sub.ID)
+		}
+	}
+	out := make(map[uuid.UUID]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.FailingRunAttempts(ctx, db.FailingRunAttemptsParams{SubscriptionIds: ids, TenantID: tenantID})
+	if err != nil {
+		return nil, fmt.Errorf("failing run attempts: %w", err)
+	}
+	for _, r := range rows {
+		out[r.SubscriptionID] = int(r.Attempts)
+	}
+	return out, nil
+}

@@ -41,9 +41,16 @@ func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 	if err != nil {
 		return nil, err
 	}
+	runs, err := h.subs.FailingRuns(ctx, tenantID, subs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]templates.Subscription, 0, len(subs))
 	for _, s := range subs {
 		v := h.subscriptionView(s)
+		if s.FailingSince != nil {
+			v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
+		}
 		v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
 		out = append(out, v)
 	}
@@ -72,7 +79,14 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	if err != nil {
 		return templates.Subscription{}, err
 	}
+	runs, err := h.subs.FailingRuns(ctx, tenantID, []subscriptions.Subscription{s})
+	if err != nil {
+		return templates.Subscription{}, err
+	}
 	v := h.subscriptionView(s)
+	if s.FailingSince != nil {
+		v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
+	}
 	v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
 	for _, o := range subscriptions.Ranges {
 		v.Health.Ranges = append(v.Health.Ranges, templates.RangeOption{
