@@ -178,3 +178,8 @@ SELECT s.id AS subscription_id,
            AND a.started_at < attempt_minute(s.failing_since) + interval '1 minute'))::int AS attempts
 FROM subscriptions s
 WHERE s.id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND s.tenant_id = sqlc.arg('tenant_id') AND s.failing_since IS NOT NULL;
+
+-- name: SubscriptionOfTenant :one
+-- Whether the id names one of the tenant's subscriptions, deleted ones included (their deliveries stay
+-- listed): a list filtered by anything else says so instead of listing nothing.
+SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id)::bool;

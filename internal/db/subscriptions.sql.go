@@ -622,6 +622,24 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 	return i, err
 }
 
+const subscriptionOfTenant = `-- name: SubscriptionOfTenant :one
+SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = $1 AND tenant_id = $2)::bool
+`
+
+type SubscriptionOfTenantParams struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+}
+
+// Whether the id names one of the tenant's subscriptions, deleted ones included (their deliveries stay
+// listed): a list filtered by anything else says so instead of listing nothing.
+func (q *Queries) SubscriptionOfTenant(ctx context.Context, arg SubscriptionOfTenantParams) (bool, error) {
+	row := q.db.QueryRow(ctx, subscriptionOfTenant, arg.ID, arg.TenantID)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const takeResendToken = `-- name: TakeResendToken :one
 WITH cur AS (
     SELECT s.id, bucket_tokens_at($1::float8, $1::float8 / 60,

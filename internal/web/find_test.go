@@ -370,3 +370,52 @@ func TestWaitingNotOverdue(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveriesPageSubscriptionFilterChecked: the subscription filter (subscription, or the API's name
+// subscription_id) never falls back to every delivery: malformed is 400, an id that is not one of the
+// tenant's subscriptions says "No such subscription" (404); a deleted one of its own still filters.
+func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("sub-filter")
+	other := e.newTenant("sub-filter-other")
+	good := e.newSubscription(tn, "/good/sub-filter", "sub-filter good")
+	gone := e.newSubscription(tn, "/good/sub-filter-gone", "sub-filter gone")
+	foreign := e.newSubscription(other, "/good/sub-filter-foreign", "foreign")
+	for _, id := range e.publish(tn, "order.paid", map[string]any{"n": 1}) {
+		e.waitState(tn, id, delivery.Delivered)
+	}
+	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	for q, want := range map[string]struct {
+		status int
+		msg    string
+	}{
+		"subscription_id=nope":                                   {http.StatusBadRequest, `subscription "nope" is not a subscription id`},
+		"subscription=nope":                                      {http.StatusBadRequest, `subscription "nope" is not a subscription id`},
+		"subscription_id=" + foreign.ID.String():                 {http.StatusNotFound, "No such subscription: " + foreign.ID.String()},
+		"subscription=" + uuid.NewString():                       {http.StatusNotFound, "No such subscription"},
+		"subscription_id=" + foreign.ID.String() + "&state=dead": {http.StatusNotFound, "No such subscription"},
+	} {
+		p := c.get("/deliveries?" + q)
+		if p.Status != want.status || len(byTestID(p.Doc, "filter-error")) != 1 || !strings.Contains(text(one(t, p.Doc, "filter-error")), want.msg) {
+			t.Errorf("?%s: %s, want %d with %q; page says %q", q, p, want.status, want.msg, p.text())
+			continue
+		}
+		if len(rowIDs(p)) != 0 || len(byTestID(p.Doc, "no-deliveries")) != 0 {
+			t.Errorf("?%s: lists rows or says nothing matches beside the error", q)
+		}
+	}
+	for q, n := range map[string]int{
+		"subscription_id=" + good.ID.String(): 1,
+		"subscription=" + good.ID.String():    1,
+		"subscription_id=" + gone.ID.String(): 1, // deleted: its deliveries stay listed
+	} {
+		if p := c.get("/deliveries?" + q); p.Status != http.StatusOK || len(rowIDs(p)) != n {
+			t.Errorf("?%s: %s, %d rows, want %d", q, p, len(rowIDs(p)), n)
+		}
+	}
+}
