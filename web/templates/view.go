@@ -43,6 +43,9 @@ type Crumb struct {
 type Flash struct {
 	Kind    string
 	Message string
+	// Href and LinkText, when set, link what the action made (the delivery a test event created).
+	Href     string
+	LinkText string
 }
 
 // Time is a moment as pages show it. The zero value shows Never.
