@@ -259,14 +259,15 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 }
 
 const deliveryOutcomesBySubscription = `-- name: DeliveryOutcomesBySubscription :many
-SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.retrying, o.dead, o.waiting
+SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.pending, o.retrying, o.in_flight, o.dead
 FROM unnest($1::uuid[]) AS s (id)
 CROSS JOIN LATERAL (
     SELECT count(*)::int AS counted,
            count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
+           count(*) FILTER (WHERE d.state = 'pending')::int AS pending,
            count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
-           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead,
-           count(*) FILTER (WHERE d.state = 'in_flight' OR (d.state = 'pending' AND d.total_attempts = 0))::int AS waiting
+           count(*) FILTER (WHERE d.state = 'in_flight')::int AS in_flight,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead
     FROM (
         SELECT w.state, w.total_attempts
         FROM webhook_deliveries w
@@ -289,14 +290,17 @@ type DeliveryOutcomesBySubscriptionRow struct {
 	SubscriptionID uuid.UUID
 	Counted        int32
 	Delivered      int32
+	Pending        int32
 	Retrying       int32
+	InFlight       int32
 	Dead           int32
-	Waiting        int32
 }
 
 // Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
 // (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
 // a busy endpoint costs no more than @up_to rows.
+// pending, retrying and in_flight are the words of delivery.Pending (see its comment), as the lists' tabs
+// count them: pending includes retrying.
 func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg DeliveryOutcomesBySubscriptionParams) ([]DeliveryOutcomesBySubscriptionRow, error) {
 	rows, err := q.db.Query(ctx, deliveryOutcomesBySubscription,
 		arg.SubscriptionIds,
@@ -315,9 +319,10 @@ func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg Delive
 			&i.SubscriptionID,
 			&i.Counted,
 			&i.Delivered,
+			&i.Pending,
 			&i.Retrying,
+			&i.InFlight,
 			&i.Dead,
-			&i.Waiting,
 		); err != nil {
 			return nil, err
 		}

@@ -32,7 +32,11 @@ import (
 type State string
 
 const (
-	// Pending deliveries wait in the queue for next_attempt_at. One tried before is shown as "retrying".
+	// Pending deliveries wait in the queue for next_attempt_at. The words every count and page uses:
+	//   - pending: in state pending, whether tried before or not (the API's state=pending, the Pending tab);
+	//     not in flight, which is its own state;
+	//   - retrying: pending and tried before (total_attempts > 0), so every retrying delivery is pending too;
+	//   - waiting: pending while its subscription is paused or disabled: held until it is resumed.
 	Pending State = "pending"
 	// InFlight deliveries are claimed by a worker until their lease runs out.
 	InFlight State = "in_flight"
