@@ -219,6 +219,12 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		"range=1h":                                   6,
 		"range=7d&state=delivered":                   4,
 		"until=2000-01-01T00:00":                     0,
+		"status=400":                                 2,
+		"status=4xx":                                 2,
+		"status=4XX&event_type=invoice.*":            2,
+		"status=2xx":                                 4,
+		"status=200&subscription=" + bad.ID.String(): 0,
+		"status=5xx":                                 0,
 		"event_id=" + e.eventOf(tn, all[0]).String(): 2,
 	} {
 		p := c.get("/deliveries?" + q)
@@ -277,6 +283,8 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		"since=yesterday":   "From",
 		"subscription=nope": "nope",
 		"event_id=msg_1":    "msg_1",
+		"status=4x":         `status "4x" is not an HTTP status`,
+		"status=600":        "600",
 	} {
 		p := c.get("/deliveries?" + q)
 		if p.Status != http.StatusBadRequest || !strings.Contains(text(one(t, p.Doc, "filter-error")), msg) {
@@ -417,5 +425,53 @@ func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 		if p := c.get("/deliveries?" + q); p.Status != http.StatusOK || len(rowIDs(p)) != n {
 			t.Errorf("?%s: %s, %d rows, want %d", q, p, len(rowIDs(p)), n)
 		}
+	}
+}
+
+// TestStatusFilterPages: the last-status filter on a subscription's page keeps to its matches from page to
+// page, in the tabs and in the form.
+func TestStatusFilterPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("status-pages")
+	sub := e.newSubscription(tn, "/bad/status-pages", "status pages")
+	var ids []uuid.UUID
+	for i := range 27 {
+		ids = append(ids, e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": i}))
+	}
+	for _, id := range ids {
+		e.waitState(tn, id, delivery.Failed)
+	}
+	// One that no 4xx filter may list: it was last answered 503.
+	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET last_status = 503 WHERE id = $1`, ids[26]); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	base := "/subscriptions/" + sub.ID.String()
+	p := c.get(base + "?status=4xx")
+	if p.Status != http.StatusOK || len(rowIDs(p)) != 25 || attr(one(t, p.Doc, "status-filter"), "value") != "4xx" {
+		t.Fatalf("first page: %s, %d rows", p, len(rowIDs(p)))
+	}
+	for _, s := range byTestID(p.Doc, "last-status") {
+		if text(s) != "400" {
+			t.Errorf("a 4xx page lists last status %q", text(s))
+		}
+	}
+	if tabs, _ := tabCounts(t, p); tabs["all"] != "26" || tabs["dead"] != "26" {
+		t.Errorf("tabs within status=4xx: %v", tabs)
+	}
+	next := attr(one(t, p.Doc, "next-page"), "href")
+	if !strings.Contains(next, "status=4xx") {
+		t.Fatalf("next page link %q drops the status", next)
+	}
+	if p := c.get(next); len(rowIDs(p)) != 1 || len(byTestID(p.Doc, "next-page")) != 0 {
+		t.Errorf("second page: %d rows", len(rowIDs(p)))
+	}
+	if p := c.get(base + "?status=503"); len(rowIDs(p)) != 1 || rowIDs(p)[0] != ids[26].String() {
+		t.Errorf("status=503 lists %v", rowIDs(p))
+	}
+	if p := c.get(base + "?status=5xy"); p.Status != http.StatusBadRequest || len(rowIDs(p)) != 0 {
+		t.Errorf("status=5xy: %s, %d rows", p, len(rowIDs(p)))
 	}
 }

@@ -51,12 +51,12 @@ type listScope struct {
 }
 
 // parseListFilter reads a list's query: state tab, event type (exact, or a prefix ending in "." or "*"),
-// time preset, from/until, and on the Deliveries page the subscription and event. The form view is filled
+// last status (404, 5xx), time preset, from/until, and on the Deliveries page the subscription and event. The form view is filled
 // even when a value is wrong, so the page can show it with the error.
 func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, templates.Filter, error) {
 	f := delivery.Filter{Limit: pageSize, Cursor: q.Get("cursor")}
 	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")), Range: q.Get("range"),
-		Since: q.Get("since"), Until: q.Get("until")}
+		Since: q.Get("since"), Until: q.Get("until"), Status: strings.TrimSpace(q.Get("status"))}
 	if all {
 		// subscription_id is the API's name for it; a link written for the API filters here too.
 		v.Subscription, v.EventID = strings.TrimSpace(q.Get("subscription")), strings.TrimSpace(q.Get("event_id"))
@@ -67,7 +67,7 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 	if v.State == "" {
 		v.State = "all"
 	}
-	v.Active = v.EventType != "" || v.Range != "" || v.Since != "" || v.Until != "" || v.Subscription != "" || v.EventID != ""
+	v.Active = v.EventType != "" || v.Range != "" || v.Since != "" || v.Until != "" || v.Subscription != "" || v.EventID != "" || v.Status != ""
 	v.Ranges = []templates.Option{{Value: "", Label: "Any time", Selected: v.Range == ""}}
 	var since *time.Time
 	known := v.Range == ""
@@ -99,6 +99,10 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 		}
 		f.EventType = v.EventType
 	}
+	if _, _, err := delivery.ParseStatus(v.Status); err != nil {
+		return f, v, err
+	}
+	f.Status = v.Status
 	var err error
 	if f.Since, err = parseFormTime("From", v.Since); err != nil {
 		return f, v, err

@@ -168,6 +168,8 @@ type Filter struct {
 	Ranges []Option
 	Since  string // datetime-local value, UTC
 	Until  string
+	// Status is the last HTTP status: an exact code ("404") or a class ("5xx").
+	Status string
 	// Subscription and Subscriptions: the Deliveries page's subscription choice.
 	Subscription  string
 	Subscriptions []Option
