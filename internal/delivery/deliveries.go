@@ -103,10 +103,10 @@ type Filter struct {
 	EventTypePrefix string
 	// Status selects by last HTTP status: an exact code ("404") or a class ("4xx", "5xx"); see ParseStatus.
 	Status string
-	Since           *time.Time
-	Until           *time.Time
-	Limit           int
-	Cursor          string
+	Since  *time.Time
+	Until  *time.Time
+	Limit  int
+	Cursor string
 	// WithTotal asks for the count of all matches.
 	WithTotal bool
 	// CountUpTo, when positive, stops counting there: Total is then at most CountUpTo and TotalAtLeast says
