@@ -40,7 +40,7 @@ func TestBrowserListAtLaptopAndPhone(t *testing.T) {
 	b := newBrowser(t)
 	e := setup(t, nil)
 	tn := e.newTenant("browser-list-widths")
-	e.newSubscription(tn, "/good/widths-billing", "Billing service production endpoint")
+	billing := e.newSubscription(tn, "/good/widths-billing", "Billing service production endpoint")
 	e.newSubscription(tn, "/good/widths-ledger", "Ledger")
 	for _, id := range e.publish(tn, "invoice.payment_succeeded", map[string]any{"n": 1}) {
 		e.waitState(tn, id, delivery.Delivered)
@@ -67,5 +67,17 @@ func TestBrowserListAtLaptopAndPhone(t *testing.T) {
 	}
 	if w := eval[float64](b, `document.documentElement.scrollWidth`); w > 390 {
 		t.Errorf("the phone page is %v px wide", w)
+	}
+	// The subscription page: Send test event says what it sends, beside the button.
+	for _, size := range []struct {
+		name string
+		w    int64
+	}{{"subscription-phone", 390}, {"subscription-laptop", 1366}} {
+		b.run(size.name, chromedp.EmulateViewport(size.w, 900))
+		b.run("open subscription", chromedp.Navigate(e.base+"/subscriptions/"+billing.ID.String()), chromedp.WaitVisible(chromedp.CSS(`[data-testid=send-test]`)))
+		b.screenshot(size.name)
+		if got := b.text(`[data-testid=test-help]`); got != "Sends hookline.test to this endpoint only" {
+			t.Errorf("%s: test help %q", size.name, got)
+		}
 	}
 }
