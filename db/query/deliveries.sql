@@ -263,7 +263,9 @@ SELECT * FROM webhook_attempts WHERE delivery_id = @delivery_id AND tenant_id = 
 -- Newest first, keyset-paginated on (created_at, id). NULL filters are folded away at plan time (the pool
 -- plans every statement with its parameters), so each combination uses its index; an event_id finds its
 -- few rows (one per subscription) through webhook_deliveries_event_idx. event_type_prefix matches types
--- starting with it (invoice. matches invoice.paid).
+-- starting with it (invoice. matches invoice.paid). status_min..status_max is the last HTTP status (one
+-- code, or a class such as 400..499); like event_type it filters the newest-first walk of the index the
+-- other filters pick, and the page's LIMIT (the counts' @up_to) ends it.
 SELECT * FROM webhook_deliveries
 WHERE tenant_id = @tenant_id AND discarded_at IS NULL
   AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
@@ -272,6 +274,7 @@ WHERE tenant_id = @tenant_id AND discarded_at IS NULL
   AND (sqlc.narg('event_id')::uuid IS NULL OR event_id = sqlc.narg('event_id')::uuid)
   AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
   AND (sqlc.narg('event_type_prefix')::text IS NULL OR starts_with(event_type, sqlc.narg('event_type_prefix')::text))
+  AND (sqlc.narg('status_min')::int IS NULL OR last_status BETWEEN sqlc.narg('status_min')::int AND sqlc.narg('status_max')::int)
   AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
   AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz)
   AND (sqlc.narg('after_created_at')::timestamptz IS NULL
@@ -291,6 +294,7 @@ SELECT count(*)::bigint FROM (
       AND (sqlc.narg('event_id')::uuid IS NULL OR event_id = sqlc.narg('event_id')::uuid)
       AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
       AND (sqlc.narg('event_type_prefix')::text IS NULL OR starts_with(event_type, sqlc.narg('event_type_prefix')::text))
+      AND (sqlc.narg('status_min')::int IS NULL OR last_status BETWEEN sqlc.narg('status_min')::int AND sqlc.narg('status_max')::int)
       AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
       AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz)
     LIMIT @up_to::int

@@ -128,14 +128,17 @@ GROUP BY 1, 2 ORDER BY 1, 2;
 -- Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
 -- (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
 -- a busy endpoint costs no more than @up_to rows.
-SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.retrying, o.dead, o.waiting
+-- pending, retrying and in_flight are the words of delivery.Pending (see its comment), as the lists' tabs
+-- count them: pending includes retrying.
+SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.pending, o.retrying, o.in_flight, o.dead
 FROM unnest(sqlc.arg('subscription_ids')::uuid[]) AS s (id)
 CROSS JOIN LATERAL (
     SELECT count(*)::int AS counted,
            count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
+           count(*) FILTER (WHERE d.state = 'pending')::int AS pending,
            count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
-           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead,
-           count(*) FILTER (WHERE d.state = 'in_flight' OR (d.state = 'pending' AND d.total_attempts = 0))::int AS waiting
+           count(*) FILTER (WHERE d.state = 'in_flight')::int AS in_flight,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead
     FROM (
         SELECT w.state, w.total_attempts
         FROM webhook_deliveries w
@@ -172,3 +175,22 @@ WITH cur AS (
 )
 SELECT (SELECT count(*) FROM took) = 1 AS granted,
        coalesce(greatest(0, (1 - (SELECT tokens FROM cur)) * 60 / sqlc.arg('per_minute')::float8), 0)::float8 AS wait_seconds;
+
+-- name: FailingRunAttempts :many
+-- How many attempts the current run of only failures holds, for the subscriptions that are failing: all of
+-- them failed, since failing_since starts the run. Added up like AttemptStatsBySubscription, from
+-- attempt_minutes for whole minutes and from webhook_attempts (index only) for the first minute, so a long
+-- run costs at most a row a minute.
+SELECT s.id AS subscription_id,
+       ((SELECT coalesce(sum(m.attempts), 0) FROM attempt_minutes m
+         WHERE m.subscription_id = s.id AND m.minute >= attempt_minute(s.failing_since) + interval '1 minute')
+      + (SELECT count(*) FROM webhook_attempts a
+         WHERE a.subscription_id = s.id AND a.started_at >= s.failing_since
+           AND a.started_at < attempt_minute(s.failing_since) + interval '1 minute'))::int AS attempts
+FROM subscriptions s
+WHERE s.id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND s.tenant_id = sqlc.arg('tenant_id') AND s.failing_since IS NOT NULL;
+
+-- name: SubscriptionOfTenant :one
+-- Whether the id names one of the tenant's subscriptions, deleted ones included (their deliveries stay
+-- listed): a list filtered by anything else says so instead of listing nothing.
+SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id)::bool;

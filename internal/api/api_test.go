@@ -293,6 +293,7 @@ func TestInvalidRequest(t *testing.T) {
 		"since=notatime", "until=2026-13-01T00:00:00Z", "since=2026-01-01", "state=bogus", "state=pending,bogus",
 		"cursor=garbage", "cursor=" + "eyJ0IjoieCJ9", "cursor=%00", "include_totals=maybe", "include_totals=",
 		"subscription_id=nope", "event_id=nope", "event_id=msg_123", "unknown=1", "limit=1&LIMIT=2", "event_type=a%20b",
+		"status=abc", "status=4x", "status=99", "status=600", "status=6xx", "status=44xx", "status=4xx,5xx", "status=-40", "status=%00",
 	} {
 		r := e.call("GET", tp+"/deliveries?"+q, adminToken, nil)
 		if q == "include_totals=" { // empty means not asked

@@ -18,7 +18,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 	var f delivery.Filter
 	for key := range q {
 		switch key {
-		case "subscription_id", "event_id", "state", "event_type", "since", "until", "limit", "cursor", "include_totals":
+		case "subscription_id", "event_id", "state", "event_type", "status", "since", "until", "limit", "cursor", "include_totals":
 		default:
 			return f, fault.Invalid("unknown query parameter %q", key)
 		}
@@ -45,6 +45,12 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 			return f, fault.Invalid("event_type is not a valid event type")
 		}
 		f.EventType = v
+	}
+	if v := q.Get("status"); v != "" {
+		if _, _, err := delivery.ParseStatus(v); err != nil {
+			return f, err
+		}
+		f.Status = v
 	}
 	for _, p := range []struct {
 		name string

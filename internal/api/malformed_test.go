@@ -58,7 +58,7 @@ var malformedQueries = []string{
 	"since=0000-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z", "until=0001-01-01T00:00:00Z", "since=2026-01-01T00:00:00%2B25:00",
 	"since=2026-02-30T00:00:00Z", "since=%00", "until=2026-01-01T00:00:00.999999999999Z", "subscription_id=%00",
 	"subscription_id=" + uuid.NewString(), "subscription_id={" + uuid.NewString() + "}", "event_id=%00", "event_id=" + uuid.NewString(), "include_totals=1", "include_totals=TRUE",
-	"include_totals=%00", "%zz=1", "=1", "&&&", "a[b]=1", "limit=1;DROP%20TABLE%20x", strings.Repeat("x=1&", 200),
+	"include_totals=%00", "status=%00", "status=%ff", "status=4%00x", "status=" + strings.Repeat("5", 500), "%zz=1", "=1", "&&&", "a[b]=1", "limit=1;DROP%20TABLE%20x", strings.Repeat("x=1&", 200),
 }
 
 // malformedHeaders are extra request headers (name, value) that must not cause a 500.

@@ -343,9 +343,10 @@ SELECT count(*)::bigint FROM (
       AND ($5::uuid IS NULL OR event_id = $5::uuid)
       AND ($6::text IS NULL OR event_type = $6::text)
       AND ($7::text IS NULL OR starts_with(event_type, $7::text))
-      AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
-      AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
-    LIMIT $10::int
+      AND ($8::int IS NULL OR last_status BETWEEN $8::int AND $9::int)
+      AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz)
+    LIMIT $12::int
 ) matches
 `
 
@@ -357,6 +358,8 @@ type CountDeliveriesParams struct {
 	EventID         *uuid.UUID
 	EventType       *string
 	EventTypePrefix *string
+	StatusMin       *int32
+	StatusMax       *int32
 	Since           *time.Time
 	Until           *time.Time
 	UpTo            int32
@@ -373,6 +376,8 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 		arg.EventID,
 		arg.EventType,
 		arg.EventTypePrefix,
+		arg.StatusMin,
+		arg.StatusMax,
 		arg.Since,
 		arg.Until,
 		arg.UpTo,
@@ -581,12 +586,13 @@ WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($5::uuid IS NULL OR event_id = $5::uuid)
   AND ($6::text IS NULL OR event_type = $6::text)
   AND ($7::text IS NULL OR starts_with(event_type, $7::text))
-  AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
-  AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
-  AND ($10::timestamptz IS NULL
-       OR (created_at, id) < ($10::timestamptz, $11::uuid))
+  AND ($8::int IS NULL OR last_status BETWEEN $8::int AND $9::int)
+  AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz)
+  AND ($11::timestamptz IS NULL OR created_at < $11::timestamptz)
+  AND ($12::timestamptz IS NULL
+       OR (created_at, id) < ($12::timestamptz, $13::uuid))
 ORDER BY created_at DESC, id DESC
-LIMIT $12::int
+LIMIT $14::int
 `
 
 type ListDeliveriesParams struct {
@@ -597,6 +603,8 @@ type ListDeliveriesParams struct {
 	EventID         *uuid.UUID
 	EventType       *string
 	EventTypePrefix *string
+	StatusMin       *int32
+	StatusMax       *int32
 	Since           *time.Time
 	Until           *time.Time
 	AfterCreatedAt  *time.Time
@@ -607,7 +615,9 @@ type ListDeliveriesParams struct {
 // Newest first, keyset-paginated on (created_at, id). NULL filters are folded away at plan time (the pool
 // plans every statement with its parameters), so each combination uses its index; an event_id finds its
 // few rows (one per subscription) through webhook_deliveries_event_idx. event_type_prefix matches types
-// starting with it (invoice. matches invoice.paid).
+// starting with it (invoice. matches invoice.paid). status_min..status_max is the last HTTP status (one
+// code, or a class such as 400..499); like event_type it filters the newest-first walk of the index the
+// other filters pick, and the page's LIMIT (the counts' @up_to) ends it.
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]WebhookDelivery, error) {
 	rows, err := q.db.Query(ctx, listDeliveries,
 		arg.TenantID,
@@ -617,6 +627,8 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 		arg.EventID,
 		arg.EventType,
 		arg.EventTypePrefix,
+		arg.StatusMin,
+		arg.StatusMax,
 		arg.Since,
 		arg.Until,
 		arg.AfterCreatedAt,

@@ -93,8 +93,8 @@ WITH input AS (
            s.created_at AS subscription_created_at
     FROM ev JOIN input i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
-         AND (cardinality(s.event_types) = 0 OR i.event_type = ANY (s.event_types))
-         AND (i.only_subscription_id = '00000000-0000-0000-0000-000000000000' OR s.id = i.only_subscription_id)
+         AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
+         AND (cardinality(s.event_types) = 0 OR i.event_type = ANY (s.event_types))))
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at)
@@ -132,7 +132,8 @@ type PublishEventsRow struct {
 // subscription of its tenant that wants its type, in one statement: atomic without BEGIN/COMMIT, one round
 // trip and one commit for the whole batch. Paused subscriptions get their delivery too (it waits); disabled
 // and deleted ones get none. The arrays are zipped: element i of each is event i; an empty
-// idempotency_key means none, a nil only_subscription_id means every subscription.
+// idempotency_key means none, a nil only_subscription_id means every subscription that wants the type, and
+// any other sends to that one subscription whatever its event types (the dashboard's test event).
 // The answer is one row per delivery, by event and then subscription creation order, and one row with a
 // nil delivery id for an event that matched nothing. An event whose Idempotency-Key was used before (or
 // earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads

@@ -259,14 +259,15 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 }
 
 const deliveryOutcomesBySubscription = `-- name: DeliveryOutcomesBySubscription :many
-SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.retrying, o.dead, o.waiting
+SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.pending, o.retrying, o.in_flight, o.dead
 FROM unnest($1::uuid[]) AS s (id)
 CROSS JOIN LATERAL (
     SELECT count(*)::int AS counted,
            count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
+           count(*) FILTER (WHERE d.state = 'pending')::int AS pending,
            count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
-           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead,
-           count(*) FILTER (WHERE d.state = 'in_flight' OR (d.state = 'pending' AND d.total_attempts = 0))::int AS waiting
+           count(*) FILTER (WHERE d.state = 'in_flight')::int AS in_flight,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead
     FROM (
         SELECT w.state, w.total_attempts
         FROM webhook_deliveries w
@@ -289,14 +290,17 @@ type DeliveryOutcomesBySubscriptionRow struct {
 	SubscriptionID uuid.UUID
 	Counted        int32
 	Delivered      int32
+	Pending        int32
 	Retrying       int32
+	InFlight       int32
 	Dead           int32
-	Waiting        int32
 }
 
 // Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
 // (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
 // a busy endpoint costs no more than @up_to rows.
+// pending, retrying and in_flight are the words of delivery.Pending (see its comment), as the lists' tabs
+// count them: pending includes retrying.
 func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg DeliveryOutcomesBySubscriptionParams) ([]DeliveryOutcomesBySubscriptionRow, error) {
 	rows, err := q.db.Query(ctx, deliveryOutcomesBySubscription,
 		arg.SubscriptionIds,
@@ -315,9 +319,10 @@ func (q *Queries) DeliveryOutcomesBySubscription(ctx context.Context, arg Delive
 			&i.SubscriptionID,
 			&i.Counted,
 			&i.Delivered,
+			&i.Pending,
 			&i.Retrying,
+			&i.InFlight,
 			&i.Dead,
-			&i.Waiting,
 		); err != nil {
 			return nil, err
 		}
@@ -401,6 +406,51 @@ type ExpireSubscriptionSecretsParams struct {
 func (q *Queries) ExpireSubscriptionSecrets(ctx context.Context, arg ExpireSubscriptionSecretsParams) error {
 	_, err := q.db.Exec(ctx, expireSubscriptionSecrets, arg.ExpiresAt, arg.SubscriptionID)
 	return err
+}
+
+const failingRunAttempts = `-- name: FailingRunAttempts :many
+SELECT s.id AS subscription_id,
+       ((SELECT coalesce(sum(m.attempts), 0) FROM attempt_minutes m
+         WHERE m.subscription_id = s.id AND m.minute >= attempt_minute(s.failing_since) + interval '1 minute')
+      + (SELECT count(*) FROM webhook_attempts a
+         WHERE a.subscription_id = s.id AND a.started_at >= s.failing_since
+           AND a.started_at < attempt_minute(s.failing_since) + interval '1 minute'))::int AS attempts
+FROM subscriptions s
+WHERE s.id = ANY ($1::uuid[]) AND s.tenant_id = $2 AND s.failing_since IS NOT NULL
+`
+
+type FailingRunAttemptsParams struct {
+	SubscriptionIds []uuid.UUID
+	TenantID        uuid.UUID
+}
+
+type FailingRunAttemptsRow struct {
+	SubscriptionID uuid.UUID
+	Attempts       int32
+}
+
+// How many attempts the current run of only failures holds, for the subscriptions that are failing: all of
+// them failed, since failing_since starts the run. Added up like AttemptStatsBySubscription, from
+// attempt_minutes for whole minutes and from webhook_attempts (index only) for the first minute, so a long
+// run costs at most a row a minute.
+func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttemptsParams) ([]FailingRunAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, failingRunAttempts, arg.SubscriptionIds, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FailingRunAttemptsRow{}
+	for rows.Next() {
+		var i FailingRunAttemptsRow
+		if err := rows.Scan(&i.SubscriptionID, &i.Attempts); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const getSubscription = `-- name: GetSubscription :one
@@ -583,6 +633,24 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.DisabledNotifiedAt,
 	)
 	return i, err
+}
+
+const subscriptionOfTenant = `-- name: SubscriptionOfTenant :one
+SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = $1 AND tenant_id = $2)::bool
+`
+
+type SubscriptionOfTenantParams struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+}
+
+// Whether the id names one of the tenant's subscriptions, deleted ones included (their deliveries stay
+// listed): a list filtered by anything else says so instead of listing nothing.
+func (q *Queries) SubscriptionOfTenant(ctx context.Context, arg SubscriptionOfTenantParams) (bool, error) {
+	row := q.db.QueryRow(ctx, subscriptionOfTenant, arg.ID, arg.TenantID)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const takeResendToken = `-- name: TakeResendToken :one

@@ -101,10 +101,12 @@ type Filter struct {
 	EventType string
 	// EventTypePrefix selects event types starting with it ("invoice." matches "invoice.paid").
 	EventTypePrefix string
-	Since           *time.Time
-	Until           *time.Time
-	Limit           int
-	Cursor          string
+	// Status selects by last HTTP status: an exact code ("404") or a class ("4xx", "5xx"); see ParseStatus.
+	Status string
+	Since  *time.Time
+	Until  *time.Time
+	Limit  int
+	Cursor string
 	// WithTotal asks for the count of all matches.
 	WithTotal bool
 	// CountUpTo, when positive, stops counting there: Total is then at most CountUpTo and TotalAtLeast says
@@ -250,9 +252,14 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if f.Limit, err = pageLimit(f.Limit); err != nil {
 		return Page{}, err
 	}
+	statusMin, statusMax, err := ParseStatus(f.Status)
+	if err != nil {
+		return Page{}, err
+	}
 	p := db.ListDeliveriesParams{
 		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying, EventID: f.EventID,
-		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
+		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), StatusMin: statusMin, StatusMax: statusMax,
+		Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit + 1),
 	}
 	if states == nil {
 		p.States = []string{}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,14 +58,18 @@ func (s *Service) Count(ctx context.Context, tenantID uuid.UUID, f Filter, upTo 
 	if states == nil {
 		states = []string{}
 	}
+	statusMin, statusMax, err := ParseStatus(f.Status)
+	if err != nil {
+		return 0, false, err
+	}
 	limit := int32(math.MaxInt32)
 	if upTo > 0 && upTo < math.MaxInt32 {
 		limit = int32(upTo)
 	}
 	n, err = s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
 		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying, EventID: f.EventID,
-		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), Since: f.Since, Until: f.Until,
-		UpTo: limit,
+		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), StatusMin: statusMin, StatusMax: statusMax,
+		Since: f.Since, Until: f.Until, UpTo: limit,
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("count deliveries: %w", err)
@@ -79,6 +85,31 @@ func (s *Service) EventTypes(ctx context.Context, tenantID uuid.UUID, subID *uui
 		return nil, fmt.Errorf("recent event types: %w", err)
 	}
 	return types, nil
+}
+
+// ParseStatus reads a last-status filter: empty (any), an exact code from 100 to 599 ("404"), or a class
+// ("2xx" to "5xx", any case): the range of codes it matches, nil for any. Anything else is INVALID_REQUEST.
+func ParseStatus(s string) (lo, hi *int32, err error) {
+	if s == "" {
+		return nil, nil, nil
+	}
+	bad := fault.Invalid("status %q is not an HTTP status (such as 404) or a class (such as 4xx or 5xx)", s)
+	if len(s) != 3 {
+		return nil, nil, bad
+	}
+	if rest := strings.ToLower(s[1:]); rest == "xx" {
+		if s[0] < '1' || s[0] > '5' {
+			return nil, nil, bad
+		}
+		l, h := int32(s[0]-'0')*100, int32(s[0]-'0')*100+99
+		return &l, &h, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 100 || n > 599 {
+		return nil, nil, bad
+	}
+	c := int32(n)
+	return &c, &c, nil
 }
 
 func optional(s string) *string {

@@ -33,7 +33,8 @@ type PublishInput struct {
 	Payload json.RawMessage
 	// IdempotencyKey, when set, makes a repeated publish return the first answer and create nothing.
 	IdempotencyKey string
-	// OnlySubscription limits the fan-out to one subscription (the dashboard's "Send test event").
+	// OnlySubscription sends the event to that one subscription only, whatever its event types (the
+	// dashboard's "Send test event"): no other subscription gets it.
 	OnlySubscription *uuid.UUID
 }
 

@@ -184,6 +184,8 @@ func TestPublishBatch(t *testing.T) {
 	only.OnlySubscription = &created.ID
 	notMine := in(e.tenant, "order.created", "") // another tenant's subscription matches nothing
 	notMine.OnlySubscription = &otherSub.ID
+	test := in(e.tenant, "hookline.test", "") // to one subscription whatever its types, and to no other
+	test.OnlySubscription = &created.ID
 
 	got := e.pub.PublishTogether(
 		in(e.tenant, "order.created", "k1"),
@@ -192,6 +194,7 @@ func TestPublishBatch(t *testing.T) {
 		in(e.tenant, "order.created", "k1"), // reused within the batch
 		only,
 		notMine,
+		test,
 	)
 	want := []struct {
 		stored bool
@@ -203,17 +206,18 @@ func TestPublishBatch(t *testing.T) {
 		{false, nil},
 		{true, []uuid.UUID{created.ID}},
 		{true, nil},
+		{true, []uuid.UUID{created.ID}},
 	}
 	for i, w := range want {
 		if got[i].Err != nil || got[i].Stored != w.stored || !reflect.DeepEqual(got[i].Deliveries, w.subs) {
 			t.Errorf("publish %d: stored %v, deliveries %v, err %v; want stored %v, deliveries %v", i, got[i].Stored, got[i].Deliveries, got[i].Err, w.stored, w.subs)
 		}
 	}
-	if n := e.count("SELECT count(*) FROM events"); n != 5 {
-		t.Errorf("%d events stored, want 5", n)
+	if n := e.count("SELECT count(*) FROM events"); n != 6 {
+		t.Errorf("%d events stored, want 6", n)
 	}
-	if n := e.count("SELECT count(*) FROM webhook_deliveries"); n != 5 {
-		t.Errorf("%d deliveries stored, want 5", n)
+	if n := e.count("SELECT count(*) FROM webhook_deliveries"); n != 6 {
+		t.Errorf("%d deliveries stored, want 6", n)
 	}
 	// The second use of k1 answers as the first did, through Publish.
 	if p, err := e.pub.Publish(e.ctx, in(e.tenant, "order.created", "k1")); err != nil || p.ID != got[0].EventID.String() || len(p.Deliveries) != 2 {
@@ -228,7 +232,7 @@ func TestPublishBatch(t *testing.T) {
 	if got[1].Err == nil {
 		t.Errorf("a publish for a tenant that does not exist was stored")
 	}
-	if n := e.count("SELECT count(*) FROM events"); n != 7 {
-		t.Errorf("%d events stored, want 7", n)
+	if n := e.count("SELECT count(*) FROM events"); n != 8 {
+		t.Errorf("%d events stored, want 8", n)
 	}
 }

@@ -22,6 +22,9 @@ package delivery
 import (
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,7 +32,11 @@ import (
 type State string
 
 const (
-	// Pending deliveries wait in the queue for next_attempt_at. One tried before is shown as "retrying".
+	// Pending deliveries wait in the queue for next_attempt_at. The words every count and page uses:
+	//   - pending: in state pending, whether tried before or not (the API's state=pending, the Pending tab);
+	//     not in flight, which is its own state;
+	//   - retrying: pending and tried before (total_attempts > 0), so every retrying delivery is pending too;
+	//   - waiting: pending while its subscription is paused or disabled: held until it is resumed.
 	Pending State = "pending"
 	// InFlight deliveries are claimed by a worker until their lease runs out.
 	InFlight State = "in_flight"
@@ -87,6 +94,34 @@ const (
 	ReasonDeadline            = "deadline"
 	ReasonSubscriptionDeleted = "subscription_deleted"
 )
+
+// StatusLine names an HTTP status as people read it: "404 Not Found", or the bare code when Go knows no
+// text for it ("599").
+func StatusLine(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
+}
+
+// DeadReasonText says in words why a delivery is dead: a permanent status is named by the status itself
+// ("404 Not Found"), so that nobody reads "permanent status" and has to look the code up.
+func DeadReasonText(reason string, lastStatus *int) string {
+	switch reason {
+	case ReasonPermanentStatus:
+		if lastStatus != nil {
+			return StatusLine(*lastStatus)
+		}
+		return "permanent error"
+	case ReasonMaxAttempts:
+		return "out of attempts"
+	case ReasonDeadline:
+		return "past its deadline"
+	case ReasonSubscriptionDeleted:
+		return "subscription deleted"
+	}
+	return strings.ReplaceAll(reason, "_", " ")
+}
 
 // Outcome is what one attempt's result means for the delivery.
 type Outcome string

@@ -170,9 +170,11 @@ func (s *Service) SeriesOf(ctx context.Context, tenantID uuid.UUID, ids []uuid.U
 	return out, nil
 }
 
-// Outcomes counts a subscription's deliveries by where they ended up.
+// Outcomes counts a subscription's deliveries by where they are, in the words of delivery.Pending:
+// Pending includes Retrying (pending, tried before); InFlight is neither. Delivered + Pending + InFlight +
+// Dead is every delivery counted.
 type Outcomes struct {
-	Delivered, Retrying, Dead, Waiting int
+	Delivered, Pending, Retrying, InFlight, Dead int
 	// Counted is how many deliveries were looked at; AtLeast says the newest OutcomesUpTo were, and older
 	// ones in the range were not.
 	Counted int
@@ -182,8 +184,8 @@ type Outcomes struct {
 // OutcomesUpTo bounds the deliveries OutcomesSince reads per subscription.
 const OutcomesUpTo = 20000
 
-// OutcomesSince counts the deliveries created since a moment by outcome (delivered, retrying, dead,
-// waiting), for several of a tenant's subscriptions; discarded ones are left out.
+// OutcomesSince counts the deliveries created since a moment by outcome (delivered, pending and of them
+// retrying, in flight, dead), for several of a tenant's subscriptions; discarded ones are left out.
 func (s *Service) OutcomesSince(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, since time.Time) (map[uuid.UUID]Outcomes, error) {
 	rows, err := s.q.DeliveryOutcomesBySubscription(ctx, db.DeliveryOutcomesBySubscriptionParams{
 		SubscriptionIds: ids, TenantID: tenantID, Since: since, UpTo: OutcomesUpTo,
@@ -193,8 +195,8 @@ func (s *Service) OutcomesSince(ctx context.Context, tenantID uuid.UUID, ids []u
 	}
 	out := make(map[uuid.UUID]Outcomes, len(rows))
 	for _, r := range rows {
-		out[r.SubscriptionID] = Outcomes{Delivered: int(r.Delivered), Retrying: int(r.Retrying), Dead: int(r.Dead),
-			Waiting: int(r.Waiting), Counted: int(r.Counted), AtLeast: r.Counted >= OutcomesUpTo}
+		out[r.SubscriptionID] = Outcomes{Delivered: int(r.Delivered), Pending: int(r.Pending), Retrying: int(r.Retrying),
+			InFlight: int(r.InFlight), Dead: int(r.Dead), Counted: int(r.Counted), AtLeast: r.Counted >= OutcomesUpTo}
 	}
 	return out, nil
 }
@@ -205,4 +207,27 @@ func asTime(v any) *time.Time {
 		return &t
 	}
 	return nil
+}
+
+// FailingRuns counts, for those of subs that are failing (FailingSince set), the attempts made since
+// FailingSince: every one of them failed. Pages say "all 7 attempts since …" only with this number.
+func (s *Service) FailingRuns(ctx context.Context, tenantID uuid.UUID, subs []Subscription) (map[uuid.UUID]int, error) {
+	ids := make([]uuid.UUID, 0, len(subs))
+	for _, sub := range subs {
+		if sub.FailingSince != nil {
+			ids = append(ids, sub.ID)
+		}
+	}
+	out := make(map[uuid.UUID]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.FailingRunAttempts(ctx, db.FailingRunAttemptsParams{SubscriptionIds: ids, TenantID: tenantID})
+	if err != nil {
+		return nil, fmt.Errorf("failing run attempts: %w", err)
+	}
+	for _, r := range rows {
+		out[r.SubscriptionID] = int(r.Attempts)
+	}
+	return out, nil
 }

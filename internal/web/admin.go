@@ -265,7 +265,7 @@ func (h *Handler) deadRow(d delivery.DeadLetter) templates.DeadLetterRow {
 		State: label, StateClass: class, Attempts: d.TotalAttempts, Created: h.timeView(d.CreatedAt), DeadAt: h.timePtr(d.DeadAt),
 	}
 	if d.DeadReason != nil {
-		row.Reason = strings.ReplaceAll(*d.DeadReason, "_", " ")
+		row.Reason = delivery.DeadReasonText(*d.DeadReason, d.LastStatus)
 	}
 	return row
 }

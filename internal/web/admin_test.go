@@ -217,6 +217,12 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	if len(ids(p)) != 4 {
 		t.Fatalf("rows %v", ids(p))
 	}
+	// The reason names the status the endpoint answered, not the word for the rule.
+	for _, row := range byTestID(p.Doc, "dead-row") {
+		if got := text(row); !strings.Contains(got, "400 Bad Request") || strings.Contains(got, "permanent status") {
+			t.Errorf("dead row says %q, want the status 400 Bad Request as its reason", got)
+		}
+	}
 	for _, a := range byTestID(p.Doc, "delivery-link") {
 		if !strings.HasPrefix(attr(a, "href"), "/deliveries/") {
 			t.Errorf("row links to %q", attr(a, "href"))

@@ -2,9 +2,12 @@ package web_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
 )
 
 // An open circuit and a run of only failures are told on the home page and the subscription page, in
@@ -43,5 +46,33 @@ func TestCircuitStateShown(t *testing.T) {
 	page := c.get("/subscriptions/" + broken.ID.String())
 	if got := text(one(t, page.Doc, "circuit")); !strings.Contains(got, "due deliveries wait instead of being sent") {
 		t.Errorf("subscription page circuit notice %q", got)
+	}
+}
+
+// The failing line says "all N attempts" only when several attempts failed, and a single failure as such.
+func TestFailingSinceCountsTheAttempts(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("failing-count")
+	bad := e.newSubscription(tn, "/bad/failing-count", "Failing endpoint")
+	c := e.client()
+	c.login(tn.Email)
+	line := func(path string) string {
+		t.Helper()
+		return text(one(t, c.get(path).Doc, "failing-since"))
+	}
+	e.waitState(tn, e.publishTo(tn, bad.ID, "order.paid", map[string]any{"n": 1}), delivery.Failed)
+	for _, path := range []string{"/", "/subscriptions/" + bad.ID.String()} {
+		if got := line(path); !strings.HasPrefix(got, "The last attempt failed at ") || strings.Contains(got, "All") {
+			t.Errorf("%s after one failure: %q", path, got)
+		}
+	}
+	for i := range 2 {
+		e.waitState(tn, e.publishTo(tn, bad.ID, "order.paid", map[string]any{"n": i + 2}), delivery.Failed)
+	}
+	for _, path := range []string{"/", "/subscriptions/" + bad.ID.String()} {
+		if got := line(path); !regexp.MustCompile(`^All 3 attempts since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d .* have failed\.$`).MatchString(got) {
+			t.Errorf("%s after three failures: %q", path, got)
+		}
 	}
 }

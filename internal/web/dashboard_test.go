@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/web"
 	"golang.org/x/net/html"
 )
 
@@ -538,7 +539,7 @@ func TestDeliveryPage(t *testing.T) {
 	if p.Status != http.StatusOK {
 		t.Fatal(p)
 	}
-	if got := text(one(t, p.Doc, "state-text")); got != "failed: the endpoint answered 400 — a permanent error, not retried." {
+	if got := text(one(t, p.Doc, "state-text")); got != "failed: the endpoint answered 400 Bad Request — a permanent error, not retried." {
 		t.Errorf("state text %q", got)
 	}
 	if got := text(one(t, p.Doc, "breadcrumb")); !strings.HasPrefix(got, "Subscriptions detail bad endpoint Delivery ") {
@@ -574,7 +575,7 @@ func TestDeliveryPage(t *testing.T) {
 	id := e.publishTo(s.tn, flaky.ID, "flaky.event", map[string]any{"x": 1})
 	e.waitState(s.tn, id, delivery.Expired)
 	p = c.get("/deliveries/" + id.String())
-	if got := text(one(t, p.Doc, "state-text")); got != "expired: out of attempts — all 3 failed (last: the endpoint answered 503)." {
+	if got := text(one(t, p.Doc, "state-text")); got != "expired: out of attempts — all 3 failed (last: the endpoint answered 503 Service Unavailable)." {
 		t.Errorf("expired state text %q", got)
 	}
 	attempts = byTestID(p.Doc, "attempt")
@@ -668,15 +669,25 @@ func TestSendTestEvent(t *testing.T) {
 	other := e.newSubscription(tn, "/good/test-other", "other")
 	c := e.client()
 	c.login(tn.Email)
+	sp := c.get("/subscriptions/" + sub.ID.String())
+	if got := text(one(t, sp.Doc, "test-help")); got != "Sends hookline.test to this endpoint only" {
+		t.Errorf("test button's help %q", got)
+	}
 	p := c.post("/subscriptions/"+sub.ID.String()+"/test", nil)
-	if !strings.HasPrefix(p.URL.Path, "/deliveries/") || p.Status != http.StatusOK {
+	if p.URL.Path != "/subscriptions/"+sub.ID.String() || p.Status != http.StatusOK {
 		t.Fatalf("send test: %s", p)
 	}
-	if got := text(one(t, p.Doc, "flash")); !strings.HasPrefix(got, "Test event sent") {
+	flash := one(t, p.Doc, "flash")
+	if got := text(flash); !strings.HasPrefix(got, "Sent a hookline.test event (a test, not a real event) to this endpoint only.") {
 		t.Errorf("flash %q", got)
 	}
-	if !strings.Contains(text(one(t, p.Doc, "body")), `"type": "hookline.test"`) {
-		t.Errorf("body %q", text(one(t, p.Doc, "body")))
+	href := attr(one(t, flash, "flash-link"), "href")
+	d := c.get(href)
+	if !strings.HasPrefix(href, "/deliveries/") || d.Status != http.StatusOK {
+		t.Fatalf("flash links %q: %s", href, d)
+	}
+	if !strings.Contains(text(one(t, d.Doc, "body")), `"type": "hookline.test"`) || !strings.Contains(text(one(t, d.Doc, "body")), `"test": true`) {
+		t.Errorf("body %q", text(one(t, d.Doc, "body")))
 	}
 	e.recv.waitHits(t, "/good/test-event", 1)
 	for _, h := range e.recv.all() {
@@ -693,11 +704,30 @@ func TestSendTestEvent(t *testing.T) {
 	if err != nil || len(page.Items) != 0 {
 		t.Errorf("the other subscription got %d deliveries (%v)", len(page.Items), err)
 	}
-	// A subscription that filters event types gets its first type.
+	// A subscription that filters event types gets hookline.test too, never one of its real types; an
+	// all-types subscription and one that takes hookline.test itself get nothing from it.
 	typed := e.newSubscription(tn, "/good/test-typed", "typed", "invoice.created")
+	takesTest := e.newSubscription(tn, "/good/test-takes", "takes tests", "hookline.test")
 	p = c.post("/subscriptions/"+typed.ID.String()+"/test", nil)
-	if !strings.Contains(text(one(t, p.Doc, "body")), `"type": "invoice.created"`) {
-		t.Errorf("typed test event body %q", text(one(t, p.Doc, "body")))
+	d = c.get(attr(one(t, p.Doc, "flash-link"), "href"))
+	if body := text(one(t, d.Doc, "body")); !strings.Contains(body, `"type": "hookline.test"`) || strings.Contains(body, "invoice.created") {
+		t.Errorf("typed test event body %q", body)
+	}
+	for _, id := range []uuid.UUID{other.ID, takesTest.ID} {
+		if page, err := e.srv.Deliveries.List(context.Background(), tn.ID, delivery.Filter{SubscriptionID: &id}); err != nil || len(page.Items) != 0 {
+			t.Errorf("subscription %s got %d deliveries of another's test event (%v)", id, len(page.Items), err)
+		}
+	}
+	if !delivery.ValidEventType(web.TestEventType) {
+		t.Errorf("%s is not a valid event type", web.TestEventType)
+	}
+	// Paused: it waits, and the flash says so.
+	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	p = c.post("/subscriptions/"+sub.ID.String()+"/test", nil)
+	if got := text(one(t, p.Doc, "flash")); !strings.Contains(got, "waits until you resume") {
+		t.Errorf("paused flash %q", got)
 	}
 }
 

@@ -83,6 +83,9 @@ func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary 
 		s.At = h.timePtr(d.LastAttemptAt)
 	case d.State.Dead():
 		s.Class, s.Headline, s.AtLabel, s.At = "dead", "Dead", "since", h.timePtr(d.DeadAt)
+		if d.DeadReason != nil {
+			s.Headline += ": " + delivery.DeadReasonText(*d.DeadReason, d.LastStatus)
+		}
 		if d.DeadAt == nil {
 			s.At = h.timePtr(d.LastAttemptAt)
 		}
@@ -122,7 +125,7 @@ func lastResponse(d delivery.Detail) string {
 		}
 		return "No response"
 	}
-	s := "Last response " + strconv.Itoa(*a.Status)
+	s := "Last response " + delivery.StatusLine(*a.Status)
 	if body := clip(strings.Join(strings.Fields(a.ResponseSnippet), " "), 200); body != "" {
 		s += ": " + body
 	}

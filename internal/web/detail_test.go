@@ -49,13 +49,13 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 
 	// Dead: the summary says so and shows the endpoint's answer; nothing about giving up later.
 	p := c.get("/deliveries/" + s.dead[0].String())
-	if got := text(one(t, p.Doc, "summary-headline")); got != "Dead" {
+	if got := text(one(t, p.Doc, "summary-headline")); got != "Dead: 400 Bad Request" {
 		t.Errorf("dead headline %q", got)
 	}
 	if got := text(one(t, p.Doc, "summary-at")); !strings.HasPrefix(got, "since ") {
 		t.Errorf("dead since %q", got)
 	}
-	if got := text(one(t, p.Doc, "summary-response")); got != `Last response 400: {"error":"unknown order"}` {
+	if got := text(one(t, p.Doc, "summary-response")); got != `Last response 400 Bad Request: {"error":"unknown order"}` {
 		t.Errorf("dead response %q", got)
 	}
 	if n := len(byTestID(p.Doc, "give-up")) + len(byTestID(p.Doc, "next-attempt")); n != 0 {
@@ -136,7 +136,7 @@ func TestRetryNow(t *testing.T) {
 	if got := text(one(t, p.Doc, "summary-at")); got != "next attempt in 59 min" && got != "next attempt in 1 h" {
 		t.Errorf("next attempt %q", got)
 	}
-	if got := text(one(t, p.Doc, "summary-response")); got != "Last response 503: try later" {
+	if got := text(one(t, p.Doc, "summary-response")); got != "Last response 503 Service Unavailable: try later" {
 		t.Errorf("response %q", got)
 	}
 	if hasAttr(one(t, p.Doc, "retry-now"), "disabled") || len(byTestID(p.Doc, "resend")) != 0 {

@@ -219,6 +219,12 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		"range=1h":                                   6,
 		"range=7d&state=delivered":                   4,
 		"until=2000-01-01T00:00":                     0,
+		"status=400":                                 2,
+		"status=4xx":                                 2,
+		"status=4XX&event_type=invoice.*":            2,
+		"status=2xx":                                 4,
+		"status=200&subscription=" + bad.ID.String(): 0,
+		"status=5xx":                                 0,
 		"event_id=" + e.eventOf(tn, all[0]).String(): 2,
 	} {
 		p := c.get("/deliveries?" + q)
@@ -277,6 +283,8 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		"since=yesterday":   "From",
 		"subscription=nope": "nope",
 		"event_id=msg_1":    "msg_1",
+		"status=4x":         `status "4x" is not an HTTP status`,
+		"status=600":        "600",
 	} {
 		p := c.get("/deliveries?" + q)
 		if p.Status != http.StatusBadRequest || !strings.Contains(text(one(t, p.Doc, "filter-error")), msg) {
@@ -368,5 +376,102 @@ func TestWaitingNotOverdue(t *testing.T) {
 		if n := findAll(rows[0], tag("time")); len(n) != 1 { // only its creation time
 			t.Errorf("%s: a held delivery shows %d times", path, len(n))
 		}
+	}
+}
+
+// TestDeliveriesPageSubscriptionFilterChecked: the subscription filter (subscription, or the API's name
+// subscription_id) never falls back to every delivery: malformed is 400, an id that is not one of the
+// tenant's subscriptions says "No such subscription" (404); a deleted one of its own still filters.
+func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("sub-filter")
+	other := e.newTenant("sub-filter-other")
+	good := e.newSubscription(tn, "/good/sub-filter", "sub-filter good")
+	gone := e.newSubscription(tn, "/good/sub-filter-gone", "sub-filter gone")
+	foreign := e.newSubscription(other, "/good/sub-filter-foreign", "foreign")
+	for _, id := range e.publish(tn, "order.paid", map[string]any{"n": 1}) {
+		e.waitState(tn, id, delivery.Delivered)
+	}
+	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	for q, want := range map[string]struct {
+		status int
+		msg    string
+	}{
+		"subscription_id=nope":                                   {http.StatusBadRequest, `subscription "nope" is not a subscription id`},
+		"subscription=nope":                                      {http.StatusBadRequest, `subscription "nope" is not a subscription id`},
+		"subscription_id=" + foreign.ID.String():                 {http.StatusNotFound, "No such subscription: " + foreign.ID.String()},
+		"subscription=" + uuid.NewString():                       {http.StatusNotFound, "No such subscription"},
+		"subscription_id=" + foreign.ID.String() + "&state=dead": {http.StatusNotFound, "No such subscription"},
+	} {
+		p := c.get("/deliveries?" + q)
+		if p.Status != want.status || len(byTestID(p.Doc, "filter-error")) != 1 || !strings.Contains(text(one(t, p.Doc, "filter-error")), want.msg) {
+			t.Errorf("?%s: %s, want %d with %q; page says %q", q, p, want.status, want.msg, p.text())
+			continue
+		}
+		if len(rowIDs(p)) != 0 || len(byTestID(p.Doc, "no-deliveries")) != 0 {
+			t.Errorf("?%s: lists rows or says nothing matches beside the error", q)
+		}
+	}
+	for q, n := range map[string]int{
+		"subscription_id=" + good.ID.String(): 1,
+		"subscription=" + good.ID.String():    1,
+		"subscription_id=" + gone.ID.String(): 1, // deleted: its deliveries stay listed
+	} {
+		if p := c.get("/deliveries?" + q); p.Status != http.StatusOK || len(rowIDs(p)) != n {
+			t.Errorf("?%s: %s, %d rows, want %d", q, p, len(rowIDs(p)), n)
+		}
+	}
+}
+
+// TestStatusFilterPages: the last-status filter on a subscription's page keeps to its matches from page to
+// page, in the tabs and in the form.
+func TestStatusFilterPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("status-pages")
+	sub := e.newSubscription(tn, "/bad/status-pages", "status pages")
+	var ids []uuid.UUID
+	for i := range 27 {
+		ids = append(ids, e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": i}))
+	}
+	for _, id := range ids {
+		e.waitState(tn, id, delivery.Failed)
+	}
+	// One that no 4xx filter may list: it was last answered 503.
+	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET last_status = 503 WHERE id = $1`, ids[26]); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	base := "/subscriptions/" + sub.ID.String()
+	p := c.get(base + "?status=4xx")
+	if p.Status != http.StatusOK || len(rowIDs(p)) != 25 || attr(one(t, p.Doc, "status-filter"), "value") != "4xx" {
+		t.Fatalf("first page: %s, %d rows", p, len(rowIDs(p)))
+	}
+	for _, s := range byTestID(p.Doc, "last-status") {
+		if text(s) != "400" {
+			t.Errorf("a 4xx page lists last status %q", text(s))
+		}
+	}
+	if tabs, _ := tabCounts(t, p); tabs["all"] != "26" || tabs["dead"] != "26" {
+		t.Errorf("tabs within status=4xx: %v", tabs)
+	}
+	next := attr(one(t, p.Doc, "next-page"), "href")
+	if !strings.Contains(next, "status=4xx") {
+		t.Fatalf("next page link %q drops the status", next)
+	}
+	if p := c.get(next); len(rowIDs(p)) != 1 || len(byTestID(p.Doc, "next-page")) != 0 {
+		t.Errorf("second page: %d rows", len(rowIDs(p)))
+	}
+	if p := c.get(base + "?status=503"); len(rowIDs(p)) != 1 || rowIDs(p)[0] != ids[26].String() {
+		t.Errorf("status=503 lists %v", rowIDs(p))
+	}
+	if p := c.get(base + "?status=5xy"); p.Status != http.StatusBadRequest || len(rowIDs(p)) != 0 {
+		t.Errorf("status=5xy: %s, %d rows", p, len(rowIDs(p)))
 	}
 }

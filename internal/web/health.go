@@ -41,9 +41,16 @@ func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 	if err != nil {
 		return nil, err
 	}
+	runs, err := h.subs.FailingRuns(ctx, tenantID, subs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]templates.Subscription, 0, len(subs))
 	for _, s := range subs {
 		v := h.subscriptionView(s)
+		if s.FailingSince != nil {
+			v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
+		}
 		v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
 		out = append(out, v)
 	}
@@ -72,7 +79,14 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	if err != nil {
 		return templates.Subscription{}, err
 	}
+	runs, err := h.subs.FailingRuns(ctx, tenantID, []subscriptions.Subscription{s})
+	if err != nil {
+		return templates.Subscription{}, err
+	}
 	v := h.subscriptionView(s)
+	if s.FailingSince != nil {
+		v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
+	}
 	v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
 	for _, o := range subscriptions.Ranges {
 		v.Health.Ranges = append(v.Health.Ranges, templates.RangeOption{
@@ -115,11 +129,16 @@ func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.Hou
 		v.P95 = span(time.Duration(hl.LatencyMsP95 * float64(time.Millisecond)))
 	}
 	link := func(state string) string { return subHref + "?state=" + state + "&range=" + rg.Name }
+	// The words of delivery.Pending, as the tabs count them: retrying is part of pending.
 	v.Outcomes = []templates.Outcome{
-		{Label: "delivered", Count: oc.Delivered, Href: link("delivered"), Class: "badge-ok"},
-		{Label: "retrying", Count: oc.Retrying, Href: link("retrying"), Class: "badge-warn"},
-		{Label: "dead", Count: oc.Dead, Href: link("dead"), Class: "badge-bad"},
-		{Label: "pending", Count: oc.Waiting, Href: link("pending"), Class: "badge-info"},
+		{Label: "delivered", Count: oc.Delivered, Href: link("delivered"), Class: "badge-ok", TestID: "delivered-count"},
+		{Label: "dead", Count: oc.Dead, Href: link("dead"), Class: "badge-bad", TestID: "dead-count"},
+		{Label: "pending", Count: oc.Pending, Href: link("pending"), Class: "badge-info", TestID: "pending-count"},
+		{Label: "retrying", Count: oc.Retrying, Href: link("retrying"), Class: "badge-warn", TestID: "retrying-count", Part: true},
+	}
+	if oc.InFlight > 0 {
+		v.Outcomes = append(v.Outcomes, templates.Outcome{Label: "in flight", Count: oc.InFlight, Href: link("in_flight"),
+			Class: "badge-info", TestID: "in-flight-count"})
 	}
 	if done := oc.Delivered + oc.Dead; done > 0 {
 		v.DeliveredShare = percent(float64(oc.Delivered) / float64(done))

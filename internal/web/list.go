@@ -51,19 +51,23 @@ type listScope struct {
 }
 
 // parseListFilter reads a list's query: state tab, event type (exact, or a prefix ending in "." or "*"),
-// time preset, from/until, and on the Deliveries page the subscription and event. The form view is filled
+// last status (404, 5xx), time preset, from/until, and on the Deliveries page the subscription and event. The form view is filled
 // even when a value is wrong, so the page can show it with the error.
 func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, templates.Filter, error) {
 	f := delivery.Filter{Limit: pageSize, Cursor: q.Get("cursor")}
 	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")), Range: q.Get("range"),
-		Since: q.Get("since"), Until: q.Get("until")}
+		Since: q.Get("since"), Until: q.Get("until"), Status: strings.TrimSpace(q.Get("status"))}
 	if all {
-		v.Subscription, v.EventID = q.Get("subscription"), strings.TrimSpace(q.Get("event_id"))
+		// subscription_id is the API's name for it; a link written for the API filters here too.
+		v.Subscription, v.EventID = strings.TrimSpace(q.Get("subscription")), strings.TrimSpace(q.Get("event_id"))
+		if v.Subscription == "" {
+			v.Subscription = strings.TrimSpace(q.Get("subscription_id"))
+		}
 	}
 	if v.State == "" {
 		v.State = "all"
 	}
-	v.Active = v.EventType != "" || v.Range != "" || v.Since != "" || v.Until != "" || v.Subscription != "" || v.EventID != ""
+	v.Active = v.EventType != "" || v.Range != "" || v.Since != "" || v.Until != "" || v.Subscription != "" || v.EventID != "" || v.Status != ""
 	v.Ranges = []templates.Option{{Value: "", Label: "Any time", Selected: v.Range == ""}}
 	var since *time.Time
 	known := v.Range == ""
@@ -95,6 +99,10 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 		}
 		f.EventType = v.EventType
 	}
+	if _, _, err := delivery.ParseStatus(v.Status); err != nil {
+		return f, v, err
+	}
+	f.Status = v.Status
 	var err error
 	if f.Since, err = parseFormTime("From", v.Since); err != nil {
 		return f, v, err
@@ -156,6 +164,18 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	if ferr != nil {
 		return h.listError(l, ferr)
 	}
+	if sc.sub == nil && f.SubscriptionID != nil {
+		// Another tenant's or an unknown subscription would list nothing, which reads as "no deliveries".
+		if _, ok := sc.subs[*f.SubscriptionID]; !ok {
+			known, err := h.subs.Known(ctx, sc.tenantID, *f.SubscriptionID)
+			if err != nil {
+				return l, 0, err
+			}
+			if !known {
+				return h.listError(l, fault.New(fault.NotFound, "No such subscription: %s is not one of your subscriptions", f.SubscriptionID))
+			}
+		}
+	}
 	// The page and each tab's capped count at once: on a million rows a selective filter makes each count
 	// read a few thousand rows, and the page waits for the slowest rather than for their sum.
 	var (
@@ -215,14 +235,15 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	return l, status, nil
 }
 
-// listError puts a filter's INVALID_REQUEST on the list (400); anything else fails the page.
+// listError puts a filter's INVALID_REQUEST (400) or the NOT_FOUND of what it names (404) on the list;
+// anything else fails the page.
 func (h *Handler) listError(l templates.DeliveryList, err error) (templates.DeliveryList, int, error) {
-	if fe := fault.As(err); fe != nil && fe.Code == fault.InvalidRequest {
+	if fe := fault.As(err); fe != nil && (fe.Code == fault.InvalidRequest || fe.Code == fault.NotFound) {
 		l.Filter.Error = fe.Message
 		for i := range l.Tabs {
 			l.Tabs[i].Count = ""
 		}
-		return l, http.StatusBadRequest, nil
+		return l, fe.Code.Status(), nil
 	}
 	return l, 0, err
 }

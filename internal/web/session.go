@@ -105,6 +105,11 @@ func (h *Handler) setFlash(r *http.Request, kind, msg string) {
 	h.sessions.Put(r.Context(), keyFlash, kind+"\n"+msg)
 }
 
+// setFlashLink is setFlash with a link after the message (label, to a local path): what an action made.
+func (h *Handler) setFlashLink(r *http.Request, kind, msg, href, label string) {
+	h.sessions.Put(r.Context(), keyFlash, kind+"\n"+msg+"\n"+href+"\n"+label)
+}
+
 // popFlash takes the pending message, if any. A request whose session did not load has none.
 func (h *Handler) popFlash(r *http.Request) (f *templates.Flash) {
 	defer func() {
@@ -116,8 +121,15 @@ func (h *Handler) popFlash(r *http.Request) (f *templates.Flash) {
 	if s == "" {
 		return nil
 	}
-	kind, msg, _ := strings.Cut(s, "\n")
-	return &templates.Flash{Kind: kind, Message: msg}
+	parts := strings.SplitN(s, "\n", 4)
+	f = &templates.Flash{Kind: parts[0]}
+	if len(parts) > 1 {
+		f.Message = parts[1]
+	}
+	if len(parts) == 4 {
+		f.Href, f.LinkText = parts[2], parts[3]
+	}
+	return f
 }
 
 func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error) {

@@ -19,7 +19,7 @@ const pageSize = 25
 // countUpTo caps the "N matching deliveries" count, which would otherwise scan every match.
 const countUpTo = 10000
 
-// TestEventType is the event type "Send test event" publishes (unless the subscription filters types).
+// TestEventType is the event type "Send test event" publishes, to one subscription whatever its event types.
 const TestEventType = "hookline.test"
 
 // pathID reads the {id} path value; a malformed id is as missing as another tenant's.
@@ -132,7 +132,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		CanPause:  s.State == subscriptions.Active,
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
 		CanTest:   s.State != subscriptions.Disabled,
-		TestType:  testEventType(s),
+		TestType:  TestEventType,
 	}
 	if p.Incidents, err = h.incidentRows(r, tenantID, s.ID); err != nil {
 		h.fail(w, r, err)
@@ -211,41 +211,31 @@ func (h *Handler) setSubscriptionState(w http.ResponseWriter, r *http.Request, p
 	http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
 }
 
-// testEventType is the type of a subscription's test event: hookline.test, or the first type it
-// subscribes to when it filters types (a hookline.test event would not reach it).
-func testEventType(s subscriptions.Subscription) string {
-	if len(s.EventTypes) == 0 {
-		return TestEventType
-	}
-	for _, t := range s.EventTypes {
-		if t == TestEventType {
-			return t
-		}
-	}
-	return s.EventTypes[0]
-}
-
-// sendTest publishes a sample event to this subscription only and shows its delivery.
+// sendTest publishes a hookline.test event to this subscription only, whatever its event types (no real
+// type: a handler of invoice.paid must never receive a made-up invoice), and says what it sent, with a link
+// to the delivery it made. The body (the event's data) is documented in the README:
+//
+//	{"test": true, "message": "A test event sent from the Hookline dashboard.", "subscription_id": "…", "sent_at": "…"}
 func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	back := "/subscriptions/" + s.ID.String()
 	// No personal data: the payload leaves for the customer's endpoint (and its logs), so it does not
 	// say who pressed the button.
 	payload, _ := json.Marshal(map[string]any{
 		"test": true, "message": "A test event sent from the Hookline dashboard.",
 		"subscription_id": s.ID.String(), "sent_at": h.now().UTC().Format(time.RFC3339),
 	})
-	typ := testEventType(s)
 	pub, err := h.publisher.Publish(r.Context(), delivery.PublishInput{
-		TenantID: tenantID, EventType: typ, Payload: payload, OnlySubscription: &s.ID,
+		TenantID: tenantID, EventType: TestEventType, Payload: payload, OnlySubscription: &s.ID,
 	})
 	if err != nil {
 		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
 			h.setFlash(r, "error", "Test event not sent: "+fe.Message+".")
-			http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
+			http.Redirect(w, r, back, http.StatusSeeOther)
 			return
 		}
 		h.fail(w, r, err)
@@ -253,13 +243,14 @@ func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(pub.Deliveries) == 0 {
 		h.setFlash(r, "warning", "Test event not sent: this subscription takes no new deliveries ("+s.State+").")
-		http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
+		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}
-	msg := "Test event sent: a " + typ + " event is queued for this endpoint. This page shows its delivery; reload to follow it."
+	d := pub.Deliveries[0]
+	msg := "Sent a " + TestEventType + " event (a test, not a real event) to this endpoint only."
 	if s.State == subscriptions.Paused {
-		msg = "Test event queued: a " + typ + " event waits until you resume this subscription."
+		msg = "Queued a " + TestEventType + " event (a test, not a real event) for this endpoint only; it waits until you resume the subscription."
 	}
-	h.setFlash(r, "success", msg)
-	http.Redirect(w, r, "/deliveries/"+pub.Deliveries[0].ID, http.StatusSeeOther)
+	h.setFlashLink(r, "success", msg, "/deliveries/"+d.ID, "Open its delivery →")
+	http.Redirect(w, r, back, http.StatusSeeOther)
 }

@@ -128,6 +128,20 @@ func deliveryState(d delivery.Delivery) (label, class string) {
 	return string(d.State), "badge-bad"
 }
 
+// failingText says how the endpoint has been failing, from the start of its run of only failures and the
+// number of attempts in it: "all" only when there were several, and never more than is known.
+func failingText(since time.Time, attempts int, now time.Time) string {
+	at := since.UTC().Format(timeLayout) + " (" + ago(now, since) + ")"
+	switch {
+	case attempts == 1:
+		return "The last attempt failed at " + at + "."
+	case attempts > 1:
+		return fmt.Sprintf("All %d attempts since %s have failed.", attempts, at)
+	}
+	// Its attempts are gone (retention): the run's start is all that is known.
+	return "No attempt has succeeded since " + at + "."
+}
+
 func (h *Handler) subscriptionView(s subscriptions.Subscription) templates.Subscription {
 	v := templates.Subscription{
 		ID: s.ID.String(), Href: "/subscriptions/" + s.ID.String(), URL: s.URL, Description: s.Description,
@@ -135,9 +149,6 @@ func (h *Handler) subscriptionView(s subscriptions.Subscription) templates.Subsc
 		Created: h.timeView(s.CreatedAt),
 	}
 	now := h.now()
-	if s.FailingSince != nil {
-		v.FailingSince = "Every attempt has failed since " + s.FailingSince.UTC().Format(timeLayout) + " (" + ago(now, *s.FailingSince) + ")."
-	}
 	switch c := s.Circuit; c.State {
 	case delivery.CircuitOpen:
 		v.Circuit = "Circuit open"
@@ -182,7 +193,7 @@ func (h *Handler) deliveryRow(d delivery.Delivery) templates.DeliveryRow {
 		State: label, StateClass: class, Attempts: d.TotalAttempts, Created: h.timeView(d.CreatedAt), LastStatus: "—",
 	}
 	if d.LastStatus != nil {
-		row.LastStatus = strconv.Itoa(*d.LastStatus)
+		row.LastStatus, row.LastStatusText = strconv.Itoa(*d.LastStatus), delivery.StatusLine(*d.LastStatus)
 	} else if d.LastError != nil && *d.LastError != "" {
 		row.LastStatus = "no response"
 	}
@@ -201,7 +212,7 @@ func shortID(id uuid.UUID) string {
 func (h *Handler) stateText(d delivery.Detail, subState string) string {
 	last := func() string {
 		if d.LastStatus != nil {
-			return "the endpoint answered " + strconv.Itoa(*d.LastStatus)
+			return "the endpoint answered " + delivery.StatusLine(*d.LastStatus)
 		}
 		if d.LastError != nil && *d.LastError != "" {
 			return "no answer (" + *d.LastError + ")"

@@ -43,6 +43,9 @@ type Crumb struct {
 type Flash struct {
 	Kind    string
 	Message string
+	// Href and LinkText, when set, link what the action made (the delivery a test event created).
+	Href     string
+	LinkText string
 }
 
 // Time is a moment as pages show it. The zero value shows Never.
@@ -165,6 +168,8 @@ type Filter struct {
 	Ranges []Option
 	Since  string // datetime-local value, UTC
 	Until  string
+	// Status is the last HTTP status: an exact code ("404") or a class ("5xx").
+	Status string
 	// Subscription and Subscriptions: the Deliveries page's subscription choice.
 	Subscription  string
 	Subscriptions []Option
@@ -190,8 +195,10 @@ type DeliveryRow struct {
 	StateClass string
 	Attempts   int
 	LastStatus string
-	Created    Time
-	Next       Time
+	// LastStatusText names the status ("404 Not Found"), the status cell's title.
+	LastStatusText string
+	Created        Time
+	Next           Time
 	// Waiting says why a pending delivery is not due whatever its next attempt time says ("paused: waits
 	// until resumed"); the time is then not shown, so it never looks overdue.
 	Waiting string

@@ -24,10 +24,14 @@ func (a Action) Enabled() bool { return a.Show && a.Reason == "" }
 
 // Outcome is one count of the health panel's "deliveries by outcome", linking to the filtered list.
 type Outcome struct {
-	Label string // delivered, retrying, dead
+	Label string // delivered, pending, retrying, in flight, dead
 	Count int
 	Href  string
 	Class string // badge class
+	// TestID names the count for tests ("pending-count"); Part marks a count that is part of the one
+	// before it (retrying ones are pending), shown as "of the pending".
+	TestID string
+	Part   bool
 }
 
 // RangeOption is one choice of the health chart's range (1 h, 24 h, 7 d).
