@@ -284,7 +284,18 @@ type throttleKey struct {
 // keys are the email's and the address's buckets, always in this order, so that two transactions
 // reserving the same keys lock their rows in the same order and cannot deadlock.
 func (t *loginThrottle) keys(email, addr string) []throttleKey {
-	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addr, t.perAddr}}
+	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addrBucket(addr), t.perAddr}}
+}
+
+// addrBucket is whose tries an address spends: an IPv4 address its own, an IPv6 address its /64's. A
+// home or a server is routinely given a whole /64, so counting each of its 2^64 addresses apart would
+// give one client an unlimited number of tries.
+func addrBucket(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return addr
+	}
+	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
 }
 
 func (t *loginThrottle) interval() pgtype.Interval {
