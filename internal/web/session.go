@@ -15,6 +15,8 @@ import (
 const (
 	keyUserID = "user_id"
 	keyFlash  = "flash"
+	// keyRecoverSince carries a recover form's since value back to the subscription's page.
+	keyRecoverSince = "recover_since"
 )
 
 // cookieName is the session cookie's name.

@@ -137,7 +137,8 @@ func (h *Handler) Routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 
 	r.Group(func(r chi.Router) {
-		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave)
+		// forms bounds and checks every form once, after the cross-origin check (a refused request is not read).
+		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave, h.forms)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
