@@ -94,6 +94,24 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 	return i, err
 }
 
+const deleteTenantUser = `-- name: DeleteTenantUser :one
+DELETE FROM users WHERE id = $1 AND tenant_id = $2 AND NOT is_admin
+RETURNING id
+`
+
+type DeleteTenantUserParams struct {
+	ID       uuid.UUID
+	TenantID *uuid.UUID
+}
+
+// Removes one of a tenant's customer logins. Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
+func (q *Queries) DeleteTenantUser(ctx context.Context, arg DeleteTenantUserParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, deleteTenantUser, arg.ID, arg.TenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
 SELECT id, tenant_id, name, token_hash, scopes, created_at, last_used_at, revoked_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL
 `
@@ -225,6 +243,47 @@ func (q *Queries) ListAPITokens(ctx context.Context, tenantID *uuid.UUID) ([]Lis
 	return items, nil
 }
 
+const listTenantUsers = `-- name: ListTenantUsers :many
+SELECT id, tenant_id, email, is_admin, created_at FROM users
+WHERE tenant_id = $1
+ORDER BY lower(email), id
+`
+
+type ListTenantUsersRow struct {
+	ID        uuid.UUID
+	TenantID  *uuid.UUID
+	Email     string
+	IsAdmin   bool
+	CreatedAt time.Time
+}
+
+// A tenant's dashboard logins, for the operator's page (never their password hashes).
+func (q *Queries) ListTenantUsers(ctx context.Context, tenantID *uuid.UUID) ([]ListTenantUsersRow, error) {
+	rows, err := q.db.Query(ctx, listTenantUsers, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListTenantUsersRow{}
+	for rows.Next() {
+		var i ListTenantUsersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Email,
+			&i.IsAdmin,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listTenants = `-- name: ListTenants :many
 SELECT id, name, created_at, internal FROM tenants WHERE NOT internal ORDER BY created_at, id
 `
@@ -269,6 +328,25 @@ type RevokeAPITokenParams struct {
 
 func (q *Queries) RevokeAPIToken(ctx context.Context, arg RevokeAPITokenParams) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, revokeAPIToken, arg.Now, arg.ID, arg.TenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const setTenantUserPassword = `-- name: SetTenantUserPassword :one
+UPDATE users SET password_hash = $1, updated_at = now()
+WHERE id = $2 AND tenant_id = $3 AND NOT is_admin
+RETURNING id
+`
+
+type SetTenantUserPasswordParams struct {
+	PasswordHash string
+	ID           uuid.UUID
+	TenantID     *uuid.UUID
+}
+
+func (q *Queries) SetTenantUserPassword(ctx context.Context, arg SetTenantUserPasswordParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, setTenantUserPassword, arg.PasswordHash, arg.ID, arg.TenantID)
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
