@@ -25,6 +25,11 @@ var postFields = map[string][]string{
 	"/deliveries/{id}/resend":                   {},
 	"/deliveries/{id}/retry-now":                {},
 	"/admin/tenants/{id}/tokens/{token}/revoke": {},
+	"/admin/tenants":                            {"name"},
+	"/admin/tenants/{id}/users":                 {"email", "password"},
+	"/admin/tenants/{id}/users/{user}/remove":   {},
+	"/admin/tenants/{id}/users/{user}/password": {"password"},
+	"/admin/tenants/{id}/tokens":                {"name", "scope"},
 	"/admin/replay":                             {"tenant", "subscription", "event_type", "state", "reason", "from", "to", "spread", "action"},
 }
 
