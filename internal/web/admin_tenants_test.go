@@ -330,4 +330,3 @@ func TestAdminCreatesToken(t *testing.T) {
 		t.Errorf("customer POST: %s", p)
 	}
 }
-
