@@ -66,6 +66,6 @@ DELETE FROM users WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
 RETURNING id;
 
 -- name: SetTenantUserPassword :one
-UPDATE users SET password_hash = @password_hash, updated_at = now()
+UPDATE users SET password_hash = @password_hash, password_version = password_version + 1, updated_at = now()
 WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
 RETURNING id;

@@ -64,7 +64,7 @@ func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error)
 const createUser = `-- name: CreateUser :one
 INSERT INTO users (tenant_id, email, password_hash, is_admin)
 VALUES ($1, $2, $3, $4)
-RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at
+RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version
 `
 
 type CreateUserParams struct {
@@ -90,6 +90,7 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }
@@ -165,7 +166,7 @@ func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, err
 }
 
 const getUser = `-- name: GetUser :one
-SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at FROM users WHERE id = $1
+SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version FROM users WHERE id = $1
 `
 
 func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
@@ -179,12 +180,13 @@ func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }
 
 const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at FROM users WHERE lower(email) = lower($1)
+SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version FROM users WHERE lower(email) = lower($1)
 `
 
 func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error) {
@@ -198,6 +200,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }
@@ -334,7 +337,7 @@ func (q *Queries) RevokeAPIToken(ctx context.Context, arg RevokeAPITokenParams) 
 }
 
 const setTenantUserPassword = `-- name: SetTenantUserPassword :one
-UPDATE users SET password_hash = $1, updated_at = now()
+UPDATE users SET password_hash = $1, password_version = password_version + 1, updated_at = now()
 WHERE id = $2 AND tenant_id = $3 AND NOT is_admin
 RETURNING id
 `
@@ -375,7 +378,7 @@ VALUES ($1, $2, $3, $4)
 ON CONFLICT (lower(email)) DO UPDATE
 SET tenant_id = excluded.tenant_id, password_hash = excluded.password_hash, is_admin = excluded.is_admin,
     updated_at = now()
-RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at
+RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version
 `
 
 type UpsertUserParams struct {
@@ -401,6 +404,7 @@ func (q *Queries) UpsertUser(ctx context.Context, arg UpsertUserParams) (User, e
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -279,6 +280,18 @@ type User struct {
 	TenantID *uuid.UUID `json:"tenant_id"`
 	Email    string     `json:"email"`
 	Admin    bool       `json:"is_admin"`
+	// PasswordStamp changes whenever an operator sets the user's password (SetPassword): a session
+	// remembers the stamp it signed in with and ends when it no longer matches.
+	PasswordStamp string `json:"-"`
+}
+
+// passwordStamp is a user's password version as a session keeps it: empty for the first, so that sessions
+// signed in before stamps existed stay valid until a password is set.
+func passwordStamp(version int32) string {
+	if version == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(version))
 }
 
 // MinPasswordLength is the shortest password accepted.
@@ -371,7 +384,7 @@ func (s *Service) CheckLogin(ctx context.Context, email, password string) (User,
 	if bcrypt.CompareHashAndPassword([]byte(r.PasswordHash), []byte(password)) != nil {
 		return User{}, ErrBadLogin
 	}
-	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin, PasswordStamp: passwordStamp(r.PasswordVersion)}, nil
 }
 
 // GetUser returns a user by id (for sessions).
@@ -383,7 +396,7 @@ func (s *Service) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
 	if err != nil {
 		return User{}, fmt.Errorf("get user: %w", err)
 	}
-	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin, PasswordStamp: passwordStamp(r.PasswordVersion)}, nil
 }
 
 // ListedUser is a tenant's dashboard login as the operator's page lists it.
@@ -422,8 +435,9 @@ func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) er
 	return nil
 }
 
-// SetPassword gives one of a tenant's customer logins a new password, under CreateUser's rules. Another
-// tenant's user, an operator or an unknown id is NOT_FOUND.
+// SetPassword gives one of a tenant's customer logins a new password, under CreateUser's rules. Their
+// sessions end with the old password (its stamp no longer matches theirs). Another tenant's user, an
+// operator or an unknown id is NOT_FOUND.
 func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, password string) error {
 	if err := validatePassword(password); err != nil {
 		return err

@@ -187,8 +187,18 @@ func TestAdminManagesUsers(t *testing.T) {
 	if p.Status != http.StatusOK || !strings.Contains(p.text(), "Password set") {
 		t.Fatalf("reset: %s %q", p, p.text())
 	}
-	if p := e.client().post("/login", url.Values{"email": {email}, "password": {"a brand new password"}}); p.URL.Path != "/" {
+	// The user's session signed in with the old password ends; the new one signs in.
+	if p := user.get("/"); p.URL.Path != "/login" {
+		t.Errorf("the user's session after a new password: %s, want the sign-in page", p)
+	}
+	if p := user.post("/login", url.Values{"email": {email}, "password": {password}}); p.Status != http.StatusUnauthorized {
+		t.Errorf("sign-in with the old password: %s", p)
+	}
+	if p := user.post("/login", url.Values{"email": {email}, "password": {"a brand new password"}}); p.URL.Path != "/" {
 		t.Errorf("sign-in with the new password: %s", p)
+	}
+	if p := user.get("/deliveries"); p.URL.Path != "/deliveries" {
+		t.Errorf("signed in again with the new password: %s", p)
 	}
 
 	// Another tenant's user through this tenant's path, and made-up ids, are the 404 page.

@@ -42,6 +42,9 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 		id, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
 		if err == nil {
 			u, err := h.tenants.GetUser(r.Context(), id)
+			if err == nil && h.sessions.GetString(r.Context(), keyPasswordStamp) != u.PasswordStamp {
+				err = fault.Missing("user") // signed in with a password since replaced
+			}
 			switch {
 			case err == nil:
 				ctx := context.WithValue(r.Context(), userKey{}, u)
@@ -51,7 +54,7 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 				h.fail(w, r, err)
 				return
 			}
-			_ = h.sessions.Destroy(r.Context()) // the user is gone
+			_ = h.sessions.Destroy(r.Context()) // the user is gone, or their password changed
 		}
 		target := "/login"
 		// A target longer than safeNext keeps is dropped here, so a long URL is not copied into Location.
@@ -155,6 +158,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
+	h.sessions.Put(r.Context(), keyPasswordStamp, u.PasswordStamp)
 	if next == "" {
 		next = "/"
 		if u.TenantID == nil {

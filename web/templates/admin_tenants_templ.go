@@ -501,7 +501,7 @@ func TenantUsers(p TenantUsersPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "</tbody></table></div><p class=\"muted small\">Removing a user signs them out at their next request. A new password is the one you type here (give it to the user yourself); their sessions stay signed in.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "</tbody></table></div><p class=\"muted small\">Removing a user signs them out at their next request. A new password is the one you type here (give it to the user yourself); it signs them out everywhere.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
