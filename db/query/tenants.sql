@@ -53,3 +53,19 @@ RETURNING id;
 -- than the request).
 UPDATE api_tokens SET last_used_at = @now::timestamptz
 WHERE id = @id AND (last_used_at IS NULL OR last_used_at < sqlc.arg('now')::timestamptz - make_interval(0, 0, 0, 0, 0, 1));
+
+-- name: ListTenantUsers :many
+-- A tenant's dashboard logins, for the operator's page (never their password hashes).
+SELECT id, tenant_id, email, is_admin, created_at FROM users
+WHERE tenant_id = @tenant_id
+ORDER BY lower(email), id;
+
+-- name: DeleteTenantUser :one
+-- Removes one of a tenant's customer logins. Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
+DELETE FROM users WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
+RETURNING id;
+
+-- name: SetTenantUserPassword :one
+UPDATE users SET password_hash = @password_hash, password_version = password_version + 1, updated_at = now()
+WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
+RETURNING id;

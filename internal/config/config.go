@@ -3,6 +3,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -171,7 +172,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
-			return c, fmt.Errorf("DATABASE_URL: %w", err)
+			return c, fmt.Errorf("DATABASE_URL: %w", urlError(err))
 		}
 	}
 	if c.RetentionInterval <= 0 {
@@ -197,13 +198,33 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL such as https://hooks.example.com: %q", c.PublicURL)
+			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", Redact(c.PublicURL))
 		}
 	}
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		return c, fmt.Errorf("HOOKLINE_TRUSTED_PROXIES: %w", err)
 	}
 	return c, nil
+}
+
+// Redact is a URL fit for errors and logs: any user and password are dropped (a password in a public URL
+// is a mistake, but it is still a password). A string that does not parse is not repeated at all: it may
+// be a URL whose malformed part is where its password was.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// urlError is a url.Parse error without the URL it quotes, which may hold a password.
+func urlError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return fmt.Errorf("not a URL: %w", ue.Err)
+	}
+	return err
 }
 
 // ParseTrustedProxies reads HOOKLINE_TRUSTED_PROXIES: comma-separated CIDRs such as 10.0.0.0/8 or

@@ -38,3 +38,45 @@ func TestTrustedProxiesAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// A URL with credentials that Load refuses must not print them back: start-up errors end up in logs.
+func TestURLErrorsNeverPrintCredentials(t *testing.T) {
+	const secret = "s3cret-pw"
+	for _, tc := range []struct{ env, value string }{
+		{"HOOKLINE_PUBLIC_URL", "https://admin:" + secret + "@hooks.example.com"},
+		{"HOOKLINE_PUBLIC_URL", "https://" + secret + "@hooks.example.com"},
+		{"HOOKLINE_PUBLIC_URL", "https://admin:" + secret + "@hooks.example.com:bad"},
+		{"HOOKLINE_PUBLIC_URL", "ftp://admin:" + secret + "@hooks.example.com"},
+		{"DATABASE_URL", "postgres://hookline:" + secret + "@db.internal:bad/hookline"},
+		{"DATABASE_URL", "postgres://hookline:" + secret + "@db.internal:5432/%zz"},
+		{"HOOKLINE_SMTP_URL", "smtp://mailer:" + secret + "@mail.example.com"},
+		{"HOOKLINE_SMTP_URL", "smtp://mailer:" + secret + "@mail.example.com:99999"},
+		{"HOOKLINE_SMTP_URL", "ftp://mailer:" + secret + "@mail.example.com:25"},
+		{"HOOKLINE_SMTP_URL", "smtp://mailer:" + secret + "@mail.example.com:bad"},
+	} {
+		_, err := Load(nil, env(map[string]string{tc.env: tc.value}))
+		if err == nil {
+			t.Errorf("%s=%q accepted", tc.env, tc.value)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the error prints the credentials: %v", tc.env, err)
+		}
+		if !strings.Contains(err.Error(), tc.env) {
+			t.Errorf("%s: the error does not name the variable: %v", tc.env, err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pw@example.com/x?y=1": "https://example.com/x?y=1",
+		"https://user@example.com":          "https://example.com",
+		"https://example.com":               "https://example.com",
+		"http://[::1":                       "(not a URL)",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -156,13 +156,14 @@ type Tenant struct {
 }
 
 type User struct {
-	ID           uuid.UUID
-	TenantID     *uuid.UUID
-	Email        string
-	PasswordHash string
-	IsAdmin      bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	ID              uuid.UUID
+	TenantID        *uuid.UUID
+	Email           string
+	PasswordHash    string
+	IsAdmin         bool
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	PasswordVersion int32
 }
 
 type WebhookAttempt struct {

@@ -64,7 +64,7 @@ func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error)
 const createUser = `-- name: CreateUser :one
 INSERT INTO users (tenant_id, email, password_hash, is_admin)
 VALUES ($1, $2, $3, $4)
-RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at
+RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version
 `
 
 type CreateUserParams struct {
@@ -90,8 +90,27 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
+}
+
+const deleteTenantUser = `-- name: DeleteTenantUser :one
+DELETE FROM users WHERE id = $1 AND tenant_id = $2 AND NOT is_admin
+RETURNING id
+`
+
+type DeleteTenantUserParams struct {
+	ID       uuid.UUID
+	TenantID *uuid.UUID
+}
+
+// Removes one of a tenant's customer logins. Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
+func (q *Queries) DeleteTenantUser(ctx context.Context, arg DeleteTenantUserParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, deleteTenantUser, arg.ID, arg.TenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
 }
 
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
@@ -147,7 +166,7 @@ func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, err
 }
 
 const getUser = `-- name: GetUser :one
-SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at FROM users WHERE id = $1
+SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version FROM users WHERE id = $1
 `
 
 func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
@@ -161,12 +180,13 @@ func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }
 
 const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at FROM users WHERE lower(email) = lower($1)
+SELECT id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version FROM users WHERE lower(email) = lower($1)
 `
 
 func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error) {
@@ -180,6 +200,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, email string) (User, error
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }
@@ -214,6 +235,47 @@ func (q *Queries) ListAPITokens(ctx context.Context, tenantID *uuid.UUID) ([]Lis
 			&i.Scopes,
 			&i.CreatedAt,
 			&i.LastUsedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTenantUsers = `-- name: ListTenantUsers :many
+SELECT id, tenant_id, email, is_admin, created_at FROM users
+WHERE tenant_id = $1
+ORDER BY lower(email), id
+`
+
+type ListTenantUsersRow struct {
+	ID        uuid.UUID
+	TenantID  *uuid.UUID
+	Email     string
+	IsAdmin   bool
+	CreatedAt time.Time
+}
+
+// A tenant's dashboard logins, for the operator's page (never their password hashes).
+func (q *Queries) ListTenantUsers(ctx context.Context, tenantID *uuid.UUID) ([]ListTenantUsersRow, error) {
+	rows, err := q.db.Query(ctx, listTenantUsers, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListTenantUsersRow{}
+	for rows.Next() {
+		var i ListTenantUsersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Email,
+			&i.IsAdmin,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -274,6 +336,25 @@ func (q *Queries) RevokeAPIToken(ctx context.Context, arg RevokeAPITokenParams) 
 	return id, err
 }
 
+const setTenantUserPassword = `-- name: SetTenantUserPassword :one
+UPDATE users SET password_hash = $1, password_version = password_version + 1, updated_at = now()
+WHERE id = $2 AND tenant_id = $3 AND NOT is_admin
+RETURNING id
+`
+
+type SetTenantUserPasswordParams struct {
+	PasswordHash string
+	ID           uuid.UUID
+	TenantID     *uuid.UUID
+}
+
+func (q *Queries) SetTenantUserPassword(ctx context.Context, arg SetTenantUserPasswordParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, setTenantUserPassword, arg.PasswordHash, arg.ID, arg.TenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const touchAPIToken = `-- name: TouchAPIToken :exec
 UPDATE api_tokens SET last_used_at = $1::timestamptz
 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1::timestamptz - make_interval(0, 0, 0, 0, 0, 1))
@@ -297,7 +378,7 @@ VALUES ($1, $2, $3, $4)
 ON CONFLICT (lower(email)) DO UPDATE
 SET tenant_id = excluded.tenant_id, password_hash = excluded.password_hash, is_admin = excluded.is_admin,
     updated_at = now()
-RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at
+RETURNING id, tenant_id, email, password_hash, is_admin, created_at, updated_at, password_version
 `
 
 type UpsertUserParams struct {
@@ -323,6 +404,7 @@ func (q *Queries) UpsertUser(ctx context.Context, arg UpsertUserParams) (User, e
 		&i.IsAdmin,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PasswordVersion,
 	)
 	return i, err
 }

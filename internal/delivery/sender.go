@@ -32,7 +32,8 @@ const ErrorLimit = 1024
 const maxResponseHeaderBytes = 16 << 10
 
 // ErrBlockedAddress is returned when the SSRF guard refuses to dial an address.
-var ErrBlockedAddress = errors.New("address not allowed: the endpoint resolves to a loopback, private or other non-public address (HOOKLINE_ALLOW_PRIVATE_NETWORKS)")
+var ErrBlockedAddress = errors.New("address not allowed: the endpoint resolves to a loopback, private or other non-public address; " +
+	"the server's operator can allow those with HOOKLINE_ALLOW_PRIVATE_NETWORKS=true, for development only")
 
 // SenderOptions configure a Sender.
 type SenderOptions struct {

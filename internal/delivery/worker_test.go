@@ -504,6 +504,8 @@ func TestSSRFGuard(t *testing.T) {
 		d := e.wantState(uuid.MustParse(pd.ID), delivery.Pending, 1)
 		if msg := deref(d.LastError); msg == nil || !strings.Contains(msg.(string), "address not allowed") {
 			t.Errorf("subscription %s: error %v, want the address refused", d.SubscriptionID, msg)
+		} else if m := msg.(string); !strings.Contains(m, "HOOKLINE_ALLOW_PRIVATE_NETWORKS=true") || !strings.Contains(m, "for development only") || strings.Contains(m, "127.0.0.1") {
+			t.Errorf("subscription %s: error %q, want how to allow it and no address", d.SubscriptionID, m)
 		}
 	}
 	if allowed.hits()+blocked.hits() != 0 {

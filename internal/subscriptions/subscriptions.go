@@ -154,6 +154,11 @@ var reservedHeaders = map[string]bool{
 	"proxy-authorization": true, "proxy-connection": true, "expect": true,
 }
 
+// allowPrivateHint ends a refusal of a loopback or private URL with how an operator allows one: a
+// developer pointing a subscription at a local receiver otherwise has no way to learn it.
+const allowPrivateHint = "; the server's operator can allow loopback and private addresses with " +
+	"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true, for development only (it turns off the SSRF guard)"
+
 // ValidateURL checks an endpoint URL: absolute http(s), a host, no user info, and, unless private networks
 // are allowed, not a literal internal address or localhost.
 func (s *Service) ValidateURL(raw string) error {
@@ -176,10 +181,10 @@ func (s *Service) ValidateURL(raw string) error {
 	if !s.allowPrivate && !s.allowHosts[u.Host] {
 		host := strings.ToLower(u.Hostname())
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return fault.Invalid("url points to localhost, which is not allowed")
+			return fault.Invalid("url points to localhost, which is not allowed%s", allowPrivateHint)
 		}
 		if ip, err := netip.ParseAddr(host); err == nil && !delivery.PublicAddr(ip) {
-			return fault.Invalid("url points to an internal address (%s), which is not allowed", ip)
+			return fault.Invalid("url points to an internal address (%s), which is not allowed%s", ip, allowPrivateHint)
 		}
 	}
 	return nil

@@ -60,6 +60,13 @@ func TestValidateURL(t *testing.T) {
 			if err != nil && !fault.Is(err, fault.InvalidRequest) {
 				t.Errorf("ValidateURL(%q): %v is not INVALID_REQUEST", c.url, err)
 			}
+			// A URL refused only by the SSRF guard says how an operator allows it, and that it is for
+			// development.
+			if err != nil && !c.guarded && c.open {
+				if msg := fault.As(err).Message; !strings.Contains(msg, "HOOKLINE_ALLOW_PRIVATE_NETWORKS=true") || !strings.Contains(msg, "for development only") {
+					t.Errorf("ValidateURL(%q) = %q, which does not say how to allow it", c.url, msg)
+				}
+			}
 		}
 	}
 }

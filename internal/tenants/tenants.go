@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -279,6 +280,18 @@ type User struct {
 	TenantID *uuid.UUID `json:"tenant_id"`
 	Email    string     `json:"email"`
 	Admin    bool       `json:"is_admin"`
+	// PasswordStamp changes whenever an operator sets the user's password (SetPassword): a session
+	// remembers the stamp it signed in with and ends when it no longer matches.
+	PasswordStamp string `json:"-"`
+}
+
+// passwordStamp is a user's password version as a session keeps it: empty for the first, so that sessions
+// signed in before stamps existed stay valid until a password is set.
+func passwordStamp(version int32) string {
+	if version == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(version))
 }
 
 // MinPasswordLength is the shortest password accepted.
@@ -289,10 +302,18 @@ func validateLogin(email, password string) (string, error) {
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 || !validText(email) {
 		return "", fault.Invalid("email is not a valid address")
 	}
-	if len(password) < MinPasswordLength || len(password) > 72 {
-		return "", fault.Invalid("password must be %d to 72 characters", MinPasswordLength)
+	if err := validatePassword(password); err != nil {
+		return "", err
 	}
 	return email, nil
+}
+
+// validatePassword checks a new password: bcrypt reads at most 72 bytes.
+func validatePassword(password string) error {
+	if len(password) < MinPasswordLength || len(password) > 72 {
+		return fault.Invalid("password must be %d to 72 characters", MinPasswordLength)
+	}
+	return nil
 }
 
 // CreateUser adds a dashboard login for a tenant's customer.
@@ -363,7 +384,7 @@ func (s *Service) CheckLogin(ctx context.Context, email, password string) (User,
 	if bcrypt.CompareHashAndPassword([]byte(r.PasswordHash), []byte(password)) != nil {
 		return User{}, ErrBadLogin
 	}
-	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin, PasswordStamp: passwordStamp(r.PasswordVersion)}, nil
 }
 
 // GetUser returns a user by id (for sessions).
@@ -375,5 +396,62 @@ func (s *Service) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
 	if err != nil {
 		return User{}, fmt.Errorf("get user: %w", err)
 	}
-	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, nil
+	return User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin, PasswordStamp: passwordStamp(r.PasswordVersion)}, nil
+}
+
+// ListedUser is a tenant's dashboard login as the operator's page lists it.
+type ListedUser struct {
+	User
+	CreatedAt time.Time
+}
+
+// ListUsers lists a tenant's dashboard logins by email. An unknown tenant is NOT_FOUND.
+func (s *Service) ListUsers(ctx context.Context, tenantID uuid.UUID) ([]ListedUser, error) {
+	if _, err := s.GetTenant(ctx, tenantID); err != nil {
+		return nil, err
+	}
+	rows, err := s.q.ListTenantUsers(ctx, &tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	out := make([]ListedUser, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, ListedUser{User: User{ID: r.ID, TenantID: r.TenantID, Email: r.Email, Admin: r.IsAdmin}, CreatedAt: r.CreatedAt})
+	}
+	return out, nil
+}
+
+// RemoveUser deletes one of a tenant's customer logins. Its sessions end with it: every dashboard request
+// loads the session's user, and a session whose user is gone is signed out. Another tenant's user, an
+// operator or an unknown id is NOT_FOUND.
+func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) error {
+	_, err := s.q.DeleteTenantUser(ctx, db.DeleteTenantUserParams{ID: userID, TenantID: &tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.Missing("user")
+	}
+	if err != nil {
+		return fmt.Errorf("remove user: %w", err)
+	}
+	return nil
+}
+
+// SetPassword gives one of a tenant's customer logins a new password, under CreateUser's rules. Their
+// sessions end with the old password (its stamp no longer matches theirs). Another tenant's user, an
+// operator or an unknown id is NOT_FOUND.
+func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, password string) error {
+	if err := validatePassword(password); err != nil {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.SetTenantUserPassword(ctx, db.SetTenantUserPasswordParams{ID: userID, TenantID: &tenantID, PasswordHash: string(hash)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.Missing("user")
+	}
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	return nil
 }

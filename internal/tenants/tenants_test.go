@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,68 @@ func TestCreateTokenAndTenantValidation(t *testing.T) {
 	}
 	if _, err := s.CreateUser(ctx, uuid.New(), "v@example.com", "0123456789"); !fault.Is(err, fault.NotFound) {
 		t.Errorf("user for an unknown tenant: %v", err)
+	}
+}
+
+// An operator lists, re-passwords and removes a tenant's users; never another tenant's, never an operator.
+func TestManageUsers(t *testing.T) {
+	s, _ := newService(t, "")
+	ctx := context.Background()
+	a, err := s.CreateTenant(ctx, "users-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.CreateTenant(ctx, "users-b")
+	ua, err := s.CreateUser(ctx, a.ID, "zed@users-a.example", "first password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ua2, _ := s.CreateUser(ctx, a.ID, "amy@users-a.example", "first password")
+	ub, _ := s.CreateUser(ctx, b.ID, "bob@users-b.example", "first password")
+	if err := s.EnsureAdminUser(ctx, "ops@users.example", "operator password"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListUsers(ctx, a.ID)
+	if err != nil || len(list) != 2 || list[0].Email != "amy@users-a.example" || list[1].ID != ua.ID || list[0].CreatedAt.IsZero() {
+		t.Fatalf("ListUsers = %+v, %v; want amy then zed", list, err)
+	}
+	if _, err := s.ListUsers(ctx, uuid.New()); !fault.Is(err, fault.NotFound) {
+		t.Errorf("ListUsers of an unknown tenant: %v", err)
+	}
+
+	if err := s.SetPassword(ctx, a.ID, ua.ID, "short"); !fault.Is(err, fault.InvalidRequest) {
+		t.Errorf("a short password: %v", err)
+	}
+	if err := s.SetPassword(ctx, a.ID, ub.ID, "second password"); !fault.Is(err, fault.NotFound) {
+		t.Errorf("another tenant's user: %v", err)
+	}
+	if err := s.SetPassword(ctx, a.ID, ua.ID, "second password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckLogin(ctx, ua.Email, "first password"); !errors.Is(err, ErrBadLogin) {
+		t.Errorf("the old password still works: %v", err)
+	}
+	if _, err := s.CheckLogin(ctx, ua.Email, "second password"); err != nil {
+		t.Errorf("the new password: %v", err)
+	}
+
+	if err := s.RemoveUser(ctx, a.ID, ub.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("removing another tenant's user: %v", err)
+	}
+	admin, _ := s.CheckLogin(ctx, "ops@users.example", "operator password")
+	if err := s.RemoveUser(ctx, a.ID, admin.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("removing an operator: %v", err)
+	}
+	if err := s.RemoveUser(ctx, a.ID, ua2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetUser(ctx, ua2.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("a removed user is still there: %v", err)
+	}
+	if err := s.RemoveUser(ctx, a.ID, ua2.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("removing twice: %v", err)
+	}
+	if _, err := s.GetUser(ctx, ub.ID); err != nil {
+		t.Errorf("the other tenant's user: %v", err)
 	}
 }

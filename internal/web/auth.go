@@ -42,6 +42,9 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 		id, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
 		if err == nil {
 			u, err := h.tenants.GetUser(r.Context(), id)
+			if err == nil && h.sessions.GetString(r.Context(), keyPasswordStamp) != u.PasswordStamp {
+				err = fault.Missing("user") // signed in with a password since replaced
+			}
 			switch {
 			case err == nil:
 				ctx := context.WithValue(r.Context(), userKey{}, u)
@@ -51,22 +54,26 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 				h.fail(w, r, err)
 				return
 			}
-			_ = h.sessions.Destroy(r.Context()) // the user is gone
+			_ = h.sessions.Destroy(r.Context()) // the user is gone, or their password changed
 		}
 		target := "/login"
-		if r.Method == http.MethodGet && r.URL.Path != "/" {
+		// A target longer than safeNext keeps is dropped here, so a long URL is not copied into Location.
+		if r.Method == http.MethodGet && r.URL.Path != "/" && len(r.URL.RequestURI()) <= maxNext {
 			target += "?next=" + url.QueryEscape(r.URL.RequestURI())
 		}
 		http.Redirect(w, r, target, http.StatusSeeOther)
 	})
 }
 
+// maxNext is the longest post-login target kept.
+const maxNext = 2048
+
 // safeNext keeps a post-login target only when it is an absolute path on this site: one leading "/" (a
 // second "/" or a "\" would make browsers read a host), and nothing but printable ASCII without "\".
 // Browsers drop tabs and newlines from URLs and read "\" as "/", so "/<TAB>/evil.example" is
 // "//evil.example" to them; the targets this site makes (RequestURI) are escaped, so nothing is lost.
 func safeNext(s string) string {
-	if len(s) > 2048 || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
+	if len(s) > maxNext || !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
 		return ""
 	}
 	for i := 0; i < len(s); i++ {
@@ -100,23 +107,12 @@ const (
 	msgLongEmail = "That email address is too long."
 )
 
-// Bounds of the sign-in form, checked before anything else: a larger body or email gets no throttle key,
-// no log line and no echo (a multi-megabyte email would otherwise be parsed, stored and rendered back).
-const (
-	maxLoginBody  = 16 << 10
-	maxEmailBytes = 254 // the longest address SMTP can carry (RFC 5321 path limit less the brackets)
-)
+// maxEmailBytes bounds the sign-in email, checked before anything else: a longer one gets no throttle
+// key, no log line and no echo. (The whole form is bounded, and checked for bytes PostgreSQL refuses, by
+// the forms middleware before this handler runs.)
+const maxEmailBytes = 254 // the longest address SMTP can carry (RFC 5321 path limit less the brackets)
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
-	if err := r.ParseForm(); err != nil {
-		if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-			h.fail(w, r, fault.New(fault.PayloadTooLarge, "the sign-in form is too large"))
-			return
-		}
-		h.fail(w, r, fault.Invalid("the form could not be read"))
-		return
-	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	if len(email) > maxEmailBytes {
 		page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Next: safeNext(r.PostFormValue("next"))}
@@ -162,6 +158,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
+	h.sessions.Put(r.Context(), keyPasswordStamp, u.PasswordStamp)
 	if next == "" {
 		next = "/"
 		if u.TenantID == nil {
@@ -284,7 +281,18 @@ type throttleKey struct {
 // keys are the email's and the address's buckets, always in this order, so that two transactions
 // reserving the same keys lock their rows in the same order and cannot deadlock.
 func (t *loginThrottle) keys(email, addr string) []throttleKey {
-	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addr, t.perAddr}}
+	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addrBucket(addr), t.perAddr}}
+}
+
+// addrBucket is whose tries an address spends: an IPv4 address its own, an IPv6 address its /64's. A
+// home or a server is routinely given a whole /64, so counting each of its 2^64 addresses apart would
+// give one client an unlimited number of tries.
+func addrBucket(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return addr
+	}
+	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
 }
 
 func (t *loginThrottle) interval() pgtype.Interval {

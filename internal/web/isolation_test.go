@@ -25,8 +25,8 @@ import (
 
 // webRoute says how the walk fills in one dashboard route.
 type webRoute struct {
-	// params says what each path parameter names: "subscription", "delivery", "event", "tenant", "replay"
-	// or "token" (nil for routes without one).
+	// params says what each path parameter names: "subscription", "delivery", "event", "tenant", "replay",
+	// "token" or "user" (nil for routes without one).
 	params map[string]string
 	// access: "public" (no sign-in needed), "customer" (a signed-in customer's own pages), "admin"
 	// (operators only: a customer gets the 404 page).
@@ -74,6 +74,21 @@ var webIsolationRoutes = map[string]webRoute{
 	"GET /admin/replays":                             {access: "admin"},
 	"POST /admin/tenants/{id}/tokens/{token}/revoke": {access: "admin", params: map[string]string{"id": "tenant", "token": "token"}},
 	"GET /admin/replays/{id}":                        {access: "admin", params: idParam("replay")},
+	"GET /admin/tenants/new":                         {access: "admin"},
+	"POST /admin/tenants": {access: "admin", form: func(*webIsoWorld) url.Values {
+		return url.Values{"name": {"created by the walk"}}
+	}},
+	"GET /admin/tenants/{id}/users": {access: "admin", params: idParam("tenant")},
+	"POST /admin/tenants/{id}/users": {access: "admin", params: idParam("tenant"), form: func(w *webIsoWorld) url.Values {
+		return url.Values{"email": {"walk-" + w.b.marker + "@example.com"}, "password": {"a walk password"}}
+	}},
+	"POST /admin/tenants/{id}/users/{user}/remove": {access: "admin", params: map[string]string{"id": "tenant", "user": "user"}},
+	"POST /admin/tenants/{id}/users/{user}/password": {access: "admin", params: map[string]string{"id": "tenant", "user": "user"},
+		form: func(*webIsoWorld) url.Values { return url.Values{"password": {"a walk password"}} }},
+	"GET /admin/tenants/{id}/tokens/new": {access: "admin", params: idParam("tenant")},
+	"POST /admin/tenants/{id}/tokens": {access: "admin", params: idParam("tenant"), form: func(*webIsoWorld) url.Values {
+		return url.Values{"name": {"walk token"}, "scope": {"deliveries:read"}}
+	}},
 }
 
 // idParam is the params of a route whose one parameter {id} names a kind of object.
@@ -145,7 +160,7 @@ func TestWebIsolationWalkCoversEveryRoute(t *testing.T) {
 		known := len(params) == len(spec.params)
 		for _, p := range params {
 			kind, ok := spec.params[p[1]]
-			known = known && ok && slices.Contains([]string{"subscription", "delivery", "event", "tenant", "replay", "token"}, kind)
+			known = known && ok && slices.Contains([]string{"subscription", "delivery", "event", "tenant", "replay", "token", "user"}, kind)
 		}
 		if !known {
 			t.Errorf("dashboard route %s: the walk fills in %v, the route has parameters %v", rt.key, spec.params, params)
@@ -199,7 +214,12 @@ func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
 	if err != nil {
 		t.Fatal(err)
 	}
+	users, err := e.srv.Tenants.ListUsers(ctx, tn.ID)
+	if err != nil || len(users) != 1 {
+		t.Fatalf("the tenant's users: %v, %v", users, err)
+	}
 	tn.ids = map[string][]string{
+		"user":         {users[0].ID.String()},
 		"token":        {tok.ID.String()},
 		"subscription": {tn.active.String(), tn.dead.String(), tn.paused.String()},
 		"delivery":     {tn.delivered.String(), tn.deadDelivery.String()},

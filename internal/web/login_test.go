@@ -271,3 +271,33 @@ func TestLoginNextIsOnlyALocalPath(t *testing.T) {
 		}
 	}
 }
+
+// IPv6 clients are counted per /64 (a home or a server is given a whole /64, so each of its addresses
+// apart would be 2^64 allowances), IPv4 clients per address: two addresses of one /64 share 20 tries,
+// an address of the next /64 has its own.
+func TestLoginThrottlePerIPv6Prefix(t *testing.T) {
+	// Not in parallel: see TestLoginThrottleSharedByServers. A clock that stands still, so no try comes
+	// back while twenty bcrypt checks run on a slow machine.
+	clock := &fakeClock{now: time.Now()}
+	e := setupWith(t, trustLoopback, server.Options{Now: clock.Now})
+	for i := range 20 {
+		addr := "2001:db8:16:1::a"
+		if i%2 == 1 {
+			addr = "2001:db8:16:1:ffff:ffff:ffff:b"
+		}
+		if p := e.from(addr).post("/login", url.Values{"email": {"v6-" + strconv.Itoa(i) + "@example.com"}, "password": {"x"}}); p.Status != http.StatusUnauthorized {
+			t.Fatalf("failure %d from %s: %s", i+1, addr, p)
+		}
+	}
+	tn := e.newTenant("v6")
+	if p := e.from("2001:db8:16:1::c").post("/login", url.Values{"email": {tn.Email}, "password": {password}}); p.Status != http.StatusTooManyRequests {
+		t.Errorf("a third address of the /64 after 20 failures from two others: %s", p)
+	}
+	e.from("2001:db8:16:2::a").login(tn.Email)
+	if n := e.throttleRows("addr:2001:db8:16:1::/64"); n != 1 {
+		t.Errorf("%d buckets for the /64, want 1", n)
+	}
+	if n := e.throttleRows("addr:2001:db8:16:1::a"); n != 0 {
+		t.Errorf("an IPv6 address has a bucket of its own")
+	}
+}

@@ -58,6 +58,11 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/admin/replay":       {"/admin/replay?event_type=order.paid"},
 		"/admin/replays":      {"/admin/replays"},
 		"/admin/replays/{id}": {firstReplay(t, e)},
+
+		// The operator's tenant administration.
+		"/admin/tenants/new":             {"/admin/tenants/new"},
+		"/admin/tenants/{id}/users":      {"/admin/tenants/" + s.tn.ID.String() + "/users"},
+		"/admin/tenants/{id}/tokens/new": {"/admin/tenants/" + s.tn.ID.String() + "/tokens/new"},
 	}
 	signedOut := map[string]bool{"/login": true, "/logout": true}
 	for _, r := range walkWeb(t, e) {

@@ -3,7 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,11 +50,11 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fault.Invalid("the form could not be read"))
 		return
 	}
+	// The page leads back to a fixed URL: what was typed travels in the session (keepRecoverSince), never in
+	// the Location header.
 	back := "/subscriptions/" + s.ID.String()
 	sinceText := r.PostFormValue("since")
-	if sinceText != "" {
-		back += "?" + url.Values{"recover_since": {sinceText}}.Encode()
-	}
+	h.keepRecoverSince(r, s.ID, sinceText)
 	since, err := parseFormTime("Since", sinceText)
 	if err == nil && since == nil {
 		err = fault.Invalid("choose since when to recover failed deliveries")
@@ -97,4 +97,27 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 			templates.Plural(rep.Matched, "dead delivery", "dead deliveries"), when, spreadWords(rep.SpreadSeconds)))
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// maxKeptSince bounds the since value kept for the page: a date and time is 16 characters; anything much
+// longer is not one, and the form starts from its default again.
+const maxKeptSince = 64
+
+// keepRecoverSince remembers, for the subscription's page the recover leads back to, the since value that
+// was typed, so the form shows it again.
+func (h *Handler) keepRecoverSince(r *http.Request, subID uuid.UUID, since string) {
+	if since == "" || len(since) > maxKeptSince {
+		return
+	}
+	h.sessions.Put(r.Context(), keyRecoverSince, subID.String()+"\n"+since)
+}
+
+// recoverSince takes the since value kept for this subscription's page, if any.
+func (h *Handler) recoverSince(r *http.Request, subID uuid.UUID) string {
+	kept := h.sessions.PopString(r.Context(), keyRecoverSince)
+	id, since, ok := strings.Cut(kept, "\n")
+	if !ok || id != subID.String() {
+		return ""
+	}
+	return since
 }

@@ -15,6 +15,10 @@ import (
 const (
 	keyUserID = "user_id"
 	keyFlash  = "flash"
+	// keyPasswordStamp is the signed-in user's password stamp at sign-in: a new password ends the session.
+	keyPasswordStamp = "password_stamp"
+	// keyRecoverSince carries a recover form's since value back to the subscription's page.
+	keyRecoverSince = "recover_since"
 )
 
 // cookieName is the session cookie's name.

@@ -110,7 +110,7 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	rec := templates.RecoverForm{Since: r.URL.Query().Get("recover_since")}
+	rec := templates.RecoverForm{Since: h.recoverSince(r, s.ID)}
 	h.renderSubscription(w, r, tenantID, s, rec)
 }
 

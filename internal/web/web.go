@@ -137,7 +137,8 @@ func (h *Handler) Routes() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
 
 	r.Group(func(r chi.Router) {
-		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave)
+		// forms bounds and checks every form once, after the cross-origin check (a refused request is not read).
+		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave, h.forms)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
@@ -160,6 +161,14 @@ func (h *Handler) Routes() http.Handler {
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
+			r.Get("/admin/tenants/new", h.newTenant)
+			r.Post("/admin/tenants", h.createTenant)
+			r.Get("/admin/tenants/{id}/users", h.tenantUsers)
+			r.Post("/admin/tenants/{id}/users", h.createUser)
+			r.Post("/admin/tenants/{id}/users/{user}/remove", h.removeUser)
+			r.Post("/admin/tenants/{id}/users/{user}/password", h.resetPassword)
+			r.Get("/admin/tenants/{id}/tokens/new", h.newTokenPage)
+			r.Post("/admin/tenants/{id}/tokens", h.createToken)
 			r.Get("/admin/dead", h.deadLetters)
 			r.Get("/admin/replay", h.bulkReplay)
 			r.Post("/admin/replay", h.bulkReplay)
