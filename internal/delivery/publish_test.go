@@ -232,3 +232,52 @@ func TestPublishBatch(t *testing.T) {
 		t.Errorf("%d events stored, want 7", n)
 	}
 }
+
+// A subscription's "<prefix>.*" takes every type that starts with "<prefix>." (and no other), alone or
+// beside exact types, deeper patterns and other tenants' subscriptions alike, through a lone publish and
+// through a batch.
+func TestPublishFansOutToPrefixPatterns(t *testing.T) {
+	e := setup(t)
+	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
+	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
+	invoices, _ := e.subscribe("http://127.0.0.1:1/invoices", types("invoice.*"))
+	mixed, _ := e.subscribe("http://127.0.0.1:1/mixed", types("invoice.paid", "customer.*"))
+	created, _ := e.subscribe("http://127.0.0.1:1/created", types("invoice.created"))
+	lines, _ := e.subscribe("http://127.0.0.1:1/lines", types("invoice.line.*", "other.thing"))
+	other := setupOtherTenant(t, e)
+	other.subscribe("http://127.0.0.1:1/other", types("invoice.*"))
+	want := map[string][]uuid.UUID{ // by event type: the subscriptions it goes to, in creation order
+		"invoice.paid":       {all.ID, invoices.ID, mixed.ID},
+		"invoice.created":    {all.ID, invoices.ID, created.ID},
+		"invoicex.paid":      {all.ID},
+		"customer.created":   {all.ID, mixed.ID},
+		"invoice.line.added": {all.ID, invoices.ID, lines.ID},
+		"invoice":            {all.ID},
+		"line.added":         {all.ID},
+	}
+	order := []string{"invoice.paid", "invoice.created", "invoicex.paid", "customer.created", "invoice.line.added", "invoice", "line.added"}
+
+	for _, typ := range order {
+		p := e.publish(typ, `{}`)
+		var got []uuid.UUID
+		for _, d := range p.Deliveries {
+			got = append(got, uuid.MustParse(d.SubscriptionID))
+		}
+		if !reflect.DeepEqual(got, want[typ]) {
+			t.Errorf("publish %s went to %v, want %v", typ, got, want[typ])
+		}
+	}
+
+	var batch []delivery.PublishInput
+	for _, typ := range order {
+		batch = append(batch, delivery.PublishInput{TenantID: e.tenant, EventType: typ, Payload: json.RawMessage(`{}`)})
+	}
+	for i, got := range e.pub.PublishTogether(batch...) {
+		if got.Err != nil || !got.Stored || !reflect.DeepEqual(got.Deliveries, want[order[i]]) {
+			t.Errorf("batched publish %s: deliveries %v, err %v; want %v", order[i], got.Deliveries, got.Err, want[order[i]])
+		}
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1", other.tenant); n != 0 {
+		t.Errorf("another tenant's invoice.* subscription got %d deliveries", n)
+	}
+}

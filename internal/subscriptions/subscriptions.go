@@ -190,8 +190,18 @@ func validateEventTypes(types []string) error {
 		return fault.Invalid("at most %d event types", maxEventTypes)
 	}
 	for _, t := range types {
+		if t == "*" || t == ".*" {
+			return fault.Invalid("event type %q is not valid: an empty list of event types means every type", t)
+		}
+		if prefix, ok := strings.CutSuffix(t, ".*"); ok {
+			// A pattern: the fan-out matches it against each prefix of a type that ends at a dot.
+			if !delivery.ValidEventType(prefix) || strings.HasSuffix(prefix, ".") {
+				return fault.Invalid("event type pattern %q is not valid: a type prefix (letters, digits or . _ - : /) followed by .*", t)
+			}
+			continue
+		}
 		if !delivery.ValidEventType(t) {
-			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /", t)
+			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t)
 		}
 	}
 	return nil
