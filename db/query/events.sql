@@ -21,7 +21,8 @@ WITH input AS (
            unnest(sqlc.arg('request_hashes')::bytea[]) AS request_hash,
            unnest(sqlc.arg('only_subscription_ids')::uuid[]) AS only_subscription_id,
            unnest(sqlc.arg('created_at')::timestamptz[]) AS created_at, unnest(sqlc.arg('give_up_at')::timestamptz[]) AS give_up_at
-), typed AS (
+), typed AS MATERIALIZED (
+    -- Materialized: inlined, the patterns would be worked out again for every subscription row.
     SELECT i.*, ARRAY[i.event_type] || ARRAY(
                SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
                WHERE substr(i.event_type, p, 1) = '.') AS wanted_by

@@ -81,7 +81,8 @@ WITH input AS (
            unnest($6::bytea[]) AS request_hash,
            unnest($7::uuid[]) AS only_subscription_id,
            unnest($8::timestamptz[]) AS created_at, unnest($9::timestamptz[]) AS give_up_at
-), typed AS (
+), typed AS MATERIALIZED (
+    -- Materialized: inlined, the patterns would be worked out again for every subscription row.
     SELECT i.id, i.tenant_id, i.event_type, i.body, i.idempotency_key, i.request_hash, i.only_subscription_id, i.created_at, i.give_up_at, ARRAY[i.event_type] || ARRAY(
                SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
                WHERE substr(i.event_type, p, 1) = '.') AS wanted_by
