@@ -122,3 +122,23 @@ INSERT INTO tenants (name, internal) VALUES (sqlc.arg('name'), true) RETURNING *
 -- name: GetSubscriptionAny :one
 -- A subscription by id alone, deleted or not: incident messages name the endpoint that failed.
 SELECT * FROM subscriptions WHERE id = sqlc.arg('id');
+
+-- name: OperatorSubscriptionStatus :one
+-- The operator notifications' subscription as /admin shows it: its state and circuit, since when it has
+-- only failed, its newest failed attempt (last_error_at 'epoch' when none) and its dead deliveries (at
+-- most @up_to counted).
+SELECT s.id, s.url, s.state, s.disabled_reason, s.circuit_state, s.circuit_opened_at, s.failing_since,
+       coalesce((SELECT CASE WHEN a.status IS NOT NULL THEN 'HTTP ' || a.status::text ELSE a.error END
+                 FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), '')::text AS last_error,
+       coalesce((SELECT a.started_at FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), 'epoch')::timestamptz AS last_error_at,
+       (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d
+                              WHERE d.subscription_id = s.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+                              LIMIT sqlc.arg('up_to')::int) x)::int AS dead
+FROM subscriptions s
+WHERE s.tenant_id = sqlc.arg('tenant_id') AND s.deleted_at IS NULL
+ORDER BY s.created_at
+LIMIT 1;

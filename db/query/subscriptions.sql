@@ -50,13 +50,15 @@ RETURNING *;
 
 -- name: DisableFailingSubscriptions :many
 -- Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
--- failing_since is kept by the statement that records attempts (CompleteAttempts).
+-- failing_since is kept by the statement that records attempts (CompleteAttempts). Internal tenants'
+-- subscriptions (the operator's notifications) are never disabled: nothing would enable them again.
 UPDATE subscriptions
 SET state = 'disabled', updated_at = sqlc.arg('now')::timestamptz,
     disabled_reason = 'Every attempt has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')
         || ' UTC, for longer than ' || sqlc.arg('after_text')::text
         || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
 WHERE state = 'active' AND deleted_at IS NULL AND failing_since < sqlc.arg('failing_before')::timestamptz
+  AND tenant_id NOT IN (SELECT t.id FROM tenants t WHERE t.internal)
 RETURNING id, tenant_id, url, failing_since;
 
 -- name: DeleteSubscription :one

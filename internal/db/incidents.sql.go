@@ -619,6 +619,63 @@ func (q *Queries) OpenIncidentsOfTenant(ctx context.Context, tenantID uuid.UUID)
 	return items, nil
 }
 
+const operatorSubscriptionStatus = `-- name: OperatorSubscriptionStatus :one
+SELECT s.id, s.url, s.state, s.disabled_reason, s.circuit_state, s.circuit_opened_at, s.failing_since,
+       coalesce((SELECT CASE WHEN a.status IS NOT NULL THEN 'HTTP ' || a.status::text ELSE a.error END
+                 FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), '')::text AS last_error,
+       coalesce((SELECT a.started_at FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), 'epoch')::timestamptz AS last_error_at,
+       (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d
+                              WHERE d.subscription_id = s.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+                              LIMIT $1::int) x)::int AS dead
+FROM subscriptions s
+WHERE s.tenant_id = $2 AND s.deleted_at IS NULL
+ORDER BY s.created_at
+LIMIT 1
+`
+
+type OperatorSubscriptionStatusParams struct {
+	UpTo     int32
+	TenantID uuid.UUID
+}
+
+type OperatorSubscriptionStatusRow struct {
+	ID              uuid.UUID
+	URL             string
+	State           string
+	DisabledReason  string
+	CircuitState    string
+	CircuitOpenedAt *time.Time
+	FailingSince    *time.Time
+	LastError       string
+	LastErrorAt     time.Time
+	Dead            int32
+}
+
+// The operator notifications' subscription as /admin shows it: its state and circuit, since when it has
+// only failed, its newest failed attempt (last_error_at 'epoch' when none) and its dead deliveries (at
+// most @up_to counted).
+func (q *Queries) OperatorSubscriptionStatus(ctx context.Context, arg OperatorSubscriptionStatusParams) (OperatorSubscriptionStatusRow, error) {
+	row := q.db.QueryRow(ctx, operatorSubscriptionStatus, arg.UpTo, arg.TenantID)
+	var i OperatorSubscriptionStatusRow
+	err := row.Scan(
+		&i.ID,
+		&i.URL,
+		&i.State,
+		&i.DisabledReason,
+		&i.CircuitState,
+		&i.CircuitOpenedAt,
+		&i.FailingSince,
+		&i.LastError,
+		&i.LastErrorAt,
+		&i.Dead,
+	)
+	return i, err
+}
+
 const tenantUserEmails = `-- name: TenantUserEmails :many
 SELECT email FROM users WHERE tenant_id = $1 ORDER BY email
 `

@@ -336,6 +336,7 @@ SET state = 'disabled', updated_at = $1::timestamptz,
         || ' UTC, for longer than ' || $2::text
         || ': disabled automatically. Fix the endpoint, then Resume to send its waiting deliveries.'
 WHERE state = 'active' AND deleted_at IS NULL AND failing_since < $3::timestamptz
+  AND tenant_id NOT IN (SELECT t.id FROM tenants t WHERE t.internal)
 RETURNING id, tenant_id, url, failing_since
 `
 
@@ -353,7 +354,8 @@ type DisableFailingSubscriptionsRow struct {
 }
 
 // Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
-// failing_since is kept by the statement that records attempts (CompleteAttempts).
+// failing_since is kept by the statement that records attempts (CompleteAttempts). Internal tenants'
+// subscriptions (the operator's notifications) are never disabled: nothing would enable them again.
 func (q *Queries) DisableFailingSubscriptions(ctx context.Context, arg DisableFailingSubscriptionsParams) ([]DisableFailingSubscriptionsRow, error) {
 	rows, err := q.db.Query(ctx, disableFailingSubscriptions, arg.Now, arg.AfterText, arg.FailingBefore)
 	if err != nil {

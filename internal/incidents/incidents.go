@@ -310,11 +310,17 @@ const OperatorTenant = "Hookline operator notifications (internal)"
 // subscription that points at HOOKLINE_OPERATOR_WEBHOOK_URL and signs with HOOKLINE_OPERATOR_WEBHOOK_SECRET.
 type Operator struct {
 	pub      *delivery.Publisher
+	q        *db.Queries
 	tenantID uuid.UUID
 }
 
-// EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator.
-func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string) (*Operator, error) {
+// EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator. A
+// subscription disabled by an older version (which let a 410 or auto-disable stop it, holding every later
+// notification silently) is enabled again, and log says so.
+func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string, log *slog.Logger) (*Operator, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	q := db.New(pool)
 	t, err := q.InternalTenant(ctx, OperatorTenant)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -323,10 +329,50 @@ func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions
 	if err != nil {
 		return nil, fmt.Errorf("operator tenant: %w", err)
 	}
-	if _, err := subs.EnsureInternal(ctx, t.ID, "operator notifications", url, secret); err != nil {
+	sub, err := subs.EnsureInternal(ctx, t.ID, "operator notifications", url, secret)
+	if err != nil {
 		return nil, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL/SECRET: %w", err)
 	}
-	return &Operator{pub: pub, tenantID: t.ID}, nil
+	if sub.State == subscriptions.Disabled {
+		if _, err := subs.Resume(ctx, t.ID, sub.ID); err != nil {
+			return nil, fmt.Errorf("enable the operator notifications' subscription again: %w", err)
+		}
+		log.Warn("the operator notifications' subscription was disabled (by an older version of Hookline): enabled again; "+
+			"notifications held meanwhile are sent now", "subscription_id", sub.ID, "url", sub.URL, "was", sub.DisabledReason)
+	}
+	return &Operator{pub: pub, q: q, tenantID: t.ID}, nil
+}
+
+// OperatorStatus is the operator notifications' subscription as /admin shows it.
+type OperatorStatus struct {
+	URL, State, DisabledReason, Circuit string
+	CircuitOpenedAt, FailingSince       *time.Time
+	// LastError is the newest failed attempt's status or error, at LastErrorAt (nil: none has failed).
+	LastError   string
+	LastErrorAt *time.Time
+	// Dead counts its dead deliveries, up to DeadUpTo.
+	Dead int
+}
+
+// DeadUpTo caps OperatorStatus.Dead.
+const DeadUpTo = 1000
+
+// OperatorStatus returns the operator subscription's state, or nil when operator notifications are off
+// (no HOOKLINE_OPERATOR_WEBHOOK_URL).
+func (s *Service) OperatorStatus(ctx context.Context) (*OperatorStatus, error) {
+	if s.o.Operator == nil {
+		return nil, nil
+	}
+	r, err := s.q.OperatorSubscriptionStatus(ctx, db.OperatorSubscriptionStatusParams{TenantID: s.o.Operator.tenantID, UpTo: DeadUpTo})
+	if err != nil {
+		return nil, fmt.Errorf("operator subscription: %w", err)
+	}
+	st := &OperatorStatus{URL: r.URL, State: r.State, DisabledReason: r.DisabledReason, Circuit: r.CircuitState,
+		CircuitOpenedAt: r.CircuitOpenedAt, FailingSince: r.FailingSince, LastError: r.LastError, Dead: int(r.Dead)}
+	if r.LastErrorAt.Unix() != 0 {
+		st.LastErrorAt = &r.LastErrorAt
+	}
+	return st, nil
 }
 
 // TenantID is the internal operator tenant's id.
