@@ -142,3 +142,29 @@ FROM subscriptions s
 WHERE s.tenant_id = sqlc.arg('tenant_id') AND s.deleted_at IS NULL
 ORDER BY s.created_at
 LIMIT 1;
+
+-- name: RecordIncidentOperatorEvent :exec
+-- The operator notification of an incident step, written in the transaction that claimed the step.
+INSERT INTO incident_operator_events (incident_id, kind, event_id) VALUES (sqlc.arg('incident_id'), sqlc.arg('kind'), sqlc.arg('event_id'))
+ON CONFLICT (incident_id, kind) DO NOTHING;
+
+-- name: IncidentStepEmails :many
+-- What the emails of each step of these incidents came to: sent (and when the last went), still queued or
+-- retrying (with the newest error), or set aside (never to be sent: no mail server, or given up).
+SELECT n.incident_id::uuid AS incident_id, n.kind,
+       count(*) FILTER (WHERE n.sent_at IS NOT NULL)::int AS sent,
+       coalesce(max(n.sent_at), 'epoch')::timestamptz AS last_sent_at,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at <> 'infinity')::int AS pending,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at = 'infinity')::int AS set_aside,
+       coalesce(max(n.last_error) FILTER (WHERE n.sent_at IS NULL), '')::text AS last_error
+FROM notifications n
+WHERE n.incident_id = ANY (sqlc.arg('incident_ids')::uuid[])
+GROUP BY n.incident_id, n.kind;
+
+-- name: IncidentStepOperatorDeliveries :many
+-- The operator notification of each step of these incidents and where its delivery is (state '' when the
+-- event is gone, or matched no subscription).
+SELECT o.incident_id, o.kind, coalesce(d.state, '')::text AS state, coalesce(d.last_attempt_at, 'epoch')::timestamptz AS last_attempt_at
+FROM incident_operator_events o
+LEFT JOIN LATERAL (SELECT w.state, w.last_attempt_at FROM webhook_deliveries w WHERE w.event_id = o.event_id LIMIT 1) d ON true
+WHERE o.incident_id = ANY (sqlc.arg('incident_ids')::uuid[]);
