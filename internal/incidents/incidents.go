@@ -109,6 +109,8 @@ type Incident struct {
 	// Waiting and FirstExpiry: the subscription's deliveries still waiting, and when the first expires.
 	Waiting     int        `json:"waiting"`
 	FirstExpiry *time.Time `json:"first_expiry"`
+	// Notices is what each step (by kind) sent; filled by OfSubscription.
+	Notices map[string]StepNotice `json:"-"`
 }
 
 func fromRow(r db.Incident) Incident {
@@ -365,7 +367,26 @@ func firstExpiry(t time.Time) *time.Time {
 	return &t
 }
 
-// OfSubscription returns a subscription's incidents, newest first.
+// NoMailServer is the last_error of emails the notifier set aside because HOOKLINE_SMTP_URL is empty
+// (defined here, where the pages read it; the notifier writes it).
+const NoMailServer = "no SMTP configured (HOOKLINE_SMTP_URL is empty): not sent"
+
+// StepNotice is what one step of an incident actually sent, read from the outbox and the operator's
+// deliveries (not from the step's claim).
+type StepNotice struct {
+	// Emails: sent (LastSentAt the newest), still queued or retrying (LastError the newest failure), and
+	// set aside, never to be sent (NoMailServer: for lack of HOOKLINE_SMTP_URL; otherwise given up).
+	Sent, Pending, SetAside int
+	LastSentAt              *time.Time
+	LastError               string
+	NoMailServer            bool
+	// Operator is the state of the step's operator notification delivery: "" when the step has none,
+	// "gone" when its event no longer exists (or matched no subscription), else a delivery state.
+	Operator   string
+	OperatorAt *time.Time
+}
+
+// OfSubscription returns a subscription's incidents, newest first, with what each step sent.
 func (s *Service) OfSubscription(ctx context.Context, tenantID, subscriptionID uuid.UUID, limit int) ([]Incident, error) {
 	rows, err := s.q.IncidentsOfSubscription(ctx, db.IncidentsOfSubscriptionParams{TenantID: tenantID,
 		SubscriptionID: subscriptionID, MaxRows: int32(limit)})
@@ -373,8 +394,57 @@ func (s *Service) OfSubscription(ctx context.Context, tenantID, subscriptionID u
 		return nil, fmt.Errorf("incidents: %w", err)
 	}
 	out := make([]Incident, 0, len(rows))
+	ids := make([]uuid.UUID, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, fromRow(r))
+		ids = append(ids, r.ID)
+	}
+	notices, err := s.notices(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Notices = notices[out[i].ID]
+	}
+	return out, nil
+}
+
+// notices reads what each step of these incidents sent, by incident and kind.
+func (s *Service) notices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]map[string]StepNotice, error) {
+	out := map[uuid.UUID]map[string]StepNotice{}
+	get := func(id uuid.UUID, kind string) StepNotice {
+		if out[id] == nil {
+			out[id] = map[string]StepNotice{}
+		}
+		return out[id][kind]
+	}
+	emails, err := s.q.IncidentStepEmails(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("incident emails: %w", err)
+	}
+	for _, r := range emails {
+		n := get(r.IncidentID, r.Kind)
+		n.Sent, n.Pending, n.SetAside, n.LastError = int(r.Sent), int(r.Pending), int(r.SetAside), r.LastError
+		if r.LastSentAt.Unix() != 0 {
+			n.LastSentAt = &r.LastSentAt
+		}
+		n.NoMailServer = r.SetAside > 0 && r.LastError == NoMailServer
+		out[r.IncidentID][r.Kind] = n
+	}
+	ops, err := s.q.IncidentStepOperatorDeliveries(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("incident operator notifications: %w", err)
+	}
+	for _, r := range ops {
+		n := get(r.IncidentID, r.Kind)
+		n.Operator = r.State
+		if n.Operator == "" {
+			n.Operator = "gone"
+		}
+		if r.LastAttemptAt.Unix() != 0 {
+			n.OperatorAt = &r.LastAttemptAt
+		}
+		out[r.IncidentID][r.Kind] = n
 	}
 	return out, nil
 }

@@ -100,6 +100,34 @@ func TestIncidentStepClaimAndTellCommitTogether(t *testing.T) {
 			if i, e, o := counts(); i != 1 || e != 2 || o != 1 {
 				t.Fatalf("after the next checks: %d incidents, %d emails, %d operator events; want 1, 2 (one per user), 1", i, e, o)
 			}
+
+			// What the step sent, as the pages read it: two emails queued, the operator's notification
+			// pending until its delivery is made, then delivered.
+			notice := func() incidents.StepNotice {
+				t.Helper()
+				list, err := inc.OfSubscription(ctx, tn.ID, sub.ID, 10)
+				if err != nil || len(list) != 1 {
+					t.Fatalf("incidents: %+v, %v", list, err)
+				}
+				return list[0].Notices[incidents.KindOpened]
+			}
+			if n := notice(); n.Pending != 2 || n.Sent != 0 || n.SetAside != 0 || n.Operator != "pending" {
+				t.Fatalf("opened step before anything was sent: %+v", n)
+			}
+			w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), delivery.DefaultRetryPolicy,
+				delivery.WorkerOptions{Now: clk, Logger: slog.New(slog.DiscardHandler)})
+			for {
+				n, err := w.RunOnce(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+			}
+			if n := notice(); n.Operator != "delivered" || n.OperatorAt == nil {
+				t.Fatalf("opened step after the operator's delivery: %+v", n)
+			}
 		})
 	}
 }
