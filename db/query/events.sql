@@ -10,6 +10,10 @@
 -- earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads
 -- the first answer (PublishedDeliveries). Keys are inserted in (tenant, key) order, so two batches that
 -- share keys wait for each other instead of deadlocking.
+-- A subscription wants a type when its list is empty, names the type, or names a prefix pattern that
+-- covers it ("invoice.*" covers every type starting with "invoice."): wanted_by lists, for each event, its
+-- type and every pattern that covers it (at most one per dot of the type), so the test against each of the
+-- tenant's subscriptions is one array overlap, whatever the number of patterns.
 WITH input AS (
     -- Several unnest calls in one select list are zipped row by row.
     SELECT unnest(sqlc.arg('ids')::uuid[]) AS id, unnest(sqlc.arg('tenant_ids')::uuid[]) AS tenant_id,
@@ -18,6 +22,12 @@ WITH input AS (
            unnest(sqlc.arg('request_hashes')::bytea[]) AS request_hash,
            unnest(sqlc.arg('only_subscription_ids')::uuid[]) AS only_subscription_id,
            unnest(sqlc.arg('created_at')::timestamptz[]) AS created_at, unnest(sqlc.arg('give_up_at')::timestamptz[]) AS give_up_at
+), typed AS MATERIALIZED (
+    -- Materialized: inlined, the patterns would be worked out again for every subscription row.
+    SELECT i.*, ARRAY[i.event_type] || ARRAY(
+               SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
+               WHERE substr(i.event_type, p, 1) = '.') AS wanted_by
+    FROM input i
 ), ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
     SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
@@ -28,10 +38,10 @@ WITH input AS (
 ), matching AS (
     SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, s.id AS subscription_id,
            s.created_at AS subscription_created_at
-    FROM ev JOIN input i ON i.id = ev.id
+    FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
-         AND (cardinality(s.event_types) = 0 OR i.event_type = ANY (s.event_types))))
+         AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at)

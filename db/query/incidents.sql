@@ -122,3 +122,49 @@ INSERT INTO tenants (name, internal) VALUES (sqlc.arg('name'), true) RETURNING *
 -- name: GetSubscriptionAny :one
 -- A subscription by id alone, deleted or not: incident messages name the endpoint that failed.
 SELECT * FROM subscriptions WHERE id = sqlc.arg('id');
+
+-- name: OperatorSubscriptionStatus :one
+-- The operator notifications' subscription as /admin shows it: its state and circuit, since when it has
+-- only failed, its newest failed attempt (last_error_at 'epoch' when none) and its dead deliveries (at
+-- most @up_to counted).
+SELECT s.id, s.url, s.state, s.disabled_reason, s.circuit_state, s.circuit_opened_at, s.failing_since,
+       coalesce((SELECT CASE WHEN a.status IS NOT NULL THEN 'HTTP ' || a.status::text ELSE a.error END
+                 FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), '')::text AS last_error,
+       coalesce((SELECT a.started_at FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), 'epoch')::timestamptz AS last_error_at,
+       (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d
+                              WHERE d.subscription_id = s.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+                              LIMIT sqlc.arg('up_to')::int) x)::int AS dead
+FROM subscriptions s
+WHERE s.tenant_id = sqlc.arg('tenant_id') AND s.deleted_at IS NULL
+ORDER BY s.created_at
+LIMIT 1;
+
+-- name: RecordIncidentOperatorEvent :exec
+-- The operator notification of an incident step, written in the transaction that claimed the step.
+INSERT INTO incident_operator_events (incident_id, kind, event_id) VALUES (sqlc.arg('incident_id'), sqlc.arg('kind'), sqlc.arg('event_id'))
+ON CONFLICT (incident_id, kind) DO NOTHING;
+
+-- name: IncidentStepEmails :many
+-- What the emails of each step of these incidents came to: sent (and when the last went), still queued or
+-- retrying (with the newest error), or set aside (never to be sent: no mail server, or given up).
+SELECT n.incident_id::uuid AS incident_id, n.kind,
+       count(*) FILTER (WHERE n.sent_at IS NOT NULL)::int AS sent,
+       coalesce(max(n.sent_at), 'epoch')::timestamptz AS last_sent_at,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at <> 'infinity')::int AS pending,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at = 'infinity')::int AS set_aside,
+       coalesce(max(n.last_error) FILTER (WHERE n.sent_at IS NULL), '')::text AS last_error
+FROM notifications n
+WHERE n.incident_id = ANY (sqlc.arg('incident_ids')::uuid[])
+GROUP BY n.incident_id, n.kind;
+
+-- name: IncidentStepOperatorDeliveries :many
+-- The operator notification of each step of these incidents and where its delivery is (state '' when the
+-- event is gone, or matched no subscription).
+SELECT o.incident_id, o.kind, coalesce(d.state, '')::text AS state, coalesce(d.last_attempt_at, 'epoch')::timestamptz AS last_attempt_at
+FROM incident_operator_events o
+LEFT JOIN LATERAL (SELECT w.state, w.last_attempt_at FROM webhook_deliveries w WHERE w.event_id = o.event_id LIMIT 1) d ON true
+WHERE o.incident_id = ANY (sqlc.arg('incident_ids')::uuid[]);

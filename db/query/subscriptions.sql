@@ -18,10 +18,18 @@ SELECT * FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND delete
 SELECT * FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL ORDER BY created_at, id;
 
 -- name: UpdateSubscription :one
+-- PATCH in one statement: a NULL argument leaves its column as the row has it now, so two concurrent
+-- PATCHes of different fields both stick (a read-then-write would put back the other's old value).
+-- clear_rate_limit removes the limit (rate_limit_per_second: null or 0).
 UPDATE subscriptions
-SET url = @url, description = @description, event_types = @event_types, headers = @headers,
-    rate_limit_per_second = @rate_limit_per_second, updated_at = now()
-WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL
+SET url = coalesce(sqlc.narg('url'), url),
+    description = coalesce(sqlc.narg('description'), description),
+    event_types = coalesce(sqlc.narg('event_types')::text[], event_types),
+    headers = coalesce(sqlc.narg('headers')::jsonb, headers),
+    rate_limit_per_second = CASE WHEN sqlc.arg('clear_rate_limit')::bool THEN NULL
+                                 ELSE coalesce(sqlc.narg('rate_limit_per_second'), rate_limit_per_second) END,
+    updated_at = now()
+WHERE id = sqlc.arg('id') AND tenant_id = sqlc.arg('tenant_id') AND deleted_at IS NULL
 RETURNING *;
 
 -- name: SetSubscriptionState :one
@@ -44,10 +52,12 @@ RETURNING *;
 -- Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
 -- failing_since is kept by the statement that records attempts (CompleteAttempts). The rows are locked in
 -- id order first, as the claim and the completions lock them: updated in scan order, they deadlocked with
--- a claim holding some of them.
+-- a claim holding some of them. Internal tenants' subscriptions (the operator's notifications) are never
+-- disabled: nothing would enable them again.
 WITH ordered AS (
     SELECT id FROM subscriptions
     WHERE state = 'active' AND deleted_at IS NULL AND failing_since < sqlc.arg('failing_before')::timestamptz
+      AND tenant_id NOT IN (SELECT t.id FROM tenants t WHERE t.internal)
     ORDER BY id FOR NO KEY UPDATE
 )
 UPDATE subscriptions s

@@ -249,8 +249,12 @@ WITH r AS (
             WHEN s.circuit_state = 'closed' AND s.consecutive_failures + p.transient >= $15::int
                 THEN $14::timestamptz + make_interval(0, 0, 0, 0, 0, 0, $16::int / 1000.0)
             ELSE s.circuit_probe_at END,
-        state = CASE WHEN p.gone AND s.deleted_at IS NULL THEN 'disabled' ELSE s.state END,
+        -- A 410 disables the subscription, except an internal tenant's (the operator's notifications), which
+        -- nothing would enable again: for it the 410 fails that delivery only.
+        state = CASE WHEN p.gone AND s.deleted_at IS NULL AND NOT (SELECT t.internal FROM tenants t WHERE t.id = s.tenant_id)
+            THEN 'disabled' ELSE s.state END,
         disabled_reason = CASE WHEN p.gone AND s.deleted_at IS NULL AND s.state <> 'disabled'
+                               AND NOT (SELECT t.internal FROM tenants t WHERE t.id = s.tenant_id)
             THEN 'The endpoint answered 410 Gone: it says it no longer exists. Resume the subscription once it is back.'
             ELSE s.disabled_reason END
     FROM changing p, ordered l

@@ -442,6 +442,99 @@ func (q *Queries) GetSubscriptionAny(ctx context.Context, id uuid.UUID) (Subscri
 	return i, err
 }
 
+const incidentStepEmails = `-- name: IncidentStepEmails :many
+SELECT n.incident_id::uuid AS incident_id, n.kind,
+       count(*) FILTER (WHERE n.sent_at IS NOT NULL)::int AS sent,
+       coalesce(max(n.sent_at), 'epoch')::timestamptz AS last_sent_at,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at <> 'infinity')::int AS pending,
+       count(*) FILTER (WHERE n.sent_at IS NULL AND n.next_attempt_at = 'infinity')::int AS set_aside,
+       coalesce(max(n.last_error) FILTER (WHERE n.sent_at IS NULL), '')::text AS last_error
+FROM notifications n
+WHERE n.incident_id = ANY ($1::uuid[])
+GROUP BY n.incident_id, n.kind
+`
+
+type IncidentStepEmailsRow struct {
+	IncidentID uuid.UUID
+	Kind       string
+	Sent       int32
+	LastSentAt time.Time
+	Pending    int32
+	SetAside   int32
+	LastError  string
+}
+
+// What the emails of each step of these incidents came to: sent (and when the last went), still queued or
+// retrying (with the newest error), or set aside (never to be sent: no mail server, or given up).
+func (q *Queries) IncidentStepEmails(ctx context.Context, incidentIds []uuid.UUID) ([]IncidentStepEmailsRow, error) {
+	rows, err := q.db.Query(ctx, incidentStepEmails, incidentIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []IncidentStepEmailsRow{}
+	for rows.Next() {
+		var i IncidentStepEmailsRow
+		if err := rows.Scan(
+			&i.IncidentID,
+			&i.Kind,
+			&i.Sent,
+			&i.LastSentAt,
+			&i.Pending,
+			&i.SetAside,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const incidentStepOperatorDeliveries = `-- name: IncidentStepOperatorDeliveries :many
+SELECT o.incident_id, o.kind, coalesce(d.state, '')::text AS state, coalesce(d.last_attempt_at, 'epoch')::timestamptz AS last_attempt_at
+FROM incident_operator_events o
+LEFT JOIN LATERAL (SELECT w.state, w.last_attempt_at FROM webhook_deliveries w WHERE w.event_id = o.event_id LIMIT 1) d ON true
+WHERE o.incident_id = ANY ($1::uuid[])
+`
+
+type IncidentStepOperatorDeliveriesRow struct {
+	IncidentID    uuid.UUID
+	Kind          string
+	State         string
+	LastAttemptAt time.Time
+}
+
+// The operator notification of each step of these incidents and where its delivery is (state ” when the
+// event is gone, or matched no subscription).
+func (q *Queries) IncidentStepOperatorDeliveries(ctx context.Context, incidentIds []uuid.UUID) ([]IncidentStepOperatorDeliveriesRow, error) {
+	rows, err := q.db.Query(ctx, incidentStepOperatorDeliveries, incidentIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []IncidentStepOperatorDeliveriesRow{}
+	for rows.Next() {
+		var i IncidentStepOperatorDeliveriesRow
+		if err := rows.Scan(
+			&i.IncidentID,
+			&i.Kind,
+			&i.State,
+			&i.LastAttemptAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const incidentWaiting = `-- name: IncidentWaiting :one
 SELECT count(*)::int AS waiting, coalesce(min(give_up_at), 'epoch')::timestamptz AS first_expiry
 FROM webhook_deliveries
@@ -617,6 +710,80 @@ func (q *Queries) OpenIncidentsOfTenant(ctx context.Context, tenantID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const operatorSubscriptionStatus = `-- name: OperatorSubscriptionStatus :one
+SELECT s.id, s.url, s.state, s.disabled_reason, s.circuit_state, s.circuit_opened_at, s.failing_since,
+       coalesce((SELECT CASE WHEN a.status IS NOT NULL THEN 'HTTP ' || a.status::text ELSE a.error END
+                 FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), '')::text AS last_error,
+       coalesce((SELECT a.started_at FROM webhook_attempts a
+                 WHERE a.subscription_id = s.id AND a.outcome <> 'delivered'
+                 ORDER BY a.started_at DESC LIMIT 1), 'epoch')::timestamptz AS last_error_at,
+       (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d
+                              WHERE d.subscription_id = s.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+                              LIMIT $1::int) x)::int AS dead
+FROM subscriptions s
+WHERE s.tenant_id = $2 AND s.deleted_at IS NULL
+ORDER BY s.created_at
+LIMIT 1
+`
+
+type OperatorSubscriptionStatusParams struct {
+	UpTo     int32
+	TenantID uuid.UUID
+}
+
+type OperatorSubscriptionStatusRow struct {
+	ID              uuid.UUID
+	URL             string
+	State           string
+	DisabledReason  string
+	CircuitState    string
+	CircuitOpenedAt *time.Time
+	FailingSince    *time.Time
+	LastError       string
+	LastErrorAt     time.Time
+	Dead            int32
+}
+
+// The operator notifications' subscription as /admin shows it: its state and circuit, since when it has
+// only failed, its newest failed attempt (last_error_at 'epoch' when none) and its dead deliveries (at
+// most @up_to counted).
+func (q *Queries) OperatorSubscriptionStatus(ctx context.Context, arg OperatorSubscriptionStatusParams) (OperatorSubscriptionStatusRow, error) {
+	row := q.db.QueryRow(ctx, operatorSubscriptionStatus, arg.UpTo, arg.TenantID)
+	var i OperatorSubscriptionStatusRow
+	err := row.Scan(
+		&i.ID,
+		&i.URL,
+		&i.State,
+		&i.DisabledReason,
+		&i.CircuitState,
+		&i.CircuitOpenedAt,
+		&i.FailingSince,
+		&i.LastError,
+		&i.LastErrorAt,
+		&i.Dead,
+	)
+	return i, err
+}
+
+const recordIncidentOperatorEvent = `-- name: RecordIncidentOperatorEvent :exec
+INSERT INTO incident_operator_events (incident_id, kind, event_id) VALUES ($1, $2, $3)
+ON CONFLICT (incident_id, kind) DO NOTHING
+`
+
+type RecordIncidentOperatorEventParams struct {
+	IncidentID uuid.UUID
+	Kind       string
+	EventID    uuid.UUID
+}
+
+// The operator notification of an incident step, written in the transaction that claimed the step.
+func (q *Queries) RecordIncidentOperatorEvent(ctx context.Context, arg RecordIncidentOperatorEventParams) error {
+	_, err := q.db.Exec(ctx, recordIncidentOperatorEvent, arg.IncidentID, arg.Kind, arg.EventID)
+	return err
 }
 
 const tenantUserEmails = `-- name: TenantUserEmails :many

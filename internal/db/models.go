@@ -55,6 +55,12 @@ type Incident struct {
 	ExpiredCount       int32
 }
 
+type IncidentOperatorEvent struct {
+	IncidentID uuid.UUID
+	Kind       string
+	EventID    uuid.UUID
+}
+
 type LoginThrottle struct {
 	Key       string
 	AllowedAt time.Time

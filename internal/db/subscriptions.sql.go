@@ -338,6 +338,7 @@ const disableFailingSubscriptions = `-- name: DisableFailingSubscriptions :many
 WITH ordered AS (
     SELECT id FROM subscriptions
     WHERE state = 'active' AND deleted_at IS NULL AND failing_since < $3::timestamptz
+      AND tenant_id NOT IN (SELECT t.id FROM tenants t WHERE t.internal)
     ORDER BY id FOR NO KEY UPDATE
 )
 UPDATE subscriptions s
@@ -366,7 +367,8 @@ type DisableFailingSubscriptionsRow struct {
 // Auto-disable: active subscriptions whose attempts have only failed since before @failing_before.
 // failing_since is kept by the statement that records attempts (CompleteAttempts). The rows are locked in
 // id order first, as the claim and the completions lock them: updated in scan order, they deadlocked with
-// a claim holding some of them.
+// a claim holding some of them. Internal tenants' subscriptions (the operator's notifications) are never
+// disabled: nothing would enable them again.
 func (q *Queries) DisableFailingSubscriptions(ctx context.Context, arg DisableFailingSubscriptionsParams) ([]DisableFailingSubscriptionsRow, error) {
 	rows, err := q.db.Query(ctx, disableFailingSubscriptions, arg.Now, arg.AfterText, arg.FailingBefore)
 	if err != nil {
@@ -692,28 +694,38 @@ func (q *Queries) TakeResendToken(ctx context.Context, arg TakeResendTokenParams
 
 const updateSubscription = `-- name: UpdateSubscription :one
 UPDATE subscriptions
-SET url = $1, description = $2, event_types = $3, headers = $4,
-    rate_limit_per_second = $5, updated_at = now()
-WHERE id = $6 AND tenant_id = $7 AND deleted_at IS NULL
+SET url = coalesce($1, url),
+    description = coalesce($2, description),
+    event_types = coalesce($3::text[], event_types),
+    headers = coalesce($4::jsonb, headers),
+    rate_limit_per_second = CASE WHEN $5::bool THEN NULL
+                                 ELSE coalesce($6, rate_limit_per_second) END,
+    updated_at = now()
+WHERE id = $7 AND tenant_id = $8 AND deleted_at IS NULL
 RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
 `
 
 type UpdateSubscriptionParams struct {
-	URL                string
-	Description        string
+	URL                *string
+	Description        *string
 	EventTypes         []string
 	Headers            []byte
+	ClearRateLimit     bool
 	RateLimitPerSecond *int32
 	ID                 uuid.UUID
 	TenantID           uuid.UUID
 }
 
+// PATCH in one statement: a NULL argument leaves its column as the row has it now, so two concurrent
+// PATCHes of different fields both stick (a read-then-write would put back the other's old value).
+// clear_rate_limit removes the limit (rate_limit_per_second: null or 0).
 func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscriptionParams) (Subscription, error) {
 	row := q.db.QueryRow(ctx, updateSubscription,
 		arg.URL,
 		arg.Description,
 		arg.EventTypes,
 		arg.Headers,
+		arg.ClearRateLimit,
 		arg.RateLimitPerSecond,
 		arg.ID,
 		arg.TenantID,

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -107,6 +108,37 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 	// Counted after the commit: a rolled-back publish accepted nothing.
 	if p.Metrics != nil {
 		p.Metrics.EventsPublished.Inc()
+	}
+	return out, nil
+}
+
+// PublishTx stores an event and its deliveries in the caller's transaction, so that they exist exactly
+// when the rest of it commits (an outbox: incident steps and their operator notifications). It takes no
+// Idempotency-Key: the transaction is the guard. The workers are woken at commit (NOTIFY in the
+// transaction), never before the rows are visible.
+func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (Published, error) {
+	if in.IdempotencyKey != "" {
+		return Published{}, fault.Invalid("PublishTx takes no Idempotency-Key")
+	}
+	ev, err := p.prepare(in)
+	if err != nil {
+		return Published{}, err
+	}
+	q := db.New(tx)
+	rows, err := q.PublishEvents(ctx, publishParams([]storedEvent{ev}))
+	if err != nil {
+		return Published{}, fmt.Errorf("publish: store event: %w", err)
+	}
+	out := Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	for _, r := range rows {
+		if r.DeliveryID != uuid.Nil {
+			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
+		}
+	}
+	if len(out.Deliveries) > 0 {
+		if err := q.NotifyDeliveriesReady(ctx); err != nil {
+			return Published{}, fmt.Errorf("publish: notify: %w", err)
+		}
 	}
 	return out, nil
 }

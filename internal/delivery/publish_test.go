@@ -11,6 +11,8 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/testdb"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestPublishFansOutToMatchingSubscriptionsOnly(t *testing.T) {
@@ -235,4 +237,98 @@ func TestPublishBatch(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM events"); n != 8 {
 		t.Errorf("%d events stored, want 8", n)
 	}
+}
+
+// A subscription's "<prefix>.*" takes every type that starts with "<prefix>." (and no other), alone or
+// beside exact types, deeper patterns and other tenants' subscriptions alike, through a lone publish and
+// through a batch.
+func TestPublishFansOutToPrefixPatterns(t *testing.T) {
+	e := setup(t)
+	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
+	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
+	invoices, _ := e.subscribe("http://127.0.0.1:1/invoices", types("invoice.*"))
+	mixed, _ := e.subscribe("http://127.0.0.1:1/mixed", types("invoice.paid", "customer.*"))
+	created, _ := e.subscribe("http://127.0.0.1:1/created", types("invoice.created"))
+	lines, _ := e.subscribe("http://127.0.0.1:1/lines", types("invoice.line.*", "other.thing"))
+	other := setupOtherTenant(t, e)
+	other.subscribe("http://127.0.0.1:1/other", types("invoice.*"))
+	want := map[string][]uuid.UUID{ // by event type: the subscriptions it goes to, in creation order
+		"invoice.paid":       {all.ID, invoices.ID, mixed.ID},
+		"invoice.created":    {all.ID, invoices.ID, created.ID},
+		"invoicex.paid":      {all.ID},
+		"customer.created":   {all.ID, mixed.ID},
+		"invoice.line.added": {all.ID, invoices.ID, lines.ID},
+		"invoice":            {all.ID},
+		"line.added":         {all.ID},
+	}
+	order := []string{"invoice.paid", "invoice.created", "invoicex.paid", "customer.created", "invoice.line.added", "invoice", "line.added"}
+
+	for _, typ := range order {
+		p := e.publish(typ, `{}`)
+		var got []uuid.UUID
+		for _, d := range p.Deliveries {
+			got = append(got, uuid.MustParse(d.SubscriptionID))
+		}
+		if !reflect.DeepEqual(got, want[typ]) {
+			t.Errorf("publish %s went to %v, want %v", typ, got, want[typ])
+		}
+	}
+
+	var batch []delivery.PublishInput
+	for _, typ := range order {
+		batch = append(batch, delivery.PublishInput{TenantID: e.tenant, EventType: typ, Payload: json.RawMessage(`{}`)})
+	}
+	for i, got := range e.pub.PublishTogether(batch...) {
+		if got.Err != nil || !got.Stored || !reflect.DeepEqual(got.Deliveries, want[order[i]]) {
+			t.Errorf("batched publish %s: deliveries %v, err %v; want %v", order[i], got.Deliveries, got.Err, want[order[i]])
+		}
+	}
+	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1", other.tenant); n != 0 {
+		t.Errorf("another tenant's invoice.* subscription got %d deliveries", n)
+	}
+}
+
+// The fan-out finds the tenant's subscriptions through subscriptions_tenant_idx, patterns or not: a
+// tenant's publish never reads the other tenants' subscriptions, and each subscription row costs one array
+// overlap (the patterns an event type matches are worked out once per event, not per subscription).
+func TestPublishFanOutUsesTenantIndex(t *testing.T) {
+	e := setup(t)
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO tenants (name) SELECT 't' || g FROM generate_series(1, 2000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO subscriptions (tenant_id, url, event_types)
+		SELECT t.id, 'https://example.com/' || g, ARRAY['invoice.*', 'customer.created']
+		FROM tenants t CROSS JOIN generate_series(1, 5) g WHERE t.id <> $1`, e.tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, "ANALYZE tenants, subscriptions"); err != nil {
+		t.Fatal(err)
+	}
+	e.subscribe("http://127.0.0.1:1/invoices", subscriptions.Input{EventTypes: &[]string{"invoice.*"}})
+
+	tr := testdb.RecordStatements("PublishEvents")
+	cfg := e.pool.Config()
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	pub := delivery.NewPublisher(pool, e.policy, e.clock.Now)
+	p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "invoice.line.added", Payload: json.RawMessage(`{}`)})
+	if err != nil || len(p.Deliveries) != 1 {
+		t.Fatalf("publish: %+v, %v", p, err)
+	}
+	sql, args := tr.Last(t, "PublishEvents")
+	conn, err := pool.Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	text := testdb.Explain(t, conn.Conn(), sql, args...)
+	if !strings.Contains(text, "subscriptions_tenant_idx") || strings.Contains(text, "Seq Scan on subscriptions") ||
+		!strings.Contains(text, "event_types && i_2.wanted_by") {
+		t.Errorf("the fan-out does not find the tenant's subscriptions by index:\n%s", text)
+	}
+	t.Logf("PublishEvents plan:\n%s", text)
 }

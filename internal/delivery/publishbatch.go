@@ -100,20 +100,11 @@ func (p *Publisher) writeBatches() {
 func (p *Publisher) writeBatch(batch []*publishRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	var params db.PublishEventsParams
-	for _, r := range batch {
-		e := r.event
-		params.Ids = append(params.Ids, e.id)
-		params.TenantIds = append(params.TenantIds, e.tenantID)
-		params.EventTypes = append(params.EventTypes, e.eventType)
-		params.Bodies = append(params.Bodies, e.body)
-		params.IdempotencyKeys = append(params.IdempotencyKeys, e.idempotencyKey)
-		params.RequestHashes = append(params.RequestHashes, e.requestHash)
-		params.OnlySubscriptionIds = append(params.OnlySubscriptionIds, e.onlySubscription)
-		params.CreatedAt = append(params.CreatedAt, e.createdAt)
-		params.GiveUpAt = append(params.GiveUpAt, e.giveUpAt)
+	events := make([]storedEvent, len(batch))
+	for i, r := range batch {
+		events[i] = r.event
 	}
-	rows, err := db.New(p.pool).PublishEvents(ctx, params)
+	rows, err := db.New(p.pool).PublishEvents(ctx, publishParams(events))
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
 			p.writeBatch([]*publishRequest{r})
@@ -128,4 +119,21 @@ func (p *Publisher) writeBatch(batch []*publishRequest) {
 		r.rows, r.err = byEvent[r.event.id], err
 		close(r.done)
 	}
+}
+
+// publishParams zips events into PublishEvents' arrays.
+func publishParams(events []storedEvent) db.PublishEventsParams {
+	var params db.PublishEventsParams
+	for _, e := range events {
+		params.Ids = append(params.Ids, e.id)
+		params.TenantIds = append(params.TenantIds, e.tenantID)
+		params.EventTypes = append(params.EventTypes, e.eventType)
+		params.Bodies = append(params.Bodies, e.body)
+		params.IdempotencyKeys = append(params.IdempotencyKeys, e.idempotencyKey)
+		params.RequestHashes = append(params.RequestHashes, e.requestHash)
+		params.OnlySubscriptionIds = append(params.OnlySubscriptionIds, e.onlySubscription)
+		params.CreatedAt = append(params.CreatedAt, e.createdAt)
+		params.GiveUpAt = append(params.GiveUpAt, e.giveUpAt)
+	}
+	return params
 }

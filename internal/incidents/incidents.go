@@ -4,9 +4,9 @@
 // opened, a day later, before its first waiting delivery expires, and after deliveries expired (a summary of
 // what was lost); a 2xx ends it. Check finds them, run by the maintenance leader every few seconds; each
 // step is claimed by one SQL statement (a timestamp set where it was NULL), so several processes tell it
-// once. Telling is queued, not done inline: customer emails go to the notifications outbox (sent and
-// retried by the notifier), operator notifications are published as events of an internal tenant, so the
-// delivery engine signs, retries and dead-letters them like any other.
+// once. Telling is queued, not done inline, in the claim's transaction: customer emails go to the
+// notifications outbox (sent and retried by the notifier), operator notifications are published as events
+// of an internal tenant, so the delivery engine signs, retries and dead-letters them like any other.
 package incidents
 
 import (
@@ -73,6 +73,9 @@ type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 	o    Options
+	// afterClaim, set by tests, runs in a step's transaction between its claim and what it tells: an
+	// error there is a crash between the two.
+	afterClaim func(ctx context.Context, kind string) error
 }
 
 // New returns the Service.
@@ -106,6 +109,8 @@ type Incident struct {
 	// Waiting and FirstExpiry: the subscription's deliveries still waiting, and when the first expires.
 	Waiting     int        `json:"waiting"`
 	FirstExpiry *time.Time `json:"first_expiry"`
+	// Notices is what each step (by kind) sent; filled by OfSubscription.
+	Notices map[string]StepNotice `json:"-"`
 }
 
 func fromRow(r db.Incident) Incident {
@@ -115,57 +120,77 @@ func fromRow(r db.Incident) Incident {
 }
 
 // Check applies every rule once: opens and ends incidents, claims due steps, and queues what they tell.
-// Safe to run from several processes at once (each step is claimed in SQL), though the maintenance leader
-// is the one that runs it.
+// Each kind of step is claimed and told in one transaction (an outbox): its emails and its operator
+// notification are queued exactly when the claim commits, so a crash or an error in between leaves the
+// step unclaimed for the next check rather than claimed and never told. Safe to run from several
+// processes at once (each step is claimed in SQL), though the maintenance leader is the one that runs it.
 func (s *Service) Check(ctx context.Context) error {
 	now := s.o.Now()
-	opened, err := s.q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After)})
-	if err != nil {
+	if err := s.step(ctx, KindOpened, func(q *db.Queries) ([]toldStep, error) {
+		rows, err := q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After)})
+		out := make([]toldStep, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, toldStep{in: fromRow(r), kind: KindOpened, event: EventFailing})
+		}
+		return out, err
+	}); err != nil {
 		return fmt.Errorf("open incidents: %w", err)
 	}
-	for _, r := range opened {
-		s.tell(ctx, fromRow(r), KindOpened, EventFailing, nil)
-	}
-	ended, err := s.q.EndIncidents(ctx, now)
-	if err != nil {
+	if err := s.step(ctx, KindEnded, func(q *db.Queries) ([]toldStep, error) {
+		rows, err := q.EndIncidents(ctx, now)
+		out := make([]toldStep, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, toldStep{in: fromRow(r), kind: KindEnded, event: EventRecovered})
+		}
+		return out, err
+	}); err != nil {
 		return fmt.Errorf("end incidents: %w", err)
 	}
-	for _, r := range ended {
-		s.tell(ctx, fromRow(r), KindEnded, EventRecovered, nil)
-	}
-	day, err := s.q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter)})
-	if err != nil {
+	if err := s.step(ctx, KindDay, func(q *db.Queries) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter)})
+		out := make([]toldStep, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, toldStep{in: fromRow(r), kind: KindDay})
+		}
+		return out, err
+	}); err != nil {
 		return fmt.Errorf("incident day steps: %w", err)
 	}
-	for _, r := range day {
-		s.tell(ctx, fromRow(r), KindDay, "", nil)
-	}
-	expiring, err := s.q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning)})
-	if err != nil {
+	if err := s.step(ctx, KindExpiring, func(q *db.Queries) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning)})
+		out := make([]toldStep, 0, len(rows))
+		for _, r := range rows {
+			in := fromRow(db.Incident{ID: r.ID, TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, FailingSince: r.FailingSince,
+				OpenedAt: r.OpenedAt, EndedAt: r.EndedAt, DayNotifiedAt: r.DayNotifiedAt, ExpiringNotifiedAt: r.ExpiringNotifiedAt,
+				ExpiredNotifiedAt: r.ExpiredNotifiedAt, ExpiredCount: r.ExpiredCount})
+			out = append(out, toldStep{in: in, kind: KindExpiring})
+		}
+		return out, err
+	}); err != nil {
 		return fmt.Errorf("incident expiring steps: %w", err)
 	}
-	for _, r := range expiring {
-		in := fromRow(db.Incident{ID: r.ID, TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, FailingSince: r.FailingSince,
-			OpenedAt: r.OpenedAt, EndedAt: r.EndedAt, DayNotifiedAt: r.DayNotifiedAt, ExpiringNotifiedAt: r.ExpiringNotifiedAt,
-			ExpiredNotifiedAt: r.ExpiredNotifiedAt, ExpiredCount: r.ExpiredCount})
-		s.tell(ctx, in, KindExpiring, "", nil)
-	}
-	expired, err := s.q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle)})
-	if err != nil {
-		return fmt.Errorf("incident expired steps: %w", err)
-	}
-	for _, r := range expired {
-		in := fromRow(r)
-		lost, err := s.q.ExpiredEventsOfIncident(ctx, db.ExpiredEventsOfIncidentParams{SubscriptionID: in.SubscriptionID,
-			Since: in.FailingSince, MaxRows: LostEvents})
+	if err := s.step(ctx, KindExpired, func(q *db.Queries) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle)})
 		if err != nil {
-			return fmt.Errorf("expired events: %w", err)
+			return nil, err
 		}
-		events := make([]map[string]string, 0, len(lost))
-		for _, e := range lost {
-			events = append(events, map[string]string{"event_id": e.EventID.String(), "event_type": e.EventType})
+		out := make([]toldStep, 0, len(rows))
+		for _, r := range rows {
+			in := fromRow(r)
+			lost, err := q.ExpiredEventsOfIncident(ctx, db.ExpiredEventsOfIncidentParams{SubscriptionID: in.SubscriptionID,
+				Since: in.FailingSince, MaxRows: LostEvents})
+			if err != nil {
+				return nil, fmt.Errorf("expired events: %w", err)
+			}
+			events := make([]map[string]string, 0, len(lost))
+			for _, e := range lost {
+				events = append(events, map[string]string{"event_id": e.EventID.String(), "event_type": e.EventType})
+			}
+			out = append(out, toldStep{in: in, kind: KindExpired, extra: map[string]any{"expired": in.ExpiredCount, "last_events": events}})
 		}
-		s.tell(ctx, in, KindExpired, "", map[string]any{"expired": in.ExpiredCount, "last_events": events})
+		return out, nil
+	}); err != nil {
+		return fmt.Errorf("incident expired steps: %w", err)
 	}
 	if s.o.Operator != nil {
 		if err := s.operatorChecks(ctx, now); err != nil {
@@ -175,52 +200,109 @@ func (s *Service) Check(ctx context.Context) error {
 	return nil
 }
 
-// operatorChecks sends the operator notifications that are not incident steps: disabled subscriptions,
-// and deliveries that expired (at most one per subscription per ExhaustedEvery, with a count).
-func (s *Service) operatorChecks(ctx context.Context, now time.Time) error {
-	disabled, err := s.q.ClaimDisabledNotices(ctx, now)
-	if err != nil {
-		return fmt.Errorf("disabled subscriptions: %w", err)
-	}
-	for _, d := range disabled {
-		s.publish(ctx, EventDisabled, map[string]any{"tenant_id": d.TenantID, "subscription_id": d.ID, "url": d.URL,
-			"reason": d.DisabledReason})
-	}
-	// One watermark for all subscriptions, moved at most every ExhaustedEvery: each report covers the
-	// expiries since the last one, so no subscription gets more than one a minute.
-	until := now.Truncate(ExhaustedEvery)
-	prev, err := s.q.AdvanceOperatorWatermark(ctx, db.AdvanceOperatorWatermarkParams{Name: "deliveries.exhausted", Until: until})
-	if err != nil {
-		return fmt.Errorf("exhausted watermark: %w", err)
-	}
-	if !prev.Before(until) {
+// toldStep is a claimed step and what telling it takes: the operator event type (none for some steps)
+// and extra message data.
+type toldStep struct {
+	in          Incident
+	kind, event string
+	extra       map[string]any
+}
+
+// step claims steps of one kind and queues what they tell, in one transaction: all of it commits, or
+// none of it and the steps are claimed again by the next check.
+func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Queries) ([]toldStep, error)) error {
+	var told []toldStep
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		steps, err := claim(q)
+		if err != nil {
+			return err
+		}
+		if s.afterClaim != nil && len(steps) > 0 {
+			if err := s.afterClaim(ctx, kind); err != nil {
+				return err
+			}
+		}
+		for _, st := range steps {
+			if err := s.tell(ctx, tx, q, st); err != nil {
+				return err
+			}
+		}
+		told = steps
 		return nil
-	}
-	rows, err := s.q.ExhaustedSince(ctx, db.ExhaustedSinceParams{Since: prev, Until: until})
+	})
 	if err != nil {
-		return fmt.Errorf("exhausted deliveries: %w", err)
+		return err
 	}
-	for _, r := range rows {
-		s.publish(ctx, EventExhausted, map[string]any{"tenant_id": r.TenantID, "subscription_id": r.SubscriptionID,
-			"url": r.URL, "expired": r.Expired, "from": prev, "to": until})
+	for _, st := range told {
+		s.o.Log.Warn("incident step", "kind", st.kind, "incident_id", st.in.ID, "subscription_id", st.in.SubscriptionID,
+			"tenant_id", st.in.TenantID)
 	}
 	return nil
 }
 
-// tell queues a step: an email to every dashboard user of the tenant, and (for the steps that have one) an
-// operator notification. A failure to queue is logged, not returned: the step is claimed and the rest of
-// the check must go on.
-func (s *Service) tell(ctx context.Context, in Incident, kind, operatorEvent string, extra map[string]any) {
-	now := s.o.Now()
-	sub, err := s.q.GetSubscriptionAny(ctx, in.SubscriptionID)
+// operatorChecks sends the operator notifications that are not incident steps: disabled subscriptions,
+// and deliveries that expired (at most one per subscription per ExhaustedEvery, with a count). Each claim
+// and its notifications commit together.
+func (s *Service) operatorChecks(ctx context.Context, now time.Time) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		disabled, err := s.q.WithTx(tx).ClaimDisabledNotices(ctx, now)
+		if err != nil {
+			return err
+		}
+		for _, d := range disabled {
+			if _, err := s.o.Operator.NotifyTx(ctx, tx, EventDisabled, map[string]any{"tenant_id": d.TenantID,
+				"subscription_id": d.ID, "url": d.URL, "reason": d.DisabledReason}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		s.o.Log.Error("incident step: read subscription", "incident_id", in.ID, "err", err)
-		return
+		return fmt.Errorf("disabled subscriptions: %w", err)
 	}
-	waiting, err := s.q.IncidentWaiting(ctx, in.SubscriptionID)
+	// One watermark for all subscriptions, moved at most every ExhaustedEvery: each report covers the
+	// expiries since the last one, so no subscription gets more than one a minute.
+	until := now.Truncate(ExhaustedEvery)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		prev, err := q.AdvanceOperatorWatermark(ctx, db.AdvanceOperatorWatermarkParams{Name: "deliveries.exhausted", Until: until})
+		if err != nil {
+			return err
+		}
+		if !prev.Before(until) {
+			return nil
+		}
+		rows, err := q.ExhaustedSince(ctx, db.ExhaustedSinceParams{Since: prev, Until: until})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if _, err := s.o.Operator.NotifyTx(ctx, tx, EventExhausted, map[string]any{"tenant_id": r.TenantID,
+				"subscription_id": r.SubscriptionID, "url": r.URL, "expired": r.Expired, "from": prev, "to": until}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		s.o.Log.Error("incident step: waiting deliveries", "incident_id", in.ID, "err", err)
-		return
+		return fmt.Errorf("exhausted deliveries: %w", err)
+	}
+	return nil
+}
+
+// tell queues a claimed step in its transaction: an email to every dashboard user of the tenant, and (for
+// the steps that have one) an operator notification, recorded against the step.
+func (s *Service) tell(ctx context.Context, tx pgx.Tx, q *db.Queries, st toldStep) error {
+	in := st.in
+	now := s.o.Now()
+	sub, err := q.GetSubscriptionAny(ctx, in.SubscriptionID)
+	if err != nil {
+		return fmt.Errorf("incident %s: read subscription: %w", in.ID, err)
+	}
+	waiting, err := q.IncidentWaiting(ctx, in.SubscriptionID)
+	if err != nil {
+		return fmt.Errorf("incident %s: waiting deliveries: %w", in.ID, err)
 	}
 	data := map[string]any{
 		"incident_id": in.ID, "tenant_id": in.TenantID, "subscription_id": in.SubscriptionID, "url": sub.URL,
@@ -228,37 +310,33 @@ func (s *Service) tell(ctx context.Context, in Incident, kind, operatorEvent str
 		"waiting": waiting.Waiting, "first_expiry": firstExpiry(waiting.FirstExpiry),
 		"link": s.o.PublicURL + "/subscriptions/" + in.SubscriptionID.String(),
 	}
-	for k, v := range extra {
+	for k, v := range st.extra {
 		data[k] = v
 	}
 	body, _ := json.Marshal(data)
 	tenantID := in.TenantID
-	emails, err := s.q.TenantUserEmails(ctx, &tenantID)
+	emails, err := q.TenantUserEmails(ctx, &tenantID)
 	if err != nil {
-		s.o.Log.Error("incident step: recipients", "incident_id", in.ID, "err", err)
+		return fmt.Errorf("incident %s: recipients: %w", in.ID, err)
 	}
 	for _, to := range emails {
 		id := in.ID
-		if err := s.q.EnqueueNotification(ctx, db.EnqueueNotificationParams{TenantID: in.TenantID, IncidentID: &id, Kind: kind,
+		if err := q.EnqueueNotification(ctx, db.EnqueueNotificationParams{TenantID: in.TenantID, IncidentID: &id, Kind: st.kind,
 			Recipient: to, Data: body, Now: now}); err != nil {
-			s.o.Log.Error("incident step: queue email", "incident_id", in.ID, "err", err)
+			return fmt.Errorf("incident %s: queue email: %w", in.ID, err)
 		}
 	}
-	s.o.Log.Warn("incident step", "kind", kind, "incident_id", in.ID, "subscription_id", in.SubscriptionID,
-		"tenant_id", in.TenantID, "emails", len(emails))
-	if operatorEvent != "" {
-		s.publish(ctx, operatorEvent, map[string]any{"tenant_id": in.TenantID, "subscription_id": in.SubscriptionID,
+	if st.event != "" && s.o.Operator != nil {
+		ev, err := s.o.Operator.NotifyTx(ctx, tx, st.event, map[string]any{"tenant_id": in.TenantID, "subscription_id": in.SubscriptionID,
 			"url": sub.URL, "incident_id": in.ID, "failing_since": in.FailingSince})
+		if err != nil {
+			return fmt.Errorf("incident %s: operator notification: %w", in.ID, err)
+		}
+		if err := q.RecordIncidentOperatorEvent(ctx, db.RecordIncidentOperatorEventParams{IncidentID: in.ID, Kind: st.kind, EventID: ev}); err != nil {
+			return fmt.Errorf("incident %s: record operator notification: %w", in.ID, err)
+		}
 	}
-}
-
-func (s *Service) publish(ctx context.Context, typ string, data map[string]any) {
-	if s.o.Operator == nil {
-		return
-	}
-	if err := s.o.Operator.Notify(ctx, typ, data); err != nil {
-		s.o.Log.Error("operator notification", "type", typ, "err", err)
-	}
+	return nil
 }
 
 // OpenOf returns a tenant's open incidents, with what waits, for the dashboard's banner.
@@ -289,7 +367,26 @@ func firstExpiry(t time.Time) *time.Time {
 	return &t
 }
 
-// OfSubscription returns a subscription's incidents, newest first.
+// NoMailServer is the last_error of emails the notifier set aside because HOOKLINE_SMTP_URL is empty
+// (defined here, where the pages read it; the notifier writes it).
+const NoMailServer = "no SMTP configured (HOOKLINE_SMTP_URL is empty): not sent"
+
+// StepNotice is what one step of an incident actually sent, read from the outbox and the operator's
+// deliveries (not from the step's claim).
+type StepNotice struct {
+	// Emails: sent (LastSentAt the newest), still queued or retrying (LastError the newest failure), and
+	// set aside, never to be sent (NoMailServer: for lack of HOOKLINE_SMTP_URL; otherwise given up).
+	Sent, Pending, SetAside int
+	LastSentAt              *time.Time
+	LastError               string
+	NoMailServer            bool
+	// Operator is the state of the step's operator notification delivery: "" when the step has none,
+	// "gone" when its event no longer exists (or matched no subscription), else a delivery state.
+	Operator   string
+	OperatorAt *time.Time
+}
+
+// OfSubscription returns a subscription's incidents, newest first, with what each step sent.
 func (s *Service) OfSubscription(ctx context.Context, tenantID, subscriptionID uuid.UUID, limit int) ([]Incident, error) {
 	rows, err := s.q.IncidentsOfSubscription(ctx, db.IncidentsOfSubscriptionParams{TenantID: tenantID,
 		SubscriptionID: subscriptionID, MaxRows: int32(limit)})
@@ -297,8 +394,57 @@ func (s *Service) OfSubscription(ctx context.Context, tenantID, subscriptionID u
 		return nil, fmt.Errorf("incidents: %w", err)
 	}
 	out := make([]Incident, 0, len(rows))
+	ids := make([]uuid.UUID, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, fromRow(r))
+		ids = append(ids, r.ID)
+	}
+	notices, err := s.notices(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Notices = notices[out[i].ID]
+	}
+	return out, nil
+}
+
+// notices reads what each step of these incidents sent, by incident and kind.
+func (s *Service) notices(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]map[string]StepNotice, error) {
+	out := map[uuid.UUID]map[string]StepNotice{}
+	get := func(id uuid.UUID, kind string) StepNotice {
+		if out[id] == nil {
+			out[id] = map[string]StepNotice{}
+		}
+		return out[id][kind]
+	}
+	emails, err := s.q.IncidentStepEmails(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("incident emails: %w", err)
+	}
+	for _, r := range emails {
+		n := get(r.IncidentID, r.Kind)
+		n.Sent, n.Pending, n.SetAside, n.LastError = int(r.Sent), int(r.Pending), int(r.SetAside), r.LastError
+		if r.LastSentAt.Unix() != 0 {
+			n.LastSentAt = &r.LastSentAt
+		}
+		n.NoMailServer = r.SetAside > 0 && r.LastError == NoMailServer
+		out[r.IncidentID][r.Kind] = n
+	}
+	ops, err := s.q.IncidentStepOperatorDeliveries(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("incident operator notifications: %w", err)
+	}
+	for _, r := range ops {
+		n := get(r.IncidentID, r.Kind)
+		n.Operator = r.State
+		if n.Operator == "" {
+			n.Operator = "gone"
+		}
+		if r.LastAttemptAt.Unix() != 0 {
+			n.OperatorAt = &r.LastAttemptAt
+		}
+		out[r.IncidentID][r.Kind] = n
 	}
 	return out, nil
 }
@@ -313,8 +459,13 @@ type Operator struct {
 	tenantID uuid.UUID
 }
 
-// EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator.
-func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string) (*Operator, error) {
+// EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator. A
+// subscription disabled by an older version (which let a 410 or auto-disable stop it, holding every later
+// notification silently) is enabled again, and log says so.
+func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string, log *slog.Logger) (*Operator, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	q := db.New(pool)
 	t, err := q.InternalTenant(ctx, OperatorTenant)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -323,14 +474,67 @@ func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions
 	if err != nil {
 		return nil, fmt.Errorf("operator tenant: %w", err)
 	}
-	if _, err := subs.EnsureInternal(ctx, t.ID, "operator notifications", url, secret); err != nil {
+	sub, err := subs.EnsureInternal(ctx, t.ID, "operator notifications", url, secret)
+	if err != nil {
 		return nil, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL/SECRET: %w", err)
+	}
+	if sub.State == subscriptions.Disabled {
+		if _, err := subs.Resume(ctx, t.ID, sub.ID); err != nil {
+			return nil, fmt.Errorf("enable the operator notifications' subscription again: %w", err)
+		}
+		log.Warn("the operator notifications' subscription was disabled (by an older version of Hookline): enabled again; "+
+			"notifications held meanwhile are sent now", "subscription_id", sub.ID, "url", sub.URL, "was", sub.DisabledReason)
 	}
 	return &Operator{pub: pub, tenantID: t.ID}, nil
 }
 
+// OperatorStatus is the operator notifications' subscription as /admin shows it.
+type OperatorStatus struct {
+	URL, State, DisabledReason, Circuit string
+	CircuitOpenedAt, FailingSince       *time.Time
+	// LastError is the newest failed attempt's status or error, at LastErrorAt (nil: none has failed).
+	LastError   string
+	LastErrorAt *time.Time
+	// Dead counts its dead deliveries, up to DeadUpTo.
+	Dead int
+}
+
+// DeadUpTo caps OperatorStatus.Dead.
+const DeadUpTo = 1000
+
+// OperatorStatus returns the operator subscription's state, or nil when operator notifications are off
+// (no HOOKLINE_OPERATOR_WEBHOOK_URL).
+func (s *Service) OperatorStatus(ctx context.Context) (*OperatorStatus, error) {
+	if s.o.Operator == nil {
+		return nil, nil
+	}
+	r, err := s.q.OperatorSubscriptionStatus(ctx, db.OperatorSubscriptionStatusParams{TenantID: s.o.Operator.tenantID, UpTo: DeadUpTo})
+	if err != nil {
+		return nil, fmt.Errorf("operator subscription: %w", err)
+	}
+	st := &OperatorStatus{URL: r.URL, State: r.State, DisabledReason: r.DisabledReason, Circuit: r.CircuitState,
+		CircuitOpenedAt: r.CircuitOpenedAt, FailingSince: r.FailingSince, LastError: r.LastError, Dead: int(r.Dead)}
+	if r.LastErrorAt.Unix() != 0 {
+		st.LastErrorAt = &r.LastErrorAt
+	}
+	return st, nil
+}
+
 // TenantID is the internal operator tenant's id.
 func (o *Operator) TenantID() uuid.UUID { return o.tenantID }
+
+// NotifyTx publishes one operator notification in the caller's transaction, and returns its event id.
+func (o *Operator) NotifyTx(ctx context.Context, tx pgx.Tx, typ string, data map[string]any) (uuid.UUID, error) {
+	payload, err := json.Marshal(data)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	p, err := o.pub.PublishTx(ctx, tx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return uuid.Parse(p.ID)
+}
 
 // Notify publishes one operator notification: body {"type", "timestamp", "data"} like every event.
 func (o *Operator) Notify(ctx context.Context, typ string, data map[string]any) error {

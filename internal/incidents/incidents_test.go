@@ -121,7 +121,7 @@ func TestIncidentSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", opRecv.secret)
+	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", opRecv.secret, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestOperatorToldOfDisabledSubscription(t *testing.T) {
 	if _, _, err := subs.Create(ctx, tn.ID, subscriptions.Input{URL: &url}); err != nil {
 		t.Fatal(err)
 	}
-	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", opRecv.secret)
+	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", opRecv.secret, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

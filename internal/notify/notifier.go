@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/jackc/pgx/v5/pgxpool"
 	gomail "github.com/wneessen/go-mail"
@@ -40,7 +41,7 @@ const (
 	// DefaultKeep is how long finished rows (sent or given up) stay in the table for inspection.
 	DefaultKeep = 30 * 24 * time.Hour
 	// NoSMTP is the last_error of messages set aside because HOOKLINE_SMTP_URL is empty.
-	NoSMTP = "no SMTP configured (HOOKLINE_SMTP_URL is empty): not sent"
+	NoSMTP = incidents.NoMailServer
 	// maxError bounds a stored last_error.
 	maxError = 1024
 )

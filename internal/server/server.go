@@ -189,7 +189,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {
-		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret); err != nil {
+		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret,
+			log.With("component", "incidents")); err != nil {
 			pool.Close()
 			enginePool.Close()
 			return nil, err

@@ -195,8 +195,18 @@ func validateEventTypes(types []string) error {
 		return fault.Invalid("at most %d event types", maxEventTypes)
 	}
 	for _, t := range types {
+		if t == "*" || t == ".*" {
+			return fault.Invalid("event type %q is not valid: an empty list of event types means every type", t)
+		}
+		if prefix, ok := strings.CutSuffix(t, ".*"); ok {
+			// A pattern: the fan-out matches it against each prefix of a type that ends at a dot.
+			if !delivery.ValidEventType(prefix) || strings.HasSuffix(prefix, ".") {
+				return fault.Invalid("event type pattern %q is not valid: a type prefix (letters, digits or . _ - : /) followed by .*", t)
+			}
+			continue
+		}
 		if !delivery.ValidEventType(t) {
-			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /", t)
+			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t)
 		}
 	}
 	return nil
@@ -363,38 +373,18 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 			return Subscription{}, err
 		}
 	}
-	var out db.Subscription
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		cur, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID})
-		if err != nil {
-			return err
-		}
-		p := db.UpdateSubscriptionParams{
-			ID: id, TenantID: tenantID, URL: cur.URL, Description: cur.Description, EventTypes: cur.EventTypes,
-			Headers: cur.Headers, RateLimitPerSecond: cur.RateLimitPerSecond,
-		}
-		if in.URL != nil {
-			p.URL = *in.URL
-		}
-		if in.Description != nil {
-			p.Description = *in.Description
-		}
-		if in.EventTypes != nil {
-			p.EventTypes = dedupe(*in.EventTypes)
-		}
-		if in.Headers != nil {
-			p.Headers = headers
-		}
-		if in.ClearRateLimit || (in.RateLimitPerSecond != nil && *in.RateLimitPerSecond == 0) {
-			p.RateLimitPerSecond = nil
-		} else if in.RateLimitPerSecond != nil {
-			n := int32(*in.RateLimitPerSecond)
-			p.RateLimitPerSecond = &n
-		}
-		out, err = q.UpdateSubscription(ctx, p)
-		return err
-	})
+	// One guarded statement: fields not given stay as the row has them when it runs, not as read earlier.
+	p := db.UpdateSubscriptionParams{ID: id, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
+	if in.EventTypes != nil {
+		p.EventTypes = dedupe(*in.EventTypes) // never nil: an empty list is stored, not skipped
+	}
+	if in.ClearRateLimit || (in.RateLimitPerSecond != nil && *in.RateLimitPerSecond == 0) {
+		p.ClearRateLimit = true
+	} else if in.RateLimitPerSecond != nil {
+		n := int32(*in.RateLimitPerSecond)
+		p.RateLimitPerSecond = &n
+	}
+	out, err := s.q.UpdateSubscription(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}

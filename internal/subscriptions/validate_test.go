@@ -112,6 +112,7 @@ func TestValidateInput(t *testing.T) {
 	types := func(v ...string) *[]string { return &v }
 	good := []Input{
 		{}, {URL: str("https://example.com/")}, {EventTypes: types()}, {EventTypes: types("a.b", "c:d/e-f_g")},
+		{EventTypes: types("invoice.*", "invoice.paid", "customer.address.*", "a_b-c:d/e.*")},
 		{Description: str(strings.Repeat("d", 500))}, {RateLimitPerSecond: num(0)}, {RateLimitPerSecond: num(10000)},
 	}
 	for _, in := range good {
@@ -128,6 +129,10 @@ func TestValidateInput(t *testing.T) {
 		{EventTypes: &many}, {Description: str(strings.Repeat("d", 501))}, {Description: str("a\x00b")},
 		{Description: str("\xff")}, {RateLimitPerSecond: num(-1)}, {RateLimitPerSecond: num(10001)},
 		{Headers: &map[string]string{"Host": "x"}},
+		// Patterns: only a trailing .* after a valid prefix; "*" alone is the empty list.
+		{EventTypes: types("*")}, {EventTypes: types(".*")}, {EventTypes: types("invoice*")}, {EventTypes: types("invoice.*.paid")},
+		{EventTypes: types("*.paid")}, {EventTypes: types("invoice..*")}, {EventTypes: types("invoice.*.*")}, {EventTypes: types("inv oice.*")},
+		{EventTypes: types("invoice.%")}, {EventTypes: types("-x.*")},
 	}
 	for _, in := range bad {
 		if err := s.validate(in); !fault.Is(err, fault.InvalidRequest) {

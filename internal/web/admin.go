@@ -95,6 +95,10 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 			Created: h.timeView(t.CreatedAt),
 		})
 	}
+	if p.Operator, err = h.operatorCard(r); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	h.render(w, r, status, templates.Admin(p))
 }
 

@@ -34,6 +34,8 @@ type AdminPage struct {
 	Sorts   []SortLink
 	Tenants []TenantLine
 	Error   string
+	// Operator is the operator notifications' card (admin_operator.templ).
+	Operator OperatorCard
 }
 
 // AdminTenantPage is /admin/tenants/{id}: one tenant's subscriptions with their health, read-only.

@@ -19,7 +19,20 @@ type IncidentRow struct {
 	Ended    Time // zero while ongoing
 	Ongoing  bool
 	Duration string // from the first failure to the end (or now)
-	// Told lists the steps customers were told of, in order: "opened", "after 24 h", "before expiry",
-	// "12 expired", "ended".
-	Told []string
+	// Steps are the steps reached, in order ("opened", "after 24 h", "before expiry", "12 deliveries
+	// expired", "ended"), each with what it actually sent.
+	Steps []IncidentStep
+}
+
+// IncidentStep is one step of an incident and what it sent, read from the outbox, not from the claim.
+type IncidentStep struct {
+	Step string
+	// Email: "emailed 3 people at 14:02 UTC", "email queued", "email retrying (last error: …)", "not
+	// emailed: no mail server configured"…; EmailBad marks what was not (or not yet) sent.
+	Email    string
+	EmailBad bool
+	// Operator, for the steps that notify the operator's webhook: "operator notified" only once that
+	// delivery was delivered.
+	Operator    string
+	OperatorBad bool
 }

@@ -1,0 +1,116 @@
+package incidents_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/tenants"
+)
+
+// The operator notifications' subscription is never disabled: a 410 from the operator's endpoint fails that
+// delivery only, and auto-disable passes it by (while a customer's subscription failing as long is
+// disabled). One disabled by an older version is enabled again at start-up, with a warning in the log.
+// Its state, last error and dead deliveries are what OperatorStatus (the /admin card) shows.
+func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
+	ctx := context.Background()
+	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	policy := delivery.DefaultRetryPolicy
+	subs := subscriptions.NewService(pool, time.Now, true)
+	pub := delivery.NewPublisher(pool, policy, time.Now)
+	var status atomic.Int32
+	status.Store(http.StatusGone)
+	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
+	defer opSrv.Close()
+	secret := delivery.NewSecret()
+	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", secret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := incidents.New(pool, incidents.Options{Log: slog.New(slog.DiscardHandler), Operator: operator})
+	w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), policy,
+		delivery.WorkerOptions{Logger: slog.New(slog.DiscardHandler)})
+	opSub := func() subscriptions.Subscription {
+		t.Helper()
+		all, err := subs.List(ctx, operator.TenantID())
+		if err != nil || len(all) != 1 {
+			t.Fatalf("operator subscriptions: %v, %v", all, err)
+		}
+		return all[0]
+	}
+
+	// A 410: the delivery is dead, the subscription stays active.
+	if err := operator.Notify(ctx, incidents.EventFailing, map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("run: %d, %v", n, err)
+	}
+	if s := opSub(); s.State != subscriptions.Active {
+		t.Fatalf("after a 410 the operator subscription is %s (%s), want active", s.State, s.DisabledReason)
+	}
+	var dead int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1 AND state = 'failed'", operator.TenantID()).Scan(&dead); err != nil || dead != 1 {
+		t.Fatalf("the 410's delivery: %d failed, %v; want 1", dead, err)
+	}
+	st, err := inc.OperatorStatus(ctx)
+	if err != nil || st == nil || st.State != subscriptions.Active || st.Dead != 1 || st.LastError != "HTTP 410" || st.LastErrorAt == nil {
+		t.Fatalf("operator status %+v, %v; want active, 1 dead, last error HTTP 410", st, err)
+	}
+
+	// Auto-disable: failing for two hours, an hour allowed. A customer's subscription in the same state is disabled.
+	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "failing customer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "https://example.com/hook"
+	cust, _, err := subs.Create(ctx, tn.ID, subscriptions.Input{URL: &url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE subscriptions SET failing_since = now() - interval '2 hours' WHERE id = ANY($1)",
+		[]any{cust.ID, opSub().ID}); err != nil {
+		t.Fatal(err)
+	}
+	disabled, err := subs.DisableFailing(ctx, time.Hour)
+	if err != nil || len(disabled) != 1 || disabled[0].ID != cust.ID {
+		t.Fatalf("auto-disable disabled %+v, %v; want only the customer's subscription", disabled, err)
+	}
+	if s := opSub(); s.State != subscriptions.Active {
+		t.Fatalf("after auto-disable the operator subscription is %s (%s), want active", s.State, s.DisabledReason)
+	}
+
+	// Disabled by an older version: the next start-up enables it again, and says so.
+	if _, err := pool.Exec(ctx, "UPDATE subscriptions SET state = 'disabled', disabled_reason = 'The endpoint answered 410 Gone' WHERE id = $1", opSub().ID); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	if _, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", secret, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if s := opSub(); s.State != subscriptions.Active || s.DisabledReason != "" {
+		t.Fatalf("after start-up the operator subscription is %s (%s), want active", s.State, s.DisabledReason)
+	}
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "enabled again") {
+		t.Fatalf("start-up re-enabled the operator subscription without a warning: %q", logged.String())
+	}
+
+	// Off without HOOKLINE_OPERATOR_WEBHOOK_URL.
+	if st, err := incidents.New(pool, incidents.Options{}).OperatorStatus(ctx); st != nil || err != nil {
+		t.Fatalf("operator status without an operator: %+v, %v", st, err)
+	}
+}

@@ -1,0 +1,95 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/incidents"
+)
+
+// /admin's "Operator notifications" card: off without HOOKLINE_OPERATOR_WEBHOOK_URL; with it, the internal
+// subscription's endpoint and state, and once a notification has failed for good, since when it fails,
+// its last error and its dead notification.
+func TestAdminOperatorCard(t *testing.T) {
+	t.Parallel()
+	off := setup(t, withAdmin)
+	c := off.client()
+	c.login(adminEmail)
+	p := c.get("/admin")
+	card := one(t, p.Doc, "operator-card")
+	if len(byTestID(card, "operator-off")) != 1 || !strings.Contains(text(card), "HOOKLINE_OPERATOR_WEBHOOK_URL") {
+		t.Fatalf("without an operator URL the card does not say it is off: %q", text(card))
+	}
+
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	e := setup(t, func(cfg *config.Config) {
+		withAdmin(cfg)
+		cfg.OperatorWebhookURL = failing.URL + "/operator"
+		cfg.OperatorWebhookSecret = delivery.NewSecret()
+	})
+	c = e.client()
+	c.login(adminEmail)
+	card = one(t, c.get("/admin").Doc, "operator-card")
+	if got := text(one(t, card, "operator-url")); got != failing.URL+"/operator" {
+		t.Errorf("operator endpoint %q", got)
+	}
+	if got := text(one(t, card, "state")); got != "active" {
+		t.Errorf("operator state %q, want active", got)
+	}
+	if got := text(one(t, card, "operator-dead")); got != "0" {
+		t.Errorf("dead notifications %q, want 0", got)
+	}
+	if got := text(one(t, card, "operator-last-error")); got != "none" {
+		t.Errorf("last error %q, want none", got)
+	}
+
+	// A notification that fails every attempt (three here) and is dead-lettered.
+	ctx := context.Background()
+	var opTenant uuid.UUID
+	if err := e.srv.Pool.QueryRow(ctx, "SELECT id FROM tenants WHERE internal AND name = $1", incidents.OperatorTenant).Scan(&opTenant); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"subscription_id": uuid.New()})
+	pub, err := e.srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: opTenant, EventType: incidents.EventFailing, Payload: b})
+	if err != nil || len(pub.Deliveries) != 1 {
+		t.Fatalf("publish to the operator: %+v, %v", pub, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var state string
+		if err := e.srv.Pool.QueryRow(ctx, "SELECT state FROM webhook_deliveries WHERE id = $1", pub.Deliveries[0].ID).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "failed" || state == "expired" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator notification is still %s", state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	card = one(t, c.get("/admin").Doc, "operator-card")
+	if got := text(one(t, card, "operator-dead")); got != "1" {
+		t.Errorf("dead notifications %q, want 1", got)
+	}
+	if got := text(one(t, card, "operator-last-error")); !strings.Contains(got, "HTTP 503") {
+		t.Errorf("last error %q, want HTTP 503", got)
+	}
+	if got := text(one(t, card, "operator-failing")); got == "not failing" {
+		t.Errorf("failing since %q after only failures", got)
+	}
+	if got := text(one(t, card, "state")); got != "active" {
+		t.Errorf("operator state %q after a dead notification, want active", got)
+	}
+}
