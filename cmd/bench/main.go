@@ -61,6 +61,7 @@ type options struct {
 	limitRate     float64
 	limitQuiet    float64
 	limitDur      time.Duration
+	limitIgnore   bool
 	timeout       time.Duration
 }
 
@@ -101,8 +102,9 @@ func main() {
 	flag.DurationVar(&o.drainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.Float64Var(&o.limitRate, "ratelimit-rate", 100, "ratelimit: HOOKLINE_API_RATE_PER_SECOND of the limited run")
-	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 20, "ratelimit: the quiet tenant's steady publishes per second")
-	flag.DurationVar(&o.limitDur, "ratelimit-time", 10*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
+	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 50, "ratelimit: the quiet tenant's steady publishes per second")
+	flag.DurationVar(&o.limitDur, "ratelimit-time", 15*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
+	flag.BoolVar(&o.limitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()

@@ -153,7 +153,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_DEMO_RECEIVER_ADDR", "loopback ip:port of the demo receiver (with HOOKLINE_DEMO)", "127.0.0.1:8081", str(&c.DemoReceiverAddr)},
 		{"HOOKLINE_API_RATE_PER_SECOND", "API requests per second per tenant token, in each process (0: no limit; the admin token is never limited)", "0", rate(&c.APIRatePerSecond)},
 		{"HOOKLINE_API_BURST", "API requests a tenant token may send at once before the rate applies (0: twice the rate)", "0", num(&c.APIBurst, 0)},
-		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most (0: unpaced beyond its pause after each batch)", "2000", rate(&c.RetentionRate)},
+		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most, in this process (0: unpaced beyond its pause after each batch)", "250", rate(&c.RetentionRate)},
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	if flagOutput != nil {

@@ -66,6 +66,9 @@ type Options struct {
 	// ctx cuts short); tests inject both to see the waits without sleeping.
 	Clock func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) bool
+	// Interval is the pause between sweeps (HOOKLINE_RETENTION_INTERVAL), only to warn when a paced sweep
+	// outlasts it: if that keeps happening, rows expire faster than Rate deletes them.
+	Interval time.Duration
 	// Now is the clock the cutoffs are computed from (default time.Now).
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -232,6 +235,11 @@ func (s *Sweeper) done(res Result, started time.Time, err error) (Result, error)
 	res.Duration = time.Since(started)
 	s.log.Info("retention sweep", "delivered", res.Delivered, "dead", res.Dead, "events", res.Events,
 		"minutes", res.Minutes, "archived", res.Archived, "archive_file", res.ArchiveFile, "duration", res.Duration, "err", err)
+	if err == nil && s.o.Rate > 0 && s.o.Interval > 0 && res.Duration > s.o.Interval {
+		s.log.Warn("the retention sweep took longer than HOOKLINE_RETENTION_INTERVAL, paced by HOOKLINE_RETENTION_RATE: "+
+			"normal for a catch-up, but if it keeps happening deliveries expire faster than the rate deletes them; raise it",
+			"rate_per_second", s.o.Rate, "duration", res.Duration, "interval", s.o.Interval)
+	}
 	if err != nil {
 		err = fmt.Errorf("retention: %w", err)
 	}

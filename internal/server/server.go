@@ -218,7 +218,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now, Rate: cfg.RetentionRate,
-		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
+		Interval: cfg.RetentionInterval,
+		Logger:   log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
 	})
 	// max: a Config built by hand (tests) may leave the interval zero.
 	s.Maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Run: func(ctx context.Context) error {
