@@ -217,9 +217,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		}, cfg.AutoDisableAfter, log.With("component", "maintenance")))
 	}
 	s.Retention = retention.New(pool, retention.Options{
-		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now, Rate: cfg.RetentionRate,
-		Interval: cfg.RetentionInterval,
-		Logger:   log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
+		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
+		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval,
+		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
 	})
 	// max: a Config built by hand (tests) may leave the interval zero.
 	s.Maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Run: func(ctx context.Context) error {
