@@ -575,7 +575,7 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, 
 	switch {
 	case o.Dead > 0:
 		fmt.Fprintf(w, `  Operators: on %[1]s from 14:00 to 14:30 UTC the demo shipping endpoints were down (played back at the
-  first start), and %[2]d of its deliveries are dead letters. Sign in as admin, find them at
+  first start); %[2]d of the deliveries it hit are still dead letters. Sign in as admin, find them at
   http://%[3]s/admin/dead and replay them (the endpoints work now).
 `, o.Day.Format("Mon 2 Jan 2006"), o.Dead, host)
 	case o.Queued > 0:
