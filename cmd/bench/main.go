@@ -22,7 +22,7 @@ import (
 )
 
 // allPhases in the order they run; pages-10m only with -pages-10m.
-var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling"}
+var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling", "ratelimit"}
 
 type options struct {
 	only          map[string]bool
@@ -58,6 +58,10 @@ type options struct {
 	scaleN        int
 	slowPlan      time.Duration
 	drainSlowPlan time.Duration
+	limitRate     float64
+	limitQuiet    float64
+	limitDur      time.Duration
+	limitIgnore   bool
 	timeout       time.Duration
 }
 
@@ -97,6 +101,10 @@ func main() {
 	flag.DurationVar(&o.slowPlan, "slow-plan", 20*time.Millisecond, "pages: log the plans of the server's statements slower than this (auto_explain; project-managed PostgreSQL only; 0: off)")
 	flag.DurationVar(&o.drainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
+	flag.Float64Var(&o.limitRate, "ratelimit-rate", 100, "ratelimit: HOOKLINE_API_RATE_PER_SECOND of the limited run")
+	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 50, "ratelimit: the quiet tenant's steady publishes per second")
+	flag.DurationVar(&o.limitDur, "ratelimit-time", 15*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
+	flag.BoolVar(&o.limitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()
@@ -175,7 +183,7 @@ func run(ctx context.Context, o options) error {
 
 	phases := map[string]func(context.Context) error{
 		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "latency": b.latency, "idle": b.idle,
-		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling,
+		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling, "ratelimit": b.ratelimit,
 	}
 	var failed []string
 	for _, p := range allPhases {

@@ -73,10 +73,13 @@ func run(args []string) error {
 	var opts server.Options
 	var receiver *demo.Receiver
 	if cfg.Demo {
-		if receiver, err = demo.StartReceiver(); err != nil {
+		if receiver, err = demo.StartReceiver(demo.ReceiverOptions{Addr: cfg.DemoReceiverAddr}); err != nil {
 			return err
 		}
 		defer receiver.Close()
+		// The SSRF guard lets the sender reach this exact loopback address and nothing else, which is why
+		// the receiver has a listener of its own rather than a path on HOOKLINE_ADDR: the guard refuses
+		// the server's own addresses, and an exception for them would let any subscription call the API.
 		opts.AllowAddrs = []string{receiver.Addr()}
 		if err := demo.PrepareCredentials(&cfg); err != nil {
 			return err
@@ -88,6 +91,7 @@ func run(args []string) error {
 		return err
 	}
 	var seeded demo.Seeded
+	var outage demo.Outage
 	if cfg.Demo {
 		// Seeded before the workers start: the outage is played back on yesterday's clock.
 		if seeded, err = demo.Seed(ctx, srv, receiver); err != nil {
@@ -96,13 +100,16 @@ func run(args []string) error {
 		if err := demo.SeedOutage(ctx, srv, receiver, seeded); err != nil {
 			return err
 		}
+		if outage, err = demo.OutageNow(ctx, srv); err != nil {
+			return err
+		}
 	}
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
 	log.Info("hookline serving", "addr", cfg.Addr)
 	if cfg.Demo {
-		demo.PrintWelcome(os.Stdout, cfg, seeded)
+		demo.PrintWelcome(os.Stdout, cfg, seeded, receiver.URL(""), outage)
 		go demo.Trickle(ctx, srv, seeded, log)
 	}
 

@@ -20,6 +20,8 @@ type API struct {
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	// Limits caps each tenant token's request rate in this process (nil: no limit).
+	Limits *TokenLimits
 }
 
 type principalKey struct{}
@@ -95,6 +97,15 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			writeError(w, r, err)
 			return
+		}
+		// After authentication, so only a valid token spends its own budget; the admin token is the
+		// operator's and never limited.
+		if !p.Admin && p.TokenID != nil {
+			if ok, after := a.Limits.Allow(*p.TokenID); !ok {
+				writeError(w, r, fault.Limited(after, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
+					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(after)))
+				return
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})

@@ -50,7 +50,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		fe = fault.New(fault.Internal, "internal error; quote the correlation id when reporting it")
 	}
 	if fe.Code == fault.RateLimited {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(fe.RetryAfter.Seconds(), 1)))))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(fe.RetryAfter)))
 	}
 	if fe.Code == fault.Unauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hookline"`)
@@ -60,6 +60,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Timestamp: time.Now().UTC().Format(time.RFC3339),
 	}})
 }
+
+// retryAfterSeconds is a wait as Retry-After says it: whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int { return int(math.Ceil(max(d.Seconds(), 1))) }
 
 // decode reads a JSON body into v: one object, no unknown fields, at most MaxBody bytes.
 func decode(r *http.Request, v any) error {

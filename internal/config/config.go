@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -52,6 +53,10 @@ type Config struct {
 	LogFormat             string        // HOOKLINE_LOG_FORMAT: json (default) or text
 	Demo                  bool          // HOOKLINE_DEMO: seed a demo tenant and run the demo receiver
 	DataDir               string        // HOOKLINE_DATA_DIR: where the project-managed PostgreSQL lives
+	DemoReceiverAddr      string        // HOOKLINE_DEMO_RECEIVER_ADDR: the demo receiver's loopback ip:port
+	APIRatePerSecond      float64       // HOOKLINE_API_RATE_PER_SECOND: API requests per tenant token per second, per process (0: no limit)
+	APIBurst              int           // HOOKLINE_API_BURST: requests a tenant token may send at once (0: twice the rate)
+	RetentionRate         float64       // HOOKLINE_RETENTION_RATE: deliveries the retention sweep deletes per second (0: unpaced)
 
 	// Command is the command named after the flags: "" (serve), CommandMigrate or CommandReencrypt.
 	Command string
@@ -89,6 +94,16 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 				return fmt.Errorf("not a whole number of at least %d: %q", lo, v)
 			}
 			*p = n
+			return nil
+		}
+	}
+	rate := func(p *float64) func(string) error {
+		return func(v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return fmt.Errorf("not a number of at least 0 (per second, fractions allowed): %q", v)
+			}
+			*p = f
 			return nil
 		}
 	}
@@ -136,6 +151,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_LOG_FORMAT", "json or text", "json", str(&c.LogFormat)},
 		{"HOOKLINE_DEMO", "seed a demo tenant with a built-in demo receiver and a trickle of events", "false", boolean(&c.Demo)},
 		{"HOOKLINE_DATA_DIR", "directory of the project-managed PostgreSQL (when DATABASE_URL is empty)", ".data", str(&c.DataDir)},
+		{"HOOKLINE_DEMO_RECEIVER_ADDR", "loopback ip:port of the demo receiver (with HOOKLINE_DEMO)", "127.0.0.1:8081", str(&c.DemoReceiverAddr)},
+		{"HOOKLINE_API_RATE_PER_SECOND", "API requests per second per tenant token, in each process (0: no limit; the admin token is never limited)", "0", rate(&c.APIRatePerSecond)},
+		{"HOOKLINE_API_BURST", "API requests a tenant token may send at once before the rate applies (0: twice the rate)", "0", num(&c.APIBurst, 0)},
+		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most, in this process (0: unpaced beyond its pause after each batch)", "250", rate(&c.RetentionRate)},
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	if flagOutput != nil {
@@ -204,6 +223,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		return c, fmt.Errorf("HOOKLINE_TRUSTED_PROXIES: %w", err)
 	}
+	if c.Demo {
+		if err := checkLoopback(c.DemoReceiverAddr); err != nil {
+			return c, fmt.Errorf("HOOKLINE_DEMO_RECEIVER_ADDR: %w", err)
+		}
+	}
+	if c.APIBurst == 0 {
+		c.APIBurst = DefaultBurst(c.APIRatePerSecond)
+	}
 	return c, nil
 }
 
@@ -252,6 +279,21 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// DefaultBurst is HOOKLINE_API_BURST's default: twice the rate, and at least 1.
+func DefaultBurst(perSecond float64) int {
+	return max(int(math.Ceil(2*perSecond)), 1)
+}
+
+// checkLoopback accepts a loopback ip:port only: the SSRF guard lets the sender through to that exact
+// address and no other, and the receiver serves this process alone.
+func checkLoopback(addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return fmt.Errorf("must be a loopback ip:port such as 127.0.0.1:8081 or [::1]:8081: %q", addr)
+	}
+	return nil
 }
 
 // MigrateOnly reports whether args ask for `server migrate`.

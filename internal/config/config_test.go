@@ -33,6 +33,8 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		{"retention dead", c.RetentionDead, 2160 * time.Hour},
 		{"retention interval", c.RetentionInterval, time.Minute},
 		{"auto disable", c.AutoDisableAfter, 24 * time.Hour},
+		{"api rate", c.APIRatePerSecond, 0.0},
+		{"demo receiver", c.DemoReceiverAddr, "127.0.0.1:8081"},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -71,6 +73,56 @@ func TestBadValuesAreClearErrors(t *testing.T) {
 	}
 	if _, err := Load([]string{"frobnicate"}, env(nil)); err == nil {
 		t.Error("unknown command accepted")
+	}
+}
+
+// The API limit: off by default, the burst twice the rate unless set, flags mirroring the variables, and
+// a negative or non-numeric rate refused.
+func TestAPIRateLimitSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env   map[string]string
+		args  []string
+		rate  float64
+		burst int
+	}{
+		{nil, nil, 0, 1},
+		{map[string]string{"HOOKLINE_API_RATE_PER_SECOND": "50"}, nil, 50, 100},
+		{map[string]string{"HOOKLINE_API_RATE_PER_SECOND": "0.5"}, nil, 0.5, 1},
+		{map[string]string{"HOOKLINE_API_RATE_PER_SECOND": "50", "HOOKLINE_API_BURST": "7"}, nil, 50, 7},
+		{nil, []string{"-api-rate-per-second", "10", "-api-burst", "3"}, 10, 3},
+	} {
+		c, err := Load(tc.args, env(tc.env))
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.env, tc.args, err)
+		}
+		if c.APIRatePerSecond != tc.rate || c.APIBurst != tc.burst {
+			t.Errorf("%v %v: rate %v burst %d, want %v and %d", tc.env, tc.args, c.APIRatePerSecond, c.APIBurst, tc.rate, tc.burst)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"HOOKLINE_API_RATE_PER_SECOND": "-1"}, {"HOOKLINE_API_RATE_PER_SECOND": "fast"},
+		{"HOOKLINE_API_RATE_PER_SECOND": "NaN"}, {"HOOKLINE_API_BURST": "-2"}, {"HOOKLINE_RETENTION_RATE": "-5"},
+	} {
+		if _, err := Load(nil, env(bad)); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// The demo receiver listens on loopback only (the SSRF guard lets the sender reach exactly that address).
+func TestDemoReceiverAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:8081": true, "[::1]:9000": true, "127.0.0.1:0": true,
+		"0.0.0.0:8081": false, "localhost:8081": false, "10.0.0.1:8081": false, ":8081": false} {
+		_, err := Load(nil, env(map[string]string{"HOOKLINE_DEMO": "true", "HOOKLINE_DEMO_RECEIVER_ADDR": addr}))
+		if (err == nil) != ok {
+			t.Errorf("%s: %v", addr, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "HOOKLINE_DEMO_RECEIVER_ADDR") {
+			t.Errorf("%s: the error does not name the variable: %v", addr, err)
+		}
+	}
+	if _, err := Load(nil, env(map[string]string{"HOOKLINE_DEMO_RECEIVER_ADDR": "0.0.0.0:1"})); err != nil {
+		t.Errorf("checked without HOOKLINE_DEMO: %v", err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,10 +35,16 @@ import (
 )
 
 // Receiver is the built-in demo receiver: /healthy always answers 200 after a short delay; /flaky answers
-// 500 about a quarter of the time and 400 now and then, so retries and dead letters show up.
+// 500 to a quarter of its attempts and 400 to one in 25 (see flakyStatus), so retries and now and then a
+// dead letter show up.
 type Receiver struct {
 	ln  net.Listener
 	srv *http.Server
+	// rnd decides /flaky's answers and the simulated response times.
+	rndMu sync.Mutex
+	rnd   *rand.Rand
+	// latency sleeps a simulated response time of at least lo plus up to spread milliseconds.
+	latency func(lo, spread int)
 	// shippingDown makes /shipping fail, as it did in the outage that SeedOutage plays back.
 	shippingDown atomic.Bool
 	seen         sync.Map // webhook-ids /shipping has answered while down
@@ -46,26 +53,80 @@ type Receiver struct {
 	log            atomic.Pointer[slog.Logger]
 }
 
-// StartReceiver listens on a free loopback port.
-func StartReceiver() (*Receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// ReceiverOptions configure the demo receiver.
+type ReceiverOptions struct {
+	// Addr is the loopback ip:port to listen on (HOOKLINE_DEMO_RECEIVER_ADDR, 127.0.0.1:8081 by default):
+	// fixed, so a subscription pointed at the receiver keeps working after a restart. Empty: a free
+	// port (tests).
+	Addr string
+	// Rand decides /flaky's answers and the response times (default: seeded at random). Tests seed it.
+	Rand *rand.Rand
+	// NoLatency answers at once instead of after a simulated response time (tests).
+	NoLatency bool
+}
+
+// Shares of /flaky's answers, in attempts out of 100: a 400 is permanent (the delivery is dead-lettered
+// at once), a 500 is retried. With the engine retrying every 500, 4 ÷ (4 + 71) of the deliveries, about
+// one in 19, end dead; the rest are delivered, a quarter of them after one or more retries
+// (TestFlakySplit measures it).
+const (
+	flakyBadRequestPct = 4
+	flakyServerErrPct  = 25
+)
+
+// flakyStatus is /flaky's answer to an attempt, for n drawn uniformly from 0 to 99.
+func flakyStatus(n int) int {
+	switch {
+	case n < flakyBadRequestPct:
+		return http.StatusBadRequest
+	case n < flakyBadRequestPct+flakyServerErrPct:
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
+}
+
+// intN draws from the receiver's source, which is not safe for concurrent use on its own.
+func (r *Receiver) intN(n int) int {
+	r.rndMu.Lock()
+	defer r.rndMu.Unlock()
+	return r.rnd.IntN(n)
+}
+
+// StartReceiver listens on o.Addr. A port already taken is an error that says so and how to pick another.
+func StartReceiver(o ReceiverOptions) (*Receiver, error) {
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("demo receiver: %s is already in use (another make run?): stop what listens there, or set HOOKLINE_DEMO_RECEIVER_ADDR to a free loopback port such as 127.0.0.1:8082", addr)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("demo receiver: %w", err)
+		return nil, fmt.Errorf("demo receiver on %s (HOOKLINE_DEMO_RECEIVER_ADDR): %w", addr, err)
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /healthy", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		time.Sleep(time.Duration(5+rand.IntN(60)) * time.Millisecond)
+	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, rnd: o.Rand}
+	r.latency = func(lo, spread int) { time.Sleep(time.Duration(lo+r.intN(spread)) * time.Millisecond) }
+	if o.NoLatency {
+		r.latency = func(int, int) {}
+	}
+	mux.HandleFunc("POST /healthy", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.latency(5, 60)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"received":true}`))
 	})
-	mux.HandleFunc("POST /flaky", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		time.Sleep(time.Duration(20+rand.IntN(200)) * time.Millisecond)
-		switch n := rand.IntN(100); {
-		case n < 8:
+	mux.HandleFunc("POST /flaky", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.latency(20, 200)
+		switch flakyStatus(r.intN(100)) {
+		case http.StatusBadRequest:
 			http.Error(w, `{"error":"unknown order id"}`, http.StatusBadRequest)
-		case n < 35:
+		case http.StatusInternalServerError:
 			http.Error(w, `{"error":"database timeout"}`, http.StatusInternalServerError)
 		default:
 			_, _ = w.Write([]byte(`{"ok":true}`))
@@ -83,7 +144,6 @@ func StartReceiver() (*Receiver, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		http.Error(w, `{"error":"maintenance"}`, http.StatusServiceUnavailable)
 	})
-	r := &Receiver{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	// /operator is the demo's operator endpoint (HOOKLINE_OPERATOR_WEBHOOK_URL under make run): it checks
 	// each notification's Standard Webhooks signature and prints it.
 	mux.HandleFunc("POST /operator", func(w http.ResponseWriter, req *http.Request) {
@@ -153,8 +213,12 @@ func (r *Receiver) Addr() string { return r.ln.Addr().String() }
 // URL is the receiver's URL for a path.
 func (r *Receiver) URL(path string) string { return "http://" + r.Addr() + path }
 
-// Close stops the receiver.
-func (r *Receiver) Close() { _ = r.srv.Close() }
+// Close stops the receiver and frees its address. The listener is closed here too: the server closes only
+// the listeners Serve has begun on, and Serve runs in a goroutine that may not have started yet.
+func (r *Receiver) Close() {
+	_ = r.srv.Close()
+	_ = r.ln.Close()
+}
 
 // credentials are generated once per data directory and kept there.
 type credentials struct {
@@ -429,8 +493,69 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 	}
 }
 
+// Outage is what became of the played-back outage's deliveries, so the welcome banner says what is true
+// at this start: a replay is worth inviting only while they are dead.
+type Outage struct {
+	// Dead counts its deliveries that are dead letters (failed or expired); Queued those back in the
+	// queue (a replay or retry under way).
+	Dead, Queued int64
+	// Day is the UTC date of the outage (the day before the first start), from its newest dead letter;
+	// zero when none is dead.
+	Day time.Time
+	// Played says the outage's subscriptions have deliveries at all (retention deletes them after
+	// HOOKLINE_RETENTION_DEAD).
+	Played bool
+}
+
+// OutageNow reads the played-back outage's deliveries in both demo tenants.
+func OutageNow(ctx context.Context, srv *server.Server) (Outage, error) {
+	var o Outage
+	q := db.New(srv.Pool)
+	for _, name := range []string{DemoTenant, OutageTenant} {
+		t, err := q.GetTenantByName(ctx, name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return o, err
+		}
+		subs, err := srv.Subscriptions.List(ctx, t.ID)
+		if err != nil {
+			return o, err
+		}
+		for _, sub := range subs {
+			if sub.Description != outageDescription {
+				continue
+			}
+			count := func(states ...string) (delivery.Page, error) {
+				return srv.Deliveries.List(ctx, t.ID, delivery.Filter{SubscriptionID: &sub.ID, States: states, Limit: 1, WithTotal: true})
+			}
+			dead, err := count("dead")
+			if err != nil {
+				return o, err
+			}
+			queued, err := count(string(delivery.Pending), string(delivery.InFlight))
+			if err != nil {
+				return o, err
+			}
+			all, err := count()
+			if err != nil {
+				return o, err
+			}
+			o.Dead += *dead.Total
+			o.Queued += *queued.Total
+			o.Played = o.Played || *all.Total > 0
+			if len(dead.Items) > 0 {
+				d := dead.Items[0].CreatedAt.UTC()
+				o.Day = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+			}
+		}
+	}
+	return o, nil
+}
+
 // PrintWelcome tells the person who ran `make run` where to go.
-func PrintWelcome(w io.Writer, cfg config.Config, s Seeded) {
+func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, o Outage) {
 	host := cfg.Addr
 	if h, p, err := net.SplitHostPort(cfg.Addr); err == nil && (h == "" || h == "0.0.0.0" || h == "::") {
 		host = "localhost:" + p
@@ -443,14 +568,22 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded) {
     Admin login    %[4]s  /  %[5]s
     Admin token    %[6]s
     Demo tenant    %[7]s
+    Demo receiver  %[8]s (/healthy, /flaky, /hang, /always-fail; same address at every start)
 
   Try:  curl -H 'Authorization: Bearer %[6]s' http://%[1]s/api/v1/tenants/%[7]s/deliveries?state=dead
-  Operators: yesterday 14:00-14:30 UTC the demo shipping endpoints were down (played back at first start);
-  sign in as admin, find the dead letters at http://%[1]s/admin/dead and replay them (the endpoints work now).
-  Stop with Ctrl-C. Credentials are kept in %[8]s.
-
-`, host, creds.DemoEmail, creds.DemoPassword, cfg.AdminEmail, cfg.AdminPassword, cfg.AdminToken, s.TenantID,
-		filepath.Join(cfg.DataDir, "demo-credentials.json"))
+`, host, creds.DemoEmail, creds.DemoPassword, cfg.AdminEmail, cfg.AdminPassword, cfg.AdminToken, s.TenantID, receiverURL)
+	switch {
+	case o.Dead > 0:
+		fmt.Fprintf(w, `  Operators: on %[1]s from 14:00 to 14:30 UTC the demo shipping endpoints were down (played back at the
+  first start); %[2]d of the deliveries it hit are still dead letters. Sign in as admin, find them at
+  http://%[3]s/admin/dead and replay them (the endpoints work now).
+`, o.Day.Format("Mon 2 Jan 2006"), o.Dead, host)
+	case o.Queued > 0:
+		fmt.Fprintf(w, "  Operators: the played-back outage's dead letters are back in the queue (%d still to deliver): follow\n  the replay at http://%s/admin/replays.\n", o.Queued, host)
+	case o.Played:
+		fmt.Fprintf(w, "  Operators: the played-back outage has no dead letters left (replayed or retried since): its replay is\n  at http://%s/admin/replays.\n", host)
+	}
+	fmt.Fprintf(w, "  Stop with Ctrl-C. Credentials are kept in %s.\n\n", filepath.Join(cfg.DataDir, "demo-credentials.json"))
 }
 
 var demoTypes = []string{"order.created", "order.created", "invoice.paid", "invoice.failed", "customer.updated"}

@@ -119,7 +119,7 @@ func (s *Sweeper) archiveDead(ctx context.Context, conn *pgxpool.Conn, cutoff, n
 		if n < int64(s.o.BatchSize) {
 			return nil
 		}
-		if !s.pause(ctx, time.Since(start)) {
+		if !s.pause(ctx, time.Since(start), n) {
 			return ctx.Err()
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/retention"
 )
@@ -22,10 +23,20 @@ import (
 // to claim. A worker (RunOnce: claim a batch of 100, POST each to a local receiver, record in one statement)
 // runs alone for 10 s, then alongside the sweep; the figures are the sweep's duration and rate,
 // and the worker's rate during the sweep as a fraction of its rate alone. Compare only within one run.
+// The sweep is paced as HOOKLINE_RETENTION_RATE's default paces it; RETENTION_BENCH_RATE sets another pace
+// (deliveries per second; 0: unpaced, the sweep before the pace existed).
 func BenchmarkRetentionSweep(b *testing.B) {
 	total := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("RETENTION_BENCH_ROWS")); err == nil && v > 0 {
 		total = v
+	}
+	defaults, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	pace := defaults.RetentionRate
+	if v, err := strconv.ParseFloat(os.Getenv("RETENTION_BENCH_RATE"), 64); err == nil && v >= 0 {
+		pace = v
 	}
 	old, pending := total/2, total/4
 	recent := total - old - pending
@@ -73,7 +84,7 @@ func BenchmarkRetentionSweep(b *testing.B) {
 		n0, d0 := drain(func() bool { return time.Now().After(until) })
 		rate0 := float64(n0) / d0.Seconds()
 
-		s := retention.New(e.pool, retention.Options{Delivered: keepDelivered, Dead: keepDead, Now: clock, Logger: quietLog})
+		s := retention.New(e.pool, retention.Options{Delivered: keepDelivered, Dead: keepDead, Now: clock, Logger: quietLog, Rate: pace})
 		var swept atomic.Bool
 		done := make(chan struct{})
 		var n1 int
@@ -94,8 +105,8 @@ func BenchmarkRetentionSweep(b *testing.B) {
 		b.ReportMetric(rate0, "worker-alone/s")
 		b.ReportMetric(rate1, "worker-during/s")
 		b.ReportMetric(rate1/rate0, "worker-ratio")
-		b.Logf("sweep deleted %d deliveries, %d attempts and %d events in %s (%.0f deliveries/s); worker %.0f/s alone, %.0f/s during the sweep (%.2f×)",
-			res.Delivered, res.Delivered, res.Events, res.Duration.Round(time.Millisecond), float64(res.Delivered)/res.Duration.Seconds(), rate0, rate1, rate1/rate0)
+		b.Logf("sweep paced at %g deliveries/s (0: unpaced) deleted %d deliveries, %d attempts and %d events in %s (%.0f deliveries/s); worker %.0f/s alone, %.0f/s during the sweep (%.2f×)",
+			pace, res.Delivered, res.Delivered, res.Events, res.Duration.Round(time.Millisecond), float64(res.Delivered)/res.Duration.Seconds(), rate0, rate1, rate1/rate0)
 	}
 }
 

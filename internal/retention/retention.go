@@ -5,7 +5,10 @@
 // holds its own advisory lock, because leadership can briefly overlap during a handover and two sweeps
 // would otherwise archive the same rows twice. Deletes run in bounded batches found by the partial indexes
 // on delivered and dead rows, each batch its own short transaction with a pause after it, so the sweep
-// never holds many locks or a long transaction and the workers keep their pace.
+// never holds many locks or a long transaction. The pause is also paced by a token bucket of deleted rows
+// (HOOKLINE_RETENTION_RATE), so a large sweep (the first after enabling retention, or after a long leader
+// outage) spreads its deletes out instead of taking the database from the workers while it runs. The
+// bucket is per process, which is per deployment: only the leader sweeps.
 package retention
 
 import (
@@ -22,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 )
 
 // LockKey is the advisory lock a sweep holds ("hookrete"), distinct from the maintenance leader's and
@@ -48,8 +52,23 @@ type Options struct {
 	// BatchSize is how many deliveries one statement deletes (default 1000).
 	BatchSize int
 	// Pause is the least wait after each batch (default 10 ms). The wait is at least as long as the batch
-	// took, so a sweep keeps at most half of one connection's time and leaves the database to the workers.
+	// took, so a sweep keeps at most half of one connection's time.
 	Pause time.Duration
+	// Rate is the most deliveries (each with its attempts, and its event once it has no other delivery)
+	// a sweep deletes per second (HOOKLINE_RETENTION_RATE). After each batch the sweep waits until a token
+	// bucket filling at Rate and holding one batch has paid for the batch, if that is longer than the
+	// pause; the events that never had a delivery and the per-minute attempt counts draw on the same
+	// bucket, a row for a row. 0: no pace beyond the pause.
+	Rate float64
+	// Limiter, when set, paces the batches instead of one made from Rate (tests inject one).
+	Limiter *rate.Limiter
+	// Clock is the pace's clock and Sleep the wait between batches (defaults time.Now and a timer that
+	// ctx cuts short); tests inject both to see the waits without sleeping.
+	Clock func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) bool
+	// Interval is the pause between sweeps (HOOKLINE_RETENTION_INTERVAL), only to warn when a paced sweep
+	// outlasts it: if that keeps happening, rows expire faster than Rate deletes them.
+	Interval time.Duration
 	// Now is the clock the cutoffs are computed from (default time.Now).
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -121,6 +140,15 @@ func New(pool *pgxpool.Pool, o Options) *Sweeper {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Limiter == nil && o.Rate > 0 {
+		o.Limiter = rate.NewLimiter(rate.Limit(o.Rate), o.BatchSize)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -207,6 +235,11 @@ func (s *Sweeper) done(res Result, started time.Time, err error) (Result, error)
 	res.Duration = time.Since(started)
 	s.log.Info("retention sweep", "delivered", res.Delivered, "dead", res.Dead, "events", res.Events,
 		"minutes", res.Minutes, "archived", res.Archived, "archive_file", res.ArchiveFile, "duration", res.Duration, "err", err)
+	if err == nil && s.o.Rate > 0 && s.o.Interval > 0 && res.Duration > s.o.Interval {
+		s.log.Warn("the retention sweep took longer than HOOKLINE_RETENTION_INTERVAL, paced by HOOKLINE_RETENTION_RATE: "+
+			"normal for a catch-up, but if it keeps happening deliveries expire faster than the rate deletes them; raise it",
+			"rate_per_second", s.o.Rate, "duration", res.Duration, "interval", s.o.Interval)
+	}
 	if err != nil {
 		err = fmt.Errorf("retention: %w", err)
 	}
@@ -238,7 +271,7 @@ func (s *Sweeper) deleteBatches(ctx context.Context, conn *pgxpool.Conn, deleted
 		if n < int64(s.o.BatchSize) {
 			return nil
 		}
-		if !s.pause(ctx, time.Since(start)) {
+		if !s.pause(ctx, time.Since(start), n) {
 			return ctx.Err()
 		}
 	}
@@ -254,7 +287,7 @@ func (s *Sweeper) deleteOldMinutes(ctx context.Context, conn *pgxpool.Conn, cuto
 			return fmt.Errorf("delete old attempt minutes: %w", err)
 		}
 		res.Minutes += n
-		if n < int64(s.o.BatchSize) || !s.pause(ctx, time.Since(start)) {
+		if n < int64(s.o.BatchSize) || !s.pause(ctx, time.Since(start), n) {
 			return ctx.Err()
 		}
 	}
@@ -293,7 +326,9 @@ func (s *Sweeper) deleteUndeliveredEvents(ctx context.Context, conn *pgxpool.Con
 			return nil
 		}
 		s.watermark = r.LastID
-		if !s.pause(ctx, time.Since(start)) {
+		// Paced by the rows deleted, not scanned: the scan reads ids only, and a new leader rescans the
+		// whole table once, which at the deletes' pace would hold retention up for hours.
+		if !s.pause(ctx, time.Since(start), int64(r.Deleted)) {
 			return ctx.Err()
 		}
 	}
@@ -307,9 +342,23 @@ func (s *Sweeper) count(kind string, n int64, total *int64) {
 	}
 }
 
-// pause waits after a batch that took took: as long again, and at least Pause.
-func (s *Sweeper) pause(ctx context.Context, took time.Duration) bool {
-	t := time.NewTimer(max(s.o.Pause, took))
+// pause waits after a batch that took took and deleted rows: as long again, at least Pause, and, when
+// paced, until the bucket has paid for the rows. It reports false when ctx ended first.
+func (s *Sweeper) pause(ctx context.Context, took time.Duration, rows int64) bool {
+	wait := max(s.o.Pause, took)
+	if lim := s.o.Limiter; lim != nil && rows > 0 {
+		now := s.o.Clock()
+		// A batch never holds more rows than the bucket (it is made one batch deep), but an injected
+		// limiter may be shallower: a reservation over its burst would never be granted.
+		n := int(min(rows, int64(max(lim.Burst(), 1))))
+		wait = max(wait, lim.ReserveN(now, n).DelayFrom(now))
+	}
+	return s.o.Sleep(ctx, wait)
+}
+
+// sleep waits d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -258,6 +258,45 @@ func TestRetentionBatches(t *testing.T) {
 	}
 }
 
+// HOOKLINE_RETENTION_RATE paces the batches: with 10 deliveries a second and batches of 10, the bucket
+// (one batch deep) lets the first batch go at once and then holds each batch to a second, on the injected
+// clock, which only the recorded waits move. The last, short batch of each kind ends its loop unpaced.
+func TestSweepIsPacedBetweenBatches(t *testing.T) {
+	e := setup(t)
+	old := e.now.Add(-keepDead - time.Hour)
+	e.insertMany(45, "delivered", old)
+	e.insertMany(25, "expired", old)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var waits []time.Duration
+	s := e.sweeper(retention.Options{BatchSize: 10, Rate: 10,
+		Clock: func() time.Time { return clock },
+		Sleep: func(_ context.Context, d time.Duration) bool {
+			waits = append(waits, d)
+			clock = clock.Add(d)
+			return true
+		}})
+	res := e.sweep(s)
+	if res.Delivered != 45 || res.Dead != 25 {
+		t.Fatalf("result %+v, want 45 delivered and 25 dead", res)
+	}
+	// Batches of 10, 10, 10, 10, 5 delivered, then 10, 10, 5 dead: a wait after each full one.
+	if len(waits) != 6 {
+		t.Fatalf("waits %v, want 6", waits)
+	}
+	// The first batch is paid from the full bucket: it waits only the pause (as long as it took). The
+	// second waits for what the bucket lacked after that pause; every later one a whole second.
+	// (To the microsecond: the bucket counts tokens in floating point.)
+	near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Microsecond }
+	if waits[0] >= time.Second || !near(waits[0]+waits[1], time.Second) {
+		t.Errorf("first waits %v and %v, want the pause and then the rest of a second", waits[0], waits[1])
+	}
+	for i, w := range waits[2:] {
+		if !near(w, time.Second) {
+			t.Errorf("wait %d: %v, want 1s (10 deliveries at 10 a second)", i+3, w)
+		}
+	}
+}
+
 // Two sweeps at once (two processes during a leadership handover) neither fail nor double-count: one
 // holds the lock and sweeps, the other sees the lock taken and skips.
 func TestConcurrentSweepsDoNotOverlap(t *testing.T) {

@@ -219,6 +219,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
+		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval,
 		Logger: log.With("component", "retention"), Metrics: retention.NewMetrics(o.Registry),
 	})
 	// max: a Config built by hand (tests) may leave the interval zero.
@@ -340,7 +341,8 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher}
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher,
+		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r

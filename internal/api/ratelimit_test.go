@@ -1,0 +1,103 @@
+package api_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/server/servertest"
+)
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// newEnvAt is newEnv with the server on clock.
+func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env {
+	t.Helper()
+	cfg := testConfig(t)
+	mutate(&cfg)
+	srv, base := servertest.Start(t, cfg, nil, server.Options{Now: clock.Now})
+	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
+}
+
+// HOOKLINE_API_RATE_PER_SECOND and HOOKLINE_API_BURST: a token past its burst gets 429 RATE_LIMITED with
+// Retry-After in the contract's error shape, refused requests do not push it further back, its bucket
+// refills on the clock, and nobody else is slowed: another token of the same tenant, another tenant's
+// token, the admin token.
+func TestAPIRateLimitPerToken(t *testing.T) {
+	clock := &testClock{t: time.Now()}
+	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst = 1, 2 })
+	a, b := e.newTenant("limited"), e.newTenant("neighbour")
+	noisy, quiet := e.newToken(a, "subscriptions:read"), e.newToken(a, "subscriptions:read")
+	other := e.newToken(b, "subscriptions:read")
+	list := func(tenantID, token string) reply {
+		return e.call("GET", "/tenants/"+tenantID+"/subscriptions", token, nil)
+	}
+
+	for i := range 2 {
+		if r := list(a, noisy); r.status != 200 {
+			t.Fatalf("request %d within the burst: %s", i+1, r)
+		}
+	}
+	for i := range 3 {
+		r := list(a, noisy)
+		wantError(t, "past the burst", r, "RATE_LIMITED")
+		if got := r.header.Get("Retry-After"); got != "1" {
+			t.Errorf("refusal %d: Retry-After %q, want 1 (one request a second)", i+1, got)
+		}
+	}
+	if r := list(a, quiet); r.status != 200 {
+		t.Errorf("another token of the same tenant: %s", r)
+	}
+	if r := list(b, other); r.status != 200 {
+		t.Errorf("another tenant's token: %s", r)
+	}
+	for i := range 10 {
+		if r := list(a, adminToken); r.status != 200 {
+			t.Fatalf("admin request %d: %s", i+1, r)
+		}
+	}
+	clock.Add(time.Second)
+	if r := list(a, noisy); r.status != 200 {
+		t.Errorf("a second later: %s", r)
+	}
+	wantError(t, "the refilled request spent", list(a, noisy), "RATE_LIMITED")
+}
+
+// A fractional rate still says Retry-After in whole seconds, rounded up.
+func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
+	clock := &testClock{t: time.Now()}
+	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst = 0.4, 1 })
+	a := e.newTenant("slow")
+	tok := e.newToken(a, "subscriptions:read")
+	if r := e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil); r.status != 200 {
+		t.Fatalf("first request: %s", r)
+	}
+	r := e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil)
+	wantError(t, "second request", r, "RATE_LIMITED")
+	if got := r.header.Get("Retry-After"); got != "3" {
+		t.Errorf("Retry-After %q, want 3 (2.5 s rounded up)", got)
+	}
+}
+
+// Off by default: one token's many requests are all served.
+func TestAPIRateLimitOffByDefault(t *testing.T) {
+	e := newEnv(t)
+	a := e.newTenant("unlimited")
+	tok := e.newToken(a, "subscriptions:read")
+	for i := range 50 {
+		if r := e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil); r.status != 200 {
+			t.Fatalf("request %d: %s", i+1, r)
+		}
+	}
+}
