@@ -40,7 +40,7 @@ func replayStatus(r delivery.Replay) (string, string) {
 func outcomeWords(r delivery.Replay) string {
 	out := fmt.Sprintf("delivered %d, dead again %d, still pending %d", r.Delivered, r.Failed, r.Pending)
 	if r.TakenOver > 0 {
-		out += fmt.Sprintf(", %d taken over by a later replay", r.TakenOver)
+		out += fmt.Sprintf(", %d taken over by a later replay or deleted", r.TakenOver)
 	}
 	return out
 }
