@@ -70,6 +70,10 @@ func TestBrowserAccessibility(t *testing.T) {
 	c := e.client()
 	c.login(s.tn.Email)
 	c.post("/subscriptions/"+s.bad.String()+"/recover", url.Values{"action": {"confirm"}, "since": {formTimeOf(time.Now().Add(-time.Hour))}})
+	var recoverID string
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT id::text FROM replays WHERE subscription_id = $1 AND NOT dry_run`, s.bad).Scan(&recoverID); err != nil {
+		t.Fatalf("the recover: %v", err)
+	}
 
 	customer := map[string][]string{
 		"/":                   {"/"},
@@ -79,6 +83,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		"/events/{id}":        {"/events/" + dead.EventID.String()},
 		"/find":               {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
 		"/no/such/page":       {"/no/such/page"},
+		"/recovers/{id}":      {"/recovers/" + recoverID},
 	}
 	admin := map[string][]string{
 		"/admin":              {"/admin"},

@@ -74,6 +74,8 @@ var webIsolationRoutes = map[string]webRoute{
 	"GET /admin/replays":                             {access: "admin"},
 	"POST /admin/tenants/{id}/tokens/{token}/revoke": {access: "admin", params: map[string]string{"id": "tenant", "token": "token"}},
 	"GET /admin/replays/{id}":                        {access: "admin", params: idParam("replay")},
+	// A customer's own recover; a bulk replay's id, or another tenant's recover, is the 404 page.
+	"GET /recovers/{id}": {access: "customer", params: idParam("replay")},
 }
 
 // idParam is the params of a route whose one parameter {id} names a kind of object.
