@@ -17,10 +17,10 @@ const (
 	// DeadOverviewMaxRange is the longest range it covers (the newest part of a longer one).
 	DeadOverviewMaxRange = 7 * 24 * time.Hour
 	// DeadChartMaxRows is how many of the newest dead letters the chart counts (an index-only scan).
-	DeadChartMaxRows = 200000
+	DeadChartMaxRows = 50000
 	// DeadGroupsMaxRows is how many of the newest dead letters the grouped table reads, and MaxDeadGroups
 	// how many groups it shows, largest first.
-	DeadGroupsMaxRows = 20000
+	DeadGroupsMaxRows = 10000
 	MaxDeadGroups     = 100
 )
 
