@@ -578,10 +578,16 @@ func TestRecoverForCustomer(t *testing.T) {
 			t.Errorf("%s has no replay", id)
 		}
 	}
-	p = c.get(path)
 	// The recover is listed with its outcome and links to its page; the preview (a recorded dry run) is
-	// listed apart, marked.
-	recent := byTestID(one(t, p.Doc, "recover-recent"), "replay-row")
+	// listed apart, marked. Its deliveries are dead again; the runner may still be closing the recover.
+	var recent []*html.Node
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		p = c.get(path)
+		recent = byTestID(one(t, p.Doc, "recover-recent"), "replay-row")
+		if len(recent) != 1 || attr(recent[0], "data-settled") == "true" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(recent) != 1 || attr(recent[0], "data-kind") != "recover" || attr(recent[0], "data-settled") != "true" ||
 		len(byTestID(recent[0], "dry-run")) != 0 {
 		t.Fatalf("recent recovers: %d rows %q", len(recent), text(one(t, p.Doc, "recover-recent")))
