@@ -2555,7 +2555,7 @@ func replayTable(rows []ReplayRow, admin bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 229, "<th scope=\"col\">Criteria</th><th scope=\"col\" class=\"num\">Matched</th><th scope=\"col\" class=\"num\">Scheduled</th><th scope=\"col\" class=\"num\">Skipped</th><th scope=\"col\">Outcome</th><th scope=\"col\">State</th><th scope=\"col\">Finished</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 229, "<th scope=\"col\">Criteria</th><th scope=\"col\" class=\"num\">Matched</th><th scope=\"col\" class=\"num\">Scheduled</th><th scope=\"col\" class=\"num\">Skipped</th><th scope=\"col\">Outcome</th><th scope=\"col\">State</th><th scope=\"col\">Scheduling done</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -2779,7 +2779,7 @@ func replayTable(rows []ReplayRow, admin bool) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 251, "</td><td data-label=\"Finished\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 251, "</td><td data-label=\"Scheduling done\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -3398,7 +3398,7 @@ func ReplayView(p ReplayPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 309, "</dd><dt>Finished</dt><dd data-testid=\"finished\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 309, "</dd><dt>Scheduling done</dt><dd data-testid=\"finished\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
