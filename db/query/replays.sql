@@ -114,18 +114,40 @@ VALUES (@kind, @actor, @criteria, @dry_run, @matched, 0, @state, sqlc.narg('tena
 RETURNING *;
 
 -- name: GetReplay :one
--- One replay; @tenant_id, when set, limits it to that tenant's own (customers see only their recovers).
-SELECT * FROM replays
-WHERE id = @id AND (sqlc.narg('tenant_id')::uuid IS NULL OR tenant_id = sqlc.narg('tenant_id')::uuid);
+-- One replay with the outcome of what it scheduled; @tenant_id, when set, limits it to that tenant's own
+-- (customers see only their recovers). The outcome is counted from the deliveries whose replay_id is this
+-- replay (webhook_deliveries_replay_idx, which carries state), in the same snapshot as the replay's row,
+-- so a chunk committing meanwhile never makes the counts disagree: what it scheduled that no longer names
+-- it (a later replay took it over, or retention deleted it) is scheduled minus those counted.
+SELECT sqlc.embed(r), o.delivered, o.dead, o.pending, o.counted
+FROM replays r
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::bigint AS dead,
+           count(*) FILTER (WHERE d.state IN ('pending', 'in_flight'))::bigint AS pending,
+           count(*)::bigint AS counted
+    FROM webhook_deliveries d WHERE d.replay_id = r.id
+) o
+WHERE r.id = @id AND (sqlc.narg('tenant_id')::uuid IS NULL OR r.tenant_id = sqlc.narg('tenant_id')::uuid);
 
 -- name: ListReplays :many
--- The audit log, newest first, keyset-paginated on (started_at, id).
-SELECT * FROM replays
-WHERE (sqlc.narg('tenant_id')::uuid IS NULL OR tenant_id = sqlc.narg('tenant_id')::uuid)
-  AND (sqlc.narg('subscription_id')::uuid IS NULL OR subscription_id = sqlc.narg('subscription_id')::uuid)
+-- The audit log, newest first, keyset-paginated on (started_at, id), each with its outcome counted as
+-- GetReplay does. @dry_run, when set, keeps only dry runs (true) or only real ones (false).
+SELECT sqlc.embed(r), o.delivered, o.dead, o.pending, o.counted
+FROM replays r
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::bigint AS dead,
+           count(*) FILTER (WHERE d.state IN ('pending', 'in_flight'))::bigint AS pending,
+           count(*)::bigint AS counted
+    FROM webhook_deliveries d WHERE d.replay_id = r.id
+) o
+WHERE (sqlc.narg('tenant_id')::uuid IS NULL OR r.tenant_id = sqlc.narg('tenant_id')::uuid)
+  AND (sqlc.narg('subscription_id')::uuid IS NULL OR r.subscription_id = sqlc.narg('subscription_id')::uuid)
+  AND (sqlc.narg('dry_run')::bool IS NULL OR r.dry_run = sqlc.narg('dry_run')::bool)
   AND (sqlc.narg('after_started_at')::timestamptz IS NULL
-       OR (started_at, id) < (sqlc.narg('after_started_at')::timestamptz, sqlc.narg('after_id')::uuid))
-ORDER BY started_at DESC, id DESC
+       OR (r.started_at, r.id) < (sqlc.narg('after_started_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY r.started_at DESC, r.id DESC
 LIMIT @max_rows::int;
 
 -- name: RunningReplays :many
@@ -161,3 +183,54 @@ WHERE replay_id = @replay_id
        OR (created_at, id) < (sqlc.narg('after_created_at')::timestamptz, sqlc.narg('after_id')::uuid))
 ORDER BY created_at DESC, id DESC
 LIMIT @max_rows::int;
+
+-- name: DeadLettersByHour :many
+-- How many dead deliveries matching the dead-letter criteria were created in each hour (UTC) of
+-- [@created_from, @created_to), for the dead-letter chart. Only the newest @max_rows matches are counted
+-- (the partial index on created_at read backwards, no heap page when only times filter), so a huge
+-- dead-letter queue cannot make the page slow; the caller says so when the counts add up to the cap.
+WITH m AS (
+    SELECT d.created_at FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+      AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+      AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+      AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+      AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+      AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
+    ORDER BY d.created_at DESC
+    LIMIT @max_rows::int
+)
+SELECT date_bin('1 hour', m.created_at, '2000-01-01 00:00:00+00')::timestamptz AS hour, count(*)::bigint AS deliveries
+FROM m
+GROUP BY 1
+ORDER BY 1;
+
+-- name: DeadLetterGroups :many
+-- The newest @max_rows dead deliveries matching the criteria in [@created_from, @created_to), grouped by
+-- tenant, subscription and last status, with the first and last creation time of each group: where an
+-- outage hit, and the window a replay of it needs. Largest groups first, at most @max_groups.
+WITH m AS (
+    SELECT d.tenant_id, d.subscription_id, d.last_status, d.created_at FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND (sqlc.narg('tenant_id')::uuid IS NULL OR d.tenant_id = sqlc.narg('tenant_id')::uuid)
+      AND (sqlc.narg('subscription_id')::uuid IS NULL OR d.subscription_id = sqlc.narg('subscription_id')::uuid)
+      AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+      AND (cardinality(@states::text[]) = 0 OR d.state = ANY (@states::text[]))
+      AND (sqlc.narg('dead_reason')::text IS NULL OR d.dead_reason = sqlc.narg('dead_reason')::text)
+      AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
+    ORDER BY d.created_at DESC
+    LIMIT @max_rows::int
+), g AS (
+    SELECT m.tenant_id, m.subscription_id, m.last_status, count(*)::bigint AS deliveries,
+           min(m.created_at)::timestamptz AS first_created, max(m.created_at)::timestamptz AS last_created
+    FROM m
+    GROUP BY m.tenant_id, m.subscription_id, m.last_status
+)
+SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url, g.last_status,
+       g.deliveries, g.first_created, g.last_created
+FROM g
+JOIN tenants t ON t.id = g.tenant_id
+JOIN subscriptions s ON s.id = g.subscription_id
+ORDER BY g.deliveries DESC, g.last_created DESC, t.name, s.url
+LIMIT @max_groups::int;

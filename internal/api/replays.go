@@ -141,14 +141,22 @@ func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, viewReplay(rp))
 }
 
-// replayListFilter parses limit and cursor; any other or malformed parameter is INVALID_REQUEST.
+// replayListFilter parses limit, cursor and dry_run (true: dry runs only; false: real replays only; absent:
+// both, the whole audit log); any other or malformed parameter is INVALID_REQUEST.
 func replayListFilter(r *http.Request) (delivery.ReplayListFilter, error) {
 	q := r.URL.Query()
 	var f delivery.ReplayListFilter
 	for key := range q {
-		if key != "limit" && key != "cursor" {
+		if key != "limit" && key != "cursor" && key != "dry_run" {
 			return f, fault.Invalid("unknown query parameter %q", key)
 		}
+	}
+	if q.Has("dry_run") {
+		dry, err := strconv.ParseBool(q.Get("dry_run"))
+		if err != nil {
+			return f, fault.Invalid("dry_run must be true or false")
+		}
+		f.DryRun = &dry
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -38,6 +38,19 @@ type replayAnswer struct {
 	StartedAt      time.Time  `json:"started_at"`
 	FinishedAt     *time.Time `json:"finished_at"`
 	Sample         *[]string  `json:"sample"`
+	// The outcome of what it scheduled; pointers, to tell a missing field from 0.
+	Delivered *int `json:"delivered"`
+	Failed    *int `json:"failed"`
+	Pending   *int `json:"pending"`
+	TakenOver *int `json:"taken_over"`
+}
+
+// outcome is the replay's delivered/failed/pending/taken_over, "missing" when a field is absent.
+func (r replayAnswer) outcome() string {
+	if r.Delivered == nil || r.Failed == nil || r.Pending == nil || r.TakenOver == nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d/%d/%d/%d", *r.Delivered, *r.Failed, *r.Pending, *r.TakenOver)
 }
 
 type replayPage struct {
@@ -523,4 +536,114 @@ func TestReplayAuditLog(t *testing.T) {
 	if pg := must[replayPage](e, 200, "GET", "/tenants/"+tid+"/replays", adminToken, nil); len(pg.Items) != 0 {
 		t.Errorf("tenant list shows bulk replays: %+v", pg.Items)
 	}
+}
+
+// TestReplayOutcomeInTheAPI: GET /replays/{id}, GET /replays and the tenant's recovers say what became of
+// what a replay scheduled (delivered, failed again, pending), not only that it was scheduled; dry runs can
+// be listed apart.
+func TestReplayOutcomeInTheAPI(t *testing.T) {
+	e := newEnv(t)
+	rc := newSwitchable(t)
+	tid := e.newTenant("replay-outcome")
+	sub := e.newSubscription(tid, map[string]any{"url": rc.URL + "/hook"}).ID
+	e.deadDeliveries(tid, "order.created", 3)
+	// Paused, the replayed deliveries wait as pending: the replay is finished, its deliveries are not.
+	must[subscription](e, 200, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/pause", adminToken, nil)
+	from, to := window()
+	r := must[replayAnswer](e, 201, "POST", "/replays", adminToken,
+		map[string]any{"tenant_id": tid, "created_from": from, "created_to": to, "spread_seconds": 1})
+	done := e.waitReplay("/replays/"+r.ID, adminToken)
+	if done.State != "finished" || done.Scheduled != 3 || done.outcome() != "0/0/3/0" {
+		t.Fatalf("finished scheduling: %+v, outcome %s", done, done.outcome())
+	}
+	// Resumed against an endpoint that still fails: dead again, every one final.
+	must[subscription](e, 200, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/resume", adminToken, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := must[replayAnswer](e, 200, "GET", "/replays/"+r.ID, adminToken, nil)
+		if got.outcome() == "0/3/0/0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outcome %s, want 0/3/0/0", got.outcome())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	list := must[replayPage](e, 200, "GET", "/replays", adminToken, nil)
+	found := false
+	for _, it := range list.Items {
+		if it.ID == r.ID {
+			found = true
+			if it.outcome() != "0/3/0/0" {
+				t.Errorf("GET /replays outcome %s", it.outcome())
+			}
+		}
+	}
+	if !found {
+		t.Error("replay not in GET /replays")
+	}
+
+	// A customer's recover of them, delivered this time: the tenant's routes carry the same counts.
+	rc.fixed.Store(true)
+	tok := e.newToken(tid, tenants.ScopeDeliveriesWrite, tenants.ScopeDeliveriesRead)
+	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	rec := must[replayAnswer](e, 201, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/recover", tok, map[string]any{"since": since})
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		got := must[replayAnswer](e, 200, "GET", "/tenants/"+tid+"/replays/"+rec.ID, tok, nil)
+		if got.State == "finished" && got.outcome() == "3/0/0/0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recover %s, outcome %s, want 3/0/0/0", got.State, got.outcome())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The bulk replay's deliveries were taken over by the recover: they count there only.
+	if got := must[replayAnswer](e, 200, "GET", "/replays/"+r.ID, adminToken, nil); got.outcome() != "0/0/0/3" {
+		t.Errorf("bulk replay after the recover took its deliveries over: %s", got.outcome())
+	}
+	mine := must[replayPage](e, 200, "GET", "/tenants/"+tid+"/replays", tok, nil)
+	if len(mine.Items) != 1 || mine.Items[0].outcome() != "3/0/0/0" {
+		t.Errorf("tenant's recovers: %+v", mine.Items)
+	}
+
+	// dry_run=true lists dry runs only, dry_run=false real ones only; without it, both.
+	dry := must[replayAnswer](e, 201, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/recover", tok, map[string]any{"since": since, "dry_run": true})
+	if dry.outcome() != "0/0/0/0" {
+		t.Errorf("dry run outcome %s", dry.outcome())
+	}
+	for q, want := range map[string][]string{"": {dry.ID, rec.ID}, "?dry_run=true": {dry.ID}, "?dry_run=false": {rec.ID}} {
+		var got []string
+		for _, it := range must[replayPage](e, 200, "GET", "/tenants/"+tid+"/replays"+q, tok, nil).Items {
+			got = append(got, it.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("GET /tenants/{t}/replays%s: %v, want %v", q, got, want)
+		}
+	}
+	wantError(t, "dry_run=maybe", e.call("GET", "/replays?dry_run=maybe", adminToken, nil), "INVALID_REQUEST")
+}
+
+// TestRecoverPreviewRateLimited: recover dry runs are limited per subscription (429 with Retry-After);
+// the real recover is not.
+func TestRecoverPreviewRateLimited(t *testing.T) {
+	e := newEnv(t)
+	tid := e.newTenant("recover-limit")
+	sub := e.newSubscription(tid, map[string]any{"url": "https://example.com/hook"}).ID
+	tok := e.newToken(tid, tenants.ScopeDeliveriesWrite, tenants.ScopeDeliveriesRead)
+	path := "/tenants/" + tid + "/subscriptions/" + sub + "/recover"
+	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for range 5 {
+		must[replayAnswer](e, 201, "POST", path, tok, map[string]any{"since": since, "dry_run": true})
+	}
+	r := e.call("POST", path, tok, map[string]any{"since": since, "dry_run": true})
+	wantError(t, "sixth preview in a row", r, "RATE_LIMITED")
+	if r.status != 429 || r.header.Get("Retry-After") == "" {
+		t.Errorf("limited preview: %s, Retry-After %q", r, r.header.Get("Retry-After"))
+	}
+	if got := must[replayPage](e, 200, "GET", "/tenants/"+tid+"/replays?dry_run=true", tok, nil); len(got.Items) != 5 {
+		t.Errorf("%d previews recorded, want 5", len(got.Items))
+	}
+	must[replayAnswer](e, 201, "POST", path, tok, map[string]any{"since": since})
 }

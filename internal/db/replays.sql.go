@@ -227,6 +227,166 @@ func (q *Queries) DeadLetterBreakdown(ctx context.Context, arg DeadLetterBreakdo
 	return items, nil
 }
 
+const deadLetterGroups = `-- name: DeadLetterGroups :many
+WITH m AS (
+    SELECT d.tenant_id, d.subscription_id, d.last_status, d.created_at FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND ($2::uuid IS NULL OR d.tenant_id = $2::uuid)
+      AND ($3::uuid IS NULL OR d.subscription_id = $3::uuid)
+      AND ($4::text IS NULL OR d.event_type = $4::text)
+      AND (cardinality($5::text[]) = 0 OR d.state = ANY ($5::text[]))
+      AND ($6::text IS NULL OR d.dead_reason = $6::text)
+      AND d.created_at >= $7::timestamptz AND d.created_at < $8::timestamptz
+    ORDER BY d.created_at DESC
+    LIMIT $9::int
+), g AS (
+    SELECT m.tenant_id, m.subscription_id, m.last_status, count(*)::bigint AS deliveries,
+           min(m.created_at)::timestamptz AS first_created, max(m.created_at)::timestamptz AS last_created
+    FROM m
+    GROUP BY m.tenant_id, m.subscription_id, m.last_status
+)
+SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url, g.last_status,
+       g.deliveries, g.first_created, g.last_created
+FROM g
+JOIN tenants t ON t.id = g.tenant_id
+JOIN subscriptions s ON s.id = g.subscription_id
+ORDER BY g.deliveries DESC, g.last_created DESC, t.name, s.url
+LIMIT $1::int
+`
+
+type DeadLetterGroupsParams struct {
+	MaxGroups      int32
+	TenantID       *uuid.UUID
+	SubscriptionID *uuid.UUID
+	EventType      *string
+	States         []string
+	DeadReason     *string
+	CreatedFrom    time.Time
+	CreatedTo      time.Time
+	MaxRows        int32
+}
+
+type DeadLetterGroupsRow struct {
+	TenantID        uuid.UUID
+	TenantName      string
+	SubscriptionID  uuid.UUID
+	SubscriptionURL string
+	LastStatus      *int32
+	Deliveries      int64
+	FirstCreated    time.Time
+	LastCreated     time.Time
+}
+
+// The newest @max_rows dead deliveries matching the criteria in [@created_from, @created_to), grouped by
+// tenant, subscription and last status, with the first and last creation time of each group: where an
+// outage hit, and the window a replay of it needs. Largest groups first, at most @max_groups.
+func (q *Queries) DeadLetterGroups(ctx context.Context, arg DeadLetterGroupsParams) ([]DeadLetterGroupsRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterGroups,
+		arg.MaxGroups,
+		arg.TenantID,
+		arg.SubscriptionID,
+		arg.EventType,
+		arg.States,
+		arg.DeadReason,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterGroupsRow{}
+	for rows.Next() {
+		var i DeadLetterGroupsRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.TenantName,
+			&i.SubscriptionID,
+			&i.SubscriptionURL,
+			&i.LastStatus,
+			&i.Deliveries,
+			&i.FirstCreated,
+			&i.LastCreated,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLettersByHour = `-- name: DeadLettersByHour :many
+WITH m AS (
+    SELECT d.created_at FROM webhook_deliveries d
+    WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+      AND ($1::uuid IS NULL OR d.tenant_id = $1::uuid)
+      AND ($2::uuid IS NULL OR d.subscription_id = $2::uuid)
+      AND ($3::text IS NULL OR d.event_type = $3::text)
+      AND (cardinality($4::text[]) = 0 OR d.state = ANY ($4::text[]))
+      AND ($5::text IS NULL OR d.dead_reason = $5::text)
+      AND d.created_at >= $6::timestamptz AND d.created_at < $7::timestamptz
+    ORDER BY d.created_at DESC
+    LIMIT $8::int
+)
+SELECT date_bin('1 hour', m.created_at, '2000-01-01 00:00:00+00')::timestamptz AS hour, count(*)::bigint AS deliveries
+FROM m
+GROUP BY 1
+ORDER BY 1
+`
+
+type DeadLettersByHourParams struct {
+	TenantID       *uuid.UUID
+	SubscriptionID *uuid.UUID
+	EventType      *string
+	States         []string
+	DeadReason     *string
+	CreatedFrom    time.Time
+	CreatedTo      time.Time
+	MaxRows        int32
+}
+
+type DeadLettersByHourRow struct {
+	Hour       time.Time
+	Deliveries int64
+}
+
+// How many dead deliveries matching the dead-letter criteria were created in each hour (UTC) of
+// [@created_from, @created_to), for the dead-letter chart. Only the newest @max_rows matches are counted
+// (the partial index on created_at read backwards, no heap page when only times filter), so a huge
+// dead-letter queue cannot make the page slow; the caller says so when the counts add up to the cap.
+func (q *Queries) DeadLettersByHour(ctx context.Context, arg DeadLettersByHourParams) ([]DeadLettersByHourRow, error) {
+	rows, err := q.db.Query(ctx, deadLettersByHour,
+		arg.TenantID,
+		arg.SubscriptionID,
+		arg.EventType,
+		arg.States,
+		arg.DeadReason,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLettersByHourRow{}
+	for rows.Next() {
+		var i DeadLettersByHourRow
+		if err := rows.Scan(&i.Hour, &i.Deliveries); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const finishReplay = `-- name: FinishReplay :one
 UPDATE replays
 SET state = $1, error = $2, skipped = greatest(matched - scheduled, 0), finished_at = $3::timestamptz,
@@ -276,8 +436,16 @@ func (q *Queries) FinishReplay(ctx context.Context, arg FinishReplayParams) (Rep
 }
 
 const getReplay = `-- name: GetReplay :one
-SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at FROM replays
-WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2::uuid)
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, o.delivered, o.dead, o.pending, o.counted
+FROM replays r
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::bigint AS dead,
+           count(*) FILTER (WHERE d.state IN ('pending', 'in_flight'))::bigint AS pending,
+           count(*)::bigint AS counted
+    FROM webhook_deliveries d WHERE d.replay_id = r.id
+) o
+WHERE r.id = $1 AND ($2::uuid IS NULL OR r.tenant_id = $2::uuid)
 `
 
 type GetReplayParams struct {
@@ -285,29 +453,45 @@ type GetReplayParams struct {
 	TenantID *uuid.UUID
 }
 
-// One replay; @tenant_id, when set, limits it to that tenant's own (customers see only their recovers).
-func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (Replay, error) {
+type GetReplayRow struct {
+	Replay    Replay
+	Delivered int64
+	Dead      int64
+	Pending   int64
+	Counted   int64
+}
+
+// One replay with the outcome of what it scheduled; @tenant_id, when set, limits it to that tenant's own
+// (customers see only their recovers). The outcome is counted from the deliveries whose replay_id is this
+// replay (webhook_deliveries_replay_idx, which carries state), in the same snapshot as the replay's row,
+// so a chunk committing meanwhile never makes the counts disagree: what it scheduled that no longer names
+// it (a later replay took it over, or retention deleted it) is scheduled minus those counted.
+func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplayRow, error) {
 	row := q.db.QueryRow(ctx, getReplay, arg.ID, arg.TenantID)
-	var i Replay
+	var i GetReplayRow
 	err := row.Scan(
-		&i.ID,
-		&i.Actor,
-		&i.Criteria,
-		&i.DryRun,
-		&i.Matched,
-		&i.Scheduled,
-		&i.State,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.Kind,
-		&i.TenantID,
-		&i.SubscriptionID,
-		&i.Skipped,
-		&i.SpreadSeconds,
-		&i.CursorCreatedAt,
-		&i.CursorID,
-		&i.Error,
-		&i.UpdatedAt,
+		&i.Replay.ID,
+		&i.Replay.Actor,
+		&i.Replay.Criteria,
+		&i.Replay.DryRun,
+		&i.Replay.Matched,
+		&i.Replay.Scheduled,
+		&i.Replay.State,
+		&i.Replay.StartedAt,
+		&i.Replay.FinishedAt,
+		&i.Replay.Kind,
+		&i.Replay.TenantID,
+		&i.Replay.SubscriptionID,
+		&i.Replay.Skipped,
+		&i.Replay.SpreadSeconds,
+		&i.Replay.CursorCreatedAt,
+		&i.Replay.CursorID,
+		&i.Replay.Error,
+		&i.Replay.UpdatedAt,
+		&i.Delivered,
+		&i.Dead,
+		&i.Pending,
+		&i.Counted,
 	)
 	return i, err
 }
@@ -490,28 +674,48 @@ func (q *Queries) ListReplayDeliveries(ctx context.Context, arg ListReplayDelive
 }
 
 const listReplays = `-- name: ListReplays :many
-SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at FROM replays
-WHERE ($1::uuid IS NULL OR tenant_id = $1::uuid)
-  AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
-  AND ($3::timestamptz IS NULL
-       OR (started_at, id) < ($3::timestamptz, $4::uuid))
-ORDER BY started_at DESC, id DESC
-LIMIT $5::int
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, o.delivered, o.dead, o.pending, o.counted
+FROM replays r
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
+           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::bigint AS dead,
+           count(*) FILTER (WHERE d.state IN ('pending', 'in_flight'))::bigint AS pending,
+           count(*)::bigint AS counted
+    FROM webhook_deliveries d WHERE d.replay_id = r.id
+) o
+WHERE ($1::uuid IS NULL OR r.tenant_id = $1::uuid)
+  AND ($2::uuid IS NULL OR r.subscription_id = $2::uuid)
+  AND ($3::bool IS NULL OR r.dry_run = $3::bool)
+  AND ($4::timestamptz IS NULL
+       OR (r.started_at, r.id) < ($4::timestamptz, $5::uuid))
+ORDER BY r.started_at DESC, r.id DESC
+LIMIT $6::int
 `
 
 type ListReplaysParams struct {
 	TenantID       *uuid.UUID
 	SubscriptionID *uuid.UUID
+	DryRun         *bool
 	AfterStartedAt *time.Time
 	AfterID        *uuid.UUID
 	MaxRows        int32
 }
 
-// The audit log, newest first, keyset-paginated on (started_at, id).
-func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Replay, error) {
+type ListReplaysRow struct {
+	Replay    Replay
+	Delivered int64
+	Dead      int64
+	Pending   int64
+	Counted   int64
+}
+
+// The audit log, newest first, keyset-paginated on (started_at, id), each with its outcome counted as
+// GetReplay does. @dry_run, when set, keeps only dry runs (true) or only real ones (false).
+func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]ListReplaysRow, error) {
 	rows, err := q.db.Query(ctx, listReplays,
 		arg.TenantID,
 		arg.SubscriptionID,
+		arg.DryRun,
 		arg.AfterStartedAt,
 		arg.AfterID,
 		arg.MaxRows,
@@ -520,28 +724,32 @@ func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Rep
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Replay{}
+	items := []ListReplaysRow{}
 	for rows.Next() {
-		var i Replay
+		var i ListReplaysRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.Actor,
-			&i.Criteria,
-			&i.DryRun,
-			&i.Matched,
-			&i.Scheduled,
-			&i.State,
-			&i.StartedAt,
-			&i.FinishedAt,
-			&i.Kind,
-			&i.TenantID,
-			&i.SubscriptionID,
-			&i.Skipped,
-			&i.SpreadSeconds,
-			&i.CursorCreatedAt,
-			&i.CursorID,
-			&i.Error,
-			&i.UpdatedAt,
+			&i.Replay.ID,
+			&i.Replay.Actor,
+			&i.Replay.Criteria,
+			&i.Replay.DryRun,
+			&i.Replay.Matched,
+			&i.Replay.Scheduled,
+			&i.Replay.State,
+			&i.Replay.StartedAt,
+			&i.Replay.FinishedAt,
+			&i.Replay.Kind,
+			&i.Replay.TenantID,
+			&i.Replay.SubscriptionID,
+			&i.Replay.Skipped,
+			&i.Replay.SpreadSeconds,
+			&i.Replay.CursorCreatedAt,
+			&i.Replay.CursorID,
+			&i.Replay.Error,
+			&i.Replay.UpdatedAt,
+			&i.Delivered,
+			&i.Dead,
+			&i.Pending,
+			&i.Counted,
 		); err != nil {
 			return nil, err
 		}

@@ -78,3 +78,9 @@ func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
 
 // AfterRead makes the service run f between a manual retry's read of the delivery and its statement.
 func (s *Service) AfterRead(f func()) { s.afterRead = f }
+
+// SetPaceClock runs the runner's chunk pacing on a test clock: now is read before each chunk and sleep is
+// called with how long the pacer waits.
+func (r *ReplayRunner) SetPaceClock(now func() time.Time, sleep func(context.Context, time.Duration)) {
+	r.pace.now, r.pace.sleep = now, sleep
+}

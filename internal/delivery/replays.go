@@ -144,6 +144,16 @@ type Replay struct {
 	StartedAt      time.Time  `json:"started_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	FinishedAt     *time.Time `json:"finished_at"`
+	// The outcome of what it scheduled, counted from the deliveries that name it (replay_id): Delivered
+	// were sent, Failed are dead again (failed or expired, discarded included), Pending are not final yet
+	// (waiting or in flight). A delivery a later replay took over names that replay and counts there only;
+	// TakenOver is how many this one scheduled that no longer name it (taken over by a later replay, or
+	// deleted by retention). A manual retry or resend does not take a delivery over: it keeps counting
+	// here with its newest outcome. Scheduled = Delivered + Failed + Pending + TakenOver.
+	Delivered int64 `json:"delivered"`
+	Failed    int64 `json:"failed"`
+	Pending   int64 `json:"pending"`
+	TakenOver int64 `json:"taken_over"`
 	// Sample holds a few matching delivery ids; only a dry run's answer has it.
 	Sample []uuid.UUID `json:"sample,omitempty"`
 }
@@ -157,6 +167,18 @@ func (r Replay) Progress() float64 {
 		return 0
 	}
 	return math.Min(float64(r.Scheduled)/float64(r.Matched), 1)
+}
+
+// Settled reports whether nothing about the replay will change by itself any more: it is not running
+// and none of the deliveries it scheduled is pending. Pages follow a replay until it is settled.
+func (r Replay) Settled() bool { return r.State != ReplayRunning && r.Pending == 0 }
+
+// withOutcome adds the outcome counts of GetReplay and ListReplays, read in the replay row's snapshot.
+func withOutcome(r db.Replay, delivered, dead, pending, counted int64) Replay {
+	out := replayFromRow(r)
+	out.Delivered, out.Failed, out.Pending = delivered, dead, pending
+	out.TakenOver = max(out.Scheduled-counted, 0)
+	return out
 }
 
 func replayFromRow(r db.Replay) Replay {
@@ -203,6 +225,8 @@ type Replays struct {
 	q      *db.Queries
 	policy RetryPolicy
 	now    func() time.Time
+	// previews limits recover dry runs per subscription.
+	previews previewLimiter
 	// Started, when set, is told that a replay was created so a runner can start on it now.
 	Started func()
 }
@@ -371,6 +395,12 @@ func (s *Replays) Recover(ctx context.Context, tenantID, subscriptionID uuid.UUI
 	if !since.Before(now) {
 		return Replay{}, fault.Invalid("since must be in the past")
 	}
+	if dryRun {
+		if wait := s.previews.take(subscriptionID, now); wait > 0 {
+			return Replay{}, fault.Limited(wait, "too many recover previews of this subscription: at most %d a minute; try again in %d s",
+				int(time.Minute/RecoverPreviewEvery), int(math.Ceil(wait.Seconds())))
+		}
+	}
 	until := now.Add(time.Second) // everything created up to now, whatever the clock's resolution
 	f := DeadFilter{TenantID: &tenantID, SubscriptionID: &subscriptionID, CreatedFrom: &since, CreatedTo: &until}
 	n, err := s.count(ctx, f, &now, RecoverMaxDeliveries+1)
@@ -441,15 +471,17 @@ func (s *Replays) Get(ctx context.Context, id uuid.UUID, tenantID *uuid.UUID) (R
 	if err != nil {
 		return Replay{}, fmt.Errorf("get replay: %w", err)
 	}
-	return replayFromRow(row), nil
+	return withOutcome(row.Replay, row.Delivered, row.Dead, row.Pending, row.Counted), nil
 }
 
 // ReplayListFilter selects replays for the audit log.
 type ReplayListFilter struct {
 	TenantID       *uuid.UUID
 	SubscriptionID *uuid.UUID
-	Limit          int
-	Cursor         string
+	// DryRun, when set, keeps only dry runs (true) or only real replays (false).
+	DryRun *bool
+	Limit  int
+	Cursor string
 }
 
 // List returns the audit log, newest first.
@@ -458,7 +490,7 @@ func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, err
 	if f.Limit, err = pageLimit(f.Limit); err != nil {
 		return ReplayPage{}, err
 	}
-	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, MaxRows: int32(f.Limit + 1)}
+	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, DryRun: f.DryRun, MaxRows: int32(f.Limit + 1)}
 	after, err := parseCursor(f.Cursor)
 	if err != nil {
 		return ReplayPage{}, err
@@ -469,7 +501,10 @@ func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, err
 		return ReplayPage{}, fmt.Errorf("list replays: %w", err)
 	}
 	var page ReplayPage
-	page.Items, page.NextCursor = keysetPage(rows, f.Limit, replayFromRow,
+	page.Items, page.NextCursor = keysetPage(rows, f.Limit,
+		func(r db.ListReplaysRow) Replay {
+			return withOutcome(r.Replay, r.Delivered, r.Dead, r.Pending, r.Counted)
+		},
 		func(r Replay) (time.Time, uuid.UUID) { return r.StartedAt, r.ID })
 	return page, nil
 }
@@ -565,11 +600,11 @@ type ReplayRunner struct {
 	log     *slog.Logger
 	// Poll is how often it looks for unfinished replays without being woken (default 2 s).
 	Poll time.Duration
-	// Pause is the breath between chunks, so a large replay never hogs the database the workers use
-	// (default 10 ms).
-	Pause time.Duration
 	// MaxFailures is how many chunks of one replay may fail in a row before it is marked failed (default 5).
 	MaxFailures int
+
+	// pace spaces chunks (DefaultReplayChunksPerSecond; SetChunkRate changes it).
+	pace *chunkPacer
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -578,8 +613,14 @@ type ReplayRunner struct {
 
 // NewReplayRunner returns a runner; Start runs it.
 func NewReplayRunner(replays *Replays, log *slog.Logger) *ReplayRunner {
-	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, Pause: 10 * time.Millisecond, MaxFailures: 5,
-		wake: make(chan struct{}, 1)}
+	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, MaxFailures: 5,
+		pace: newChunkPacer(DefaultReplayChunksPerSecond), wake: make(chan struct{}, 1)}
+}
+
+// SetChunkRate sets how many chunks a second this runner moves at most, over all replays (per process);
+// 0 does not pace. Call it before Start.
+func (r *ReplayRunner) SetChunkRate(perSecond float64) {
+	r.pace = newChunkPacer(perSecond)
 }
 
 // Wake makes the runner look for running replays now.
@@ -639,6 +680,10 @@ func (r *ReplayRunner) RunAll(ctx context.Context) {
 func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 	failures := 0
 	for ctx.Err() == nil {
+		r.pace.wait(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		taken, done, err := r.replays.Step(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -662,6 +707,5 @@ func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 			return
 		}
 		failures = 0
-		sleep.For(ctx, r.Pause)
 	}
 }

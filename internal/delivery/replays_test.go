@@ -34,7 +34,7 @@ func (e *env) replays() *delivery.Replays {
 
 func (e *env) runner(rp *delivery.Replays) *delivery.ReplayRunner {
 	r := delivery.NewReplayRunner(rp, quietLog)
-	r.Pause = 0
+	r.SetChunkRate(0)
 	return r
 }
 

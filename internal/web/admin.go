@@ -310,6 +310,13 @@ func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) {
 		p.Rows = append(p.Rows, h.deadRow(d))
 	}
 	if status == http.StatusOK {
+		// Where the outage is: by hour and by tenant, endpoint and status, each group a replay away.
+		o, err := h.replays.DeadOverview(ctx, f)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Chart, p.Groups = deadChartView(o, f.CreatedFrom != nil || f.CreatedTo != nil), h.deadGroupsView(o)
 		p.Total = fmt.Sprintf("%s matching dead deliveries", capped(int(page.Total), countUpTo))
 		if page.Total == 1 {
 			p.Total = "1 matching dead delivery"

@@ -89,6 +89,8 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /admin/tenants/{id}/tokens": {access: "admin", params: idParam("tenant"), form: func(*webIsoWorld) url.Values {
 		return url.Values{"name": {"walk token"}, "scope": {"deliveries:read"}}
 	}},
+	// A customer's own recover; a bulk replay's id, or another tenant's recover, is the 404 page.
+	"GET /recovers/{id}": {access: "customer", params: idParam("replay")},
 }
 
 // idParam is the params of a route whose one parameter {id} names a kind of object.

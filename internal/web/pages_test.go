@@ -40,6 +40,10 @@ func everyPage(t *testing.T, e *env) pageSet {
 	c := e.client()
 	c.login(s.tn.Email)
 	c.post("/subscriptions/"+s.bad.String()+"/recover", url.Values{"action": {"confirm"}, "since": {formTimeOf(time.Now().Add(-time.Hour))}})
+	var recoverID string
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT id::text FROM replays WHERE subscription_id = $1 AND NOT dry_run`, s.bad).Scan(&recoverID); err != nil {
+		t.Fatalf("the recover: %v", err)
+	}
 
 	ps := pageSet{customerEmail: s.tn.Email, operatorOnCustomer: "/deliveries/" + s.dead[0].String()}
 	ps.customer = map[string][]string{
@@ -50,6 +54,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/events/{id}":        {"/events/" + dead.EventID.String()},
 		"/find":               {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
 		"/no/such/page":       {"/no/such/page"},
+		"/recovers/{id}":      {"/recovers/" + recoverID},
 	}
 	ps.admin = map[string][]string{
 		"/admin":              {"/admin"},

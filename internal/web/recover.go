@@ -22,18 +22,86 @@ func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec te
 	if rec.Since == "" {
 		rec.Since = h.now().Add(-24 * time.Hour).UTC().Format(formTime)
 	}
-	page, err := h.replays.List(r.Context(), delivery.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, Limit: recentRecovers})
-	if err != nil {
-		return rec, err
-	}
-	for _, rep := range page.Items {
-		row := h.replayRow(rep, nil)
-		if rep.Criteria.CreatedFrom != nil {
-			row.Criteria = "dead deliveries created since " + rep.Criteria.CreatedFrom.UTC().Format("2006-01-02 15:04") + " UTC"
+	// Real recovers and previews (dry runs, recorded too) are listed apart, so a row of previews never
+	// hides what was actually sent.
+	for _, dry := range []bool{false, true} {
+		page, err := h.replays.List(r.Context(), delivery.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, DryRun: &dry, Limit: recentRecovers})
+		if err != nil {
+			return rec, err
 		}
-		rec.Recovers = append(rec.Recovers, row)
+		for _, rep := range page.Items {
+			row := recoverRow(h.replayRow(rep, nil), rep)
+			if dry {
+				rec.Previews = append(rec.Previews, row)
+			} else {
+				rec.Recovers = append(rec.Recovers, row)
+			}
+		}
 	}
 	return rec, nil
+}
+
+// recoverRow is a recover as a customer reads it: its criteria in their words, and a link to its own page.
+func recoverRow(row templates.ReplayRow, rep delivery.Replay) templates.ReplayRow {
+	row.Href = recoverHref(rep.ID)
+	if rep.Criteria.CreatedFrom != nil {
+		row.Criteria = "dead deliveries created since " + rep.Criteria.CreatedFrom.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	return row
+}
+
+// recoverPage is one recover, for the customer whose it is (an operator may open any): what it scheduled
+// and what became of it, following it until every delivery it scheduled is final, like the operator's
+// replay page.
+func (h *Handler) recoverPage(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	u := currentUser(r)
+	var scope *uuid.UUID
+	if !u.Admin {
+		t, ok := tenantOf(u)
+		if !ok {
+			h.notFound(w, r)
+			return
+		}
+		scope = &t
+	}
+	ctx := r.Context()
+	rep, err := h.replays.Get(ctx, id, scope)
+	if err == nil && (rep.Kind != delivery.ReplayRecover || rep.TenantID == nil || rep.SubscriptionID == nil) {
+		err = fault.Missing("recover")
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	tenantID, subID := *rep.TenantID, *rep.SubscriptionID
+	subName := shortID(subID)
+	if s, err := h.subs.Get(ctx, tenantID, subID); err == nil {
+		subName = s.URL
+		if s.Description != "" {
+			subName = s.Description
+		}
+	} else if !fault.Is(err, fault.NotFound) {
+		h.fail(w, r, err)
+		return
+	}
+	cursor := r.URL.Query().Get("cursor")
+	dels, err := h.replays.Deliveries(ctx, id, replayPageSize, cursor)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	title := "Recover " + shortID(id)
+	crumbs := append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: subName, Href: "/subscriptions/" + subID.String()},
+		templates.Crumb{Label: title})
+	p := templates.ReplayPage{Layout: h.tenantLayout(r, tenantID, title, crumbs...), Customer: !u.Admin}
+	h.fillReplayPage(&p, rep, nil, dels, recoverHref(id), cursor)
+	p.Replay = recoverRow(p.Replay, rep)
+	h.render(w, r, http.StatusOK, templates.ReplayView(p))
 }
 
 // recover is a customer's self-service replay of one subscription's dead deliveries. action=preview is a
@@ -75,7 +143,11 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		h.setFlash(r, "warning", "Not recovered: "+fe.Message+".")
+		prefix := "Not recovered: "
+		if action == "preview" {
+			prefix = "Not previewed: "
+		}
+		h.setFlash(r, "warning", prefix+fe.Message+".")
 		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}

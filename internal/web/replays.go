@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,14 +21,28 @@ const replayRefresh = 2
 // replayPageSize is how many replays, or deliveries of one replay, a page lists.
 const replayPageSize = 50
 
-func replayStateClass(state string) string {
-	switch state {
-	case delivery.ReplayFinished:
-		return "badge-ok"
-	case delivery.ReplayRunning:
-		return "badge-info"
+// replayStatus is the word a replay's badge shows, and its class: a finished replay whose deliveries are
+// still on their way is "delivering", not "finished"; only a settled one is finished.
+func replayStatus(r delivery.Replay) (string, string) {
+	switch {
+	case r.State == delivery.ReplayRunning:
+		return "scheduling", "badge-info"
+	case r.State == delivery.ReplayFailed:
+		return "failed", "badge-bad"
+	case r.Pending > 0:
+		return "delivering", "badge-info"
 	}
-	return "badge-bad"
+	return "finished", "badge-ok"
+}
+
+// outcomeWords says what became of what a replay scheduled: "delivered 58, dead again 1, still pending 1",
+// and how many a later replay took over when any did.
+func outcomeWords(r delivery.Replay) string {
+	out := fmt.Sprintf("delivered %d, dead again %d, still pending %d", r.Delivered, r.Failed, r.Pending)
+	if r.TakenOver > 0 {
+		out += fmt.Sprintf(", %d taken over by a later replay or deleted", r.TakenOver)
+	}
+	return out
 }
 
 // progressView is how far a replay is. A finished replay counts what it skipped as dealt with, so its bar
@@ -54,10 +69,14 @@ func progressView(r delivery.Replay) templates.Progress {
 	case r.Matched == 0:
 		p.Text = "nothing matched"
 	default:
-		p.Text = fmt.Sprintf("%d of %d scheduled (%d %%)", r.Scheduled, r.Matched, r.Scheduled*100/r.Matched)
+		p.Text = fmt.Sprintf("Scheduled %d of %d", r.Scheduled, r.Matched)
+		if r.State == delivery.ReplayRunning {
+			p.Text += fmt.Sprintf(" (%d %%)", r.Scheduled*100/r.Matched)
+		}
 		if r.Skipped > 0 {
 			p.Text += fmt.Sprintf(", %d skipped", r.Skipped)
 		}
+		p.Text += "; " + outcomeWords(r)
 	}
 	return p
 }
@@ -97,13 +116,21 @@ func criteriaWords(f delivery.DeadFilter, names map[uuid.UUID]string) string {
 }
 
 func (h *Handler) replayRow(r delivery.Replay, names map[uuid.UUID]string) templates.ReplayRow {
-	return templates.ReplayRow{
+	row := templates.ReplayRow{
 		ID: r.ID.String(), ShortID: shortID(r.ID), Href: "/admin/replays/" + r.ID.String(), Kind: r.Kind, Actor: r.Actor,
 		Criteria: criteriaWords(r.Criteria, names), Matched: r.Matched, Scheduled: r.Scheduled, Skipped: r.Skipped,
-		State: r.State, StateClass: replayStateClass(r.State), DryRun: r.DryRun, Started: h.timeView(r.StartedAt),
+		State: r.State, DryRun: r.DryRun, Started: h.timeView(r.StartedAt),
 		Finished: h.timePtr(r.FinishedAt), Progress: progressView(r), Error: r.Error,
+		Delivered: r.Delivered, Failed: r.Failed, Pending: r.Pending, TakenOver: r.TakenOver, Settled: r.Settled(),
 	}
+	row.Status, row.StatusClass = replayStatus(r)
+	return row
 }
+
+func recoverHref(id uuid.UUID) string { return "/recovers/" + id.String() }
+
+// dryRunFilter reads ?dry_run=1: the audit log lists real replays by default and dry runs apart.
+func dryRunFilter(r *http.Request) bool { return r.URL.Query().Get("dry_run") == "1" }
 
 // replayLog is the audit log of replays, newest first; ?tenant= narrows it to one tenant's recovers.
 func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request) {
@@ -117,9 +144,10 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := delivery.ReplayListFilter{Limit: replayPageSize, Cursor: q.Get("cursor")}
-	p := templates.ReplaysPage{Layout: h.adminLayout(r, templates.NavReplays, "Replays", templates.Crumb{Label: "Replays"})}
-	base := "/admin/replays"
+	dry := dryRunFilter(r)
+	f := delivery.ReplayListFilter{Limit: replayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
+	p := templates.ReplaysPage{Layout: h.adminLayout(r, templates.NavReplays, "Replays", templates.Crumb{Label: "Replays"}), DryRuns: dry}
+	base, tab := "/admin/replays", url.Values{}
 	if t := q.Get("tenant"); t != "" {
 		id, err := uuid.Parse(t)
 		if err != nil {
@@ -128,7 +156,18 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request) {
 		}
 		f.TenantID = &id
 		p.Scope = "Recovers by " + names[id]
-		base += "?tenant=" + id.String()
+		tab.Set("tenant", id.String())
+	}
+	p.RealHref = base
+	if len(tab) > 0 {
+		p.RealHref += "?" + tab.Encode()
+	}
+	tab.Set("dry_run", "1")
+	p.DryHref = base + "?" + tab.Encode()
+	if dry {
+		base = p.DryHref
+	} else {
+		base = p.RealHref
 	}
 	page, err := h.replays.List(ctx, f)
 	if err != nil {
@@ -182,23 +221,37 @@ func (h *Handler) replayPage(w http.ResponseWriter, r *http.Request) {
 	p := templates.ReplayPage{
 		Layout: h.adminLayout(r, templates.NavReplays, "Replay "+shortID(id),
 			templates.Crumb{Label: "Replays", Href: "/admin/replays"}, templates.Crumb{Label: "Replay " + shortID(id)}),
-		Replay: h.replayRow(rep, names), Running: rep.State == delivery.ReplayRunning, Spread: spreadWords(rep.SpreadSeconds),
 	}
+	h.fillReplayPage(&p, rep, names, dels, "/admin/replays/"+id.String(), cursor)
+	h.render(w, r, http.StatusOK, templates.ReplayView(p))
+}
+
+// fillReplayPage fills what the operator's replay page and the customer's recover page share: the
+// counts, the deliveries, and following the replay until it is settled (scheduled and every scheduled
+// delivery final), not only while it schedules.
+func (h *Handler) fillReplayPage(p *templates.ReplayPage, rep delivery.Replay, names map[uuid.UUID]string, dels delivery.Page, base, cursor string) {
+	p.Replay, p.Spread = h.replayRow(rep, names), spreadWords(rep.SpreadSeconds)
+	p.Running = !rep.Settled()
 	if p.Running {
 		p.RefreshWithoutScript = replayRefresh
 	}
 	for _, d := range dels.Items {
 		p.Deliveries = append(p.Deliveries, h.deliveryRow(d))
 	}
-	p.Version = fmt.Sprintf("%s-%d-%d-%d", rep.State, p.Replay.Progress.Value, p.Replay.Matched, len(p.Deliveries))
-	base := "/admin/replays/" + id.String()
+	// The version changes with every count and every listed delivery's state, so a following page swaps
+	// when a delivery of the replay moves, not only when scheduling does.
+	var states strings.Builder
+	for _, d := range p.Deliveries {
+		fmt.Fprintf(&states, "%s%d.", d.State, d.Attempts)
+	}
+	p.Version = fmt.Sprintf("%s-%d-%d-%d-%d-%d-%d-%d-%s", rep.State, p.Replay.Progress.Value, rep.Matched, rep.Delivered,
+		rep.Failed, rep.Pending, rep.TakenOver, len(p.Deliveries), states.String())
 	if dels.NextCursor != "" {
 		p.NextHref = base + "?cursor=" + dels.NextCursor
 	}
 	if cursor != "" {
 		p.FirstHref = base
 	}
-	h.render(w, r, http.StatusOK, templates.ReplayView(p))
 }
 
 // spreadWords says over how long a replay spreads its deliveries' first attempts.

@@ -158,6 +158,7 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/deliveries/{id}/resend", h.resend)
 			r.Post("/deliveries/{id}/retry-now", h.retryNow)
 			r.Post("/subscriptions/{id}/recover", h.recover)
+			r.Get("/recovers/{id}", h.recoverPage)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)

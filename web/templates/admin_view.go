@@ -94,6 +94,53 @@ type DeadLettersPage struct {
 	NextHref   string
 	FirstHref  string
 	ReplayHref string // the bulk replay form with the same criteria
+	// Chart is dead letters by hour of creation; Groups the same deliveries by tenant, subscription and
+	// last status. Both count only the newest few (Capped says so).
+	Chart  DeadChart
+	Groups DeadGroups
+}
+
+// DeadChart is dead letters by hour as a bar chart (inline SVG) and a visually hidden table.
+type DeadChart struct {
+	Width, Height int
+	Bars          []DeadBar
+	Label         string
+	From, To      string
+	Max           int64
+	Total         int64
+	// Capped says the counts stopped at the newest CapText dead letters of the range.
+	Capped  bool
+	CapText string
+	// Note says what range it covers when the filter did not say ("the last 48 hours").
+	Note string
+}
+
+// DeadBar is one hour of the dead-letter chart; heights in SVG units.
+type DeadBar struct {
+	X, Y, W, H float64
+	When       string
+	Count      int64
+	Title      string
+}
+
+// DeadGroups is the dead-letter table grouped by tenant, subscription and last status.
+type DeadGroups struct {
+	Rows []DeadGroupRow
+	// Capped: only the newest CapText dead letters were grouped; More: only the largest groups are shown.
+	Capped  bool
+	CapText string
+	More    bool
+}
+
+// DeadGroupRow is one tenant's subscription's dead letters with one last status.
+type DeadGroupRow struct {
+	TenantName, TenantHref string
+	SubURL, SubHref        string
+	Status                 string
+	Count                  int64
+	First, Last            Time
+	// ReplayHref is the bulk replay form filled with this group's window, tenant and subscription.
+	ReplayHref string
 }
 
 // GroupRow is one tenant's subscription's share of a replay preview.
@@ -135,28 +182,40 @@ type ReplayRow struct {
 	Actor                       string
 	Criteria                    string
 	Matched, Scheduled, Skipped int64
-	State, StateClass           string
-	DryRun                      bool
-	Started, Finished           Time
-	Progress                    Progress
-	Error                       string
+	State                       string
+	// Status is the badge's word (scheduling, delivering, finished, failed): a replay is finished only
+	// once every delivery it scheduled is final.
+	Status, StatusClass string
+	DryRun              bool
+	Started, Finished   Time
+	Progress            Progress
+	Error               string
+	// The outcome of what it scheduled: delivered, dead again, still pending, taken over by a later replay.
+	Delivered, Failed, Pending, TakenOver int64
+	Settled                               bool
 }
 
 // ReplaysPage is /admin/replays: the audit log.
 type ReplaysPage struct {
 	Layout
-	Scope     string // "" or whose replays: "Recovers of Acme"
-	Rows      []ReplayRow
-	NextHref  string
-	FirstHref string
+	Scope string // "" or whose replays: "Recovers of Acme"
+	// DryRuns says the page lists dry runs (?dry_run=1); real replays are listed by default. RealHref and
+	// DryHref are the two tabs.
+	DryRuns           bool
+	RealHref, DryHref string
+	Rows              []ReplayRow
+	NextHref          string
+	FirstHref         string
 }
 
-// ReplayPage is /admin/replays/{id}.
+// ReplayPage is /admin/replays/{id}, and a customer's recover at /recovers/{id} (Customer set: no actor
+// column, words for a customer).
 type ReplayPage struct {
 	Layout
-	Replay  ReplayRow
-	Spread  string
-	Running bool
+	Customer bool
+	Replay   ReplayRow
+	Spread   string
+	Running  bool
 	// Version changes when what the page shows does, so a following page swaps only then.
 	Version    string
 	Deliveries []DeliveryRow
@@ -171,7 +230,9 @@ type RecoverForm struct {
 	// Preview is a dry run's answer; CanConfirm shows the confirm button under it.
 	Preview    string
 	CanConfirm bool
-	Recovers   []ReplayRow
+	// Recovers are the recent real recovers; Previews the recent dry runs, listed apart.
+	Recovers []ReplayRow
+	Previews []ReplayRow
 }
 
 func sprint(n int64) string { return strconv.FormatInt(n, 10) }
@@ -183,3 +244,5 @@ func Plural(n int64, one, many string) string {
 	}
 	return sprint(n) + " " + many
 }
+
+func boolText(b bool) string { return strconv.FormatBool(b) }

@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/hookline/hookline/internal/delivery"
+)
+
+// A replay has scheduled everything while its deliveries still wait (their subscription is paused): its
+// page says "delivering" with 3 still pending and keeps following; once resumed, the deliveries die again
+// (the endpoint still answers 400) and the page, without a reload, says finished: dead again 3, pending 0.
+func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	e := setup(t, withAdmin)
+	ctx := context.Background()
+	tn := e.newTenant("browser-follow")
+	sub := e.newSubscription(tn, "/bad/browser-follow", "Follow endpoint")
+	e.deadOf(tn, sub.ID, "order.paid", 3)
+	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	from, to := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	rep, err := e.srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{SubscriptionID: &sub.ID, CreatedFrom: &from, CreatedTo: &to},
+		Spread: time.Second, Actor: adminEmail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := e.srv.Replays.Get(ctx, rep.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == delivery.ReplayFinished && r.Pending == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay not scheduled: %+v", r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	b.login(e.base, adminEmail)
+	b.run("replay page", chromedp.Navigate(e.base+"/admin/replays/"+rep.ID.String()), chromedp.WaitVisible(chromedp.CSS(`[data-testid=replay-head]`)))
+	b.assetsLoaded("replay page")
+	if got := b.text(`[data-testid=replay-head] [data-testid=state]`); got != "delivering" {
+		t.Errorf("badge %q while 3 are pending", got)
+	}
+	if got := b.text(`[data-testid=progress-text]`); got != "Scheduled 3 of 3; delivered 0, dead again 0, still pending 3" {
+		t.Errorf("progress %q", got)
+	}
+	if !eval[bool](b, `!!document.querySelector('#replay[data-live]')`) {
+		t.Fatal("the page does not follow a replay with pending deliveries")
+	}
+	b.screenshot("replay-delivering")
+	eval[bool](b, `window.hooklineMark = true`)
+
+	if _, err := e.srv.Subscriptions.Resume(ctx, tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("settled", `document.querySelector('[data-testid=replay-head]')?.dataset.settled === 'true'`)
+	if got := b.text(`[data-testid=replay-head] [data-testid=state]`); got != "finished" {
+		t.Errorf("badge %q once every delivery is final", got)
+	}
+	if got := b.text(`[data-testid=progress-text]`); got != "Scheduled 3 of 3; delivered 0, dead again 3, still pending 0" {
+		t.Errorf("progress %q", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('[data-testid=delivery-row][data-state=failed]').length`); n != 3 {
+		t.Errorf("%d rows shown failed", n)
+	}
+	if !eval[bool](b, `window.hooklineMark === true`) {
+		t.Error("the page reloaded instead of following")
+	}
+	if eval[bool](b, `!!document.querySelector('#replay[data-live]')`) {
+		t.Error("the settled page still follows")
+	}
+	b.screenshot("replay-settled")
+}
