@@ -277,20 +277,24 @@ func TestWelcomeFollowsTheOutage(t *testing.T) {
 // The receiver listens where it is told, the same address at every start, so a subscription pointed at it
 // survives a restart; a port already taken is a clear error naming the setting that moves it.
 func TestReceiverKeepsItsAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	first, err := demo.StartReceiver(demo.ReceiverOptions{Addr: addr, NoLatency: true})
-	if err != nil {
-		t.Fatal(err)
+	// A free port, found by listening and closing: another process may take it in between, so a few tries.
+	var first *demo.Receiver
+	var addr string
+	for try := 0; first == nil; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		ln.Close()
+		if first, err = demo.StartReceiver(demo.ReceiverOptions{Addr: addr, NoLatency: true}); err != nil && try == 2 {
+			t.Fatal(err)
+		}
 	}
 	if first.Addr() != addr || first.URL("/flaky") != "http://"+addr+"/flaky" {
 		t.Fatalf("receiver at %s, want %s", first.Addr(), addr)
 	}
-	_, err = demo.StartReceiver(demo.ReceiverOptions{Addr: addr})
+	_, err := demo.StartReceiver(demo.ReceiverOptions{Addr: addr})
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), "HOOKLINE_DEMO_RECEIVER_ADDR") {
 		t.Fatalf("second receiver on %s: %v", addr, err)
 	}
