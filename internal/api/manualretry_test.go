@@ -10,11 +10,17 @@ import (
 )
 
 // TestConcurrentAdminRetriesQueueOnce: admin retries of one dead delivery, released together while the
-// worker runs (so the first one's retry may already be sent and dead again before the others' statements
-// run): exactly one is queued, the others are 409 INVALID_STATE.
+// worker runs: exactly one is queued, the others are 409 INVALID_STATE. The endpoint answers after 300 ms,
+// so every call has read the delivery before the queued retry can be sent and dead again (a call that
+// reads it dead again is a later retry, rightly queued). The case of a call that read the dead delivery
+// and runs its statement after the first one's retry was sent is TestAdminRetryOfAVersionAlreadyResentIsRefused
+// in internal/delivery.
 func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.ResendPerMinute = 1000 })
-	rc := newReceiver(t, func(string, int) int { return 400 })
+	rc := newReceiver(t, func(string, int) int {
+		time.Sleep(300 * time.Millisecond)
+		return 400
+	})
 	tid := e.newTenant("admin-retries")
 	e.newSubscription(tid, map[string]any{"url": rc.URL + "/dead"})
 	id := e.publish(tid, "order.paid", map[string]any{}).Deliveries[0].ID

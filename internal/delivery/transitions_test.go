@@ -61,11 +61,15 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 			return err
 		}},
 		{"RetryDelivery", delivery.Pending, []delivery.State{delivery.Delivered, delivery.Failed, delivery.Expired}, func(ctx context.Context, id, _ uuid.UUID, now time.Time) error {
-			_, err := q.RetryDelivery(ctx, db.RetryDeliveryParams{ID: id, TenantID: e.tenant, Now: now, GiveUpAt: now.Add(time.Hour), MaxManual: -1})
+			seen := e.delivery(id) // the version the caller read
+			_, err := q.RetryDelivery(ctx, db.RetryDeliveryParams{ID: id, TenantID: e.tenant, Now: now, GiveUpAt: now.Add(time.Hour), MaxManual: -1,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt})
 			return ignoreNoRows(err)
 		}},
 		{"RetryNowDelivery", delivery.Pending, []delivery.State{delivery.Pending}, func(ctx context.Context, id, _ uuid.UUID, now time.Time) error {
-			_, err := q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{ID: id, TenantID: e.tenant, Now: now, MaxManual: -1})
+			seen := e.delivery(id)
+			_, err := q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{ID: id, TenantID: e.tenant, Now: now, MaxManual: -1,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt})
 			return ignoreNoRows(err)
 		}},
 		{"DeadLetterQueuedOfSubscription", delivery.Failed, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
