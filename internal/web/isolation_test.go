@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -33,6 +34,8 @@ type webRoute struct {
 	access string
 	// form is a valid form (POST) or query (GET) for the route, naming B where it can.
 	form func(w *webIsoWorld) url.Values
+	// status is what A's customer gets with form (0: 200).
+	status int
 }
 
 // webIsolationRoutes are the dashboard routes the walk knows, keyed "METHOD pattern" as chi registers them.
@@ -50,8 +53,9 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /subscriptions/{id}/test":   {access: "customer", params: idParam("subscription")},
 	"GET /deliveries/{id}":            {access: "customer", params: idParam("delivery")},
 	"GET /events/{id}":                {access: "customer", params: idParam("event")},
-	// The Deliveries page filtered to B's subscription and event: a 200 listing nothing of B's.
-	"GET /deliveries": {access: "customer", form: func(w *webIsoWorld) url.Values {
+	// The Deliveries page filtered to B's subscription and event: "No such subscription" (404), listing
+	// nothing of B's.
+	"GET /deliveries": {access: "customer", status: http.StatusNotFound, form: func(w *webIsoWorld) url.Values {
 		return url.Values{"subscription": {w.b.dead.String()}, "event_id": {w.b.events[1].String()}, "state": {"dead"}}
 	}},
 	// The search with B's ids is TestFindIsolation's; the walk checks the empty search.
@@ -412,8 +416,9 @@ func TestWebIsolationWalk(t *testing.T) {
 			want404("A's customer", rt.method, rt.pattern, form)
 			want404("A's customer", rt.method, rt.pattern, nil)
 		case spec.access == "customer":
-			if p := visit("A's customer", rt.method, rt.pattern, form); p.Status != http.StatusOK {
-				t.Errorf("%s %s as A's customer: %d", rt.method, rt.pattern, p.Status)
+			want := cmp.Or(spec.status, http.StatusOK)
+			if p := visit("A's customer", rt.method, rt.pattern, form); p.Status != want {
+				t.Errorf("%s %s as A's customer: %d, want %d", rt.method, rt.pattern, p.Status, want)
 			}
 		case rt.key == "POST /logout" || rt.key == "POST /login":
 			// Signing in and out: on a client of its own, so the walk's session stays.
