@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -20,6 +21,7 @@ type API struct {
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	Portal        *portal.Service
 }
 
 type principalKey struct{}
@@ -78,6 +80,9 @@ func (a *API) Routes() http.Handler {
 
 		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)
 		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays/{replayID}", a.getTenantReplay)
+
+		r.With(need(tenants.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
+		r.With(need(tenants.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
 	})
 	return r
 }

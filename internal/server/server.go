@@ -26,6 +26,7 @@ import (
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/pgxuuid"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -64,6 +65,8 @@ type Server struct {
 	Maintainer *maintenance.Maintainer
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
+	// Portal makes the customer portal's single-use links and keeps its sessions.
+	Portal    *portal.Service
 	Retention *retention.Sweeper
 	Metrics   *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
@@ -151,6 +154,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
+	s.Portal = portal.New(pool, PublicURL(cfg))
+	s.Portal.Now = o.Now
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
 	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
 	s.Subscriptions.UseKeys(box)
@@ -187,6 +192,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
 	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
+	s.Maintainer.Register(maintenance.Task{Name: "prune_portal_links", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
+		_, err := s.Portal.Prune(ctx)
+		return err
+	}})
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {
 		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret); err != nil {
@@ -339,7 +348,7 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher}
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r

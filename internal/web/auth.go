@@ -39,7 +39,21 @@ func tenantOf(u tenants.User) (uuid.UUID, bool) {
 // requireUser loads the session's user; without one it leads to /login, remembering the page.
 func (h *Handler) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+			ctx, handled := h.portalUser(w, r, pid)
+			if !handled {
+				next.ServeHTTP(w, r.WithContext(ctx))
+			}
+			return
+		}
 		id, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
+		if err != nil {
+			// A portal session that ended in this browser: say so, not a sign-in form its user cannot use.
+			if why := h.sessions.GetString(r.Context(), keyPortalEnded); why != "" {
+				h.showEnded(w, r, why)
+				return
+			}
+		}
 		if err == nil {
 			u, err := h.tenants.GetUser(r.Context(), id)
 			switch {
@@ -172,7 +186,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err != nil {
+	_, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
+	if err != nil && h.sessions.GetString(r.Context(), keyPortalID) == "" {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
@@ -180,6 +195,10 @@ func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+		h.portalLogout(w, r, pid)
+		return
+	}
 	if err := h.sessions.Destroy(r.Context()); err != nil {
 		h.fail(w, r, err)
 		return

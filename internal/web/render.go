@@ -39,6 +39,10 @@ func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb
 		l.User, l.Admin = u.Email, u.Admin
 		_, l.HasTenant = tenantOf(u)
 	}
+	if s, ok := currentPortal(r); ok {
+		l.Portal, l.PortalUser, l.ReadOnly = true, s.Label(), !s.CanChange()
+		l.User = s.Label()
+	}
 	l.Flash = h.popFlash(r)
 	return l
 }
@@ -47,7 +51,7 @@ func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		httpx.Logger(r.Context()).Error("render page", "err", err, "path", r.URL.Path)
+		httpx.Logger(r.Context()).Error("render page", "err", err, "path", httpx.LogPath(r.URL.Path))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -67,7 +71,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if fe != nil && fe.Code != fault.Internal {
 		p.Status, p.Heading, p.Message = fe.Code.Status(), "That did not work", fe.Message
 	} else {
-		httpx.Logger(r.Context()).Error("dashboard error", "err", err, "method", r.Method, "path", r.URL.Path)
+		httpx.Logger(r.Context()).Error("dashboard error", "err", err, "method", r.Method, "path", httpx.LogPath(r.URL.Path))
 		p.Status, p.Heading = http.StatusInternalServerError, "Something went wrong"
 		p.Message = "We could not show this page. Please try again in a moment; if it keeps happening, tell us the reference below."
 	}
@@ -86,7 +90,7 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 
 // crossOrigin answers a state-changing request from another site (CSRF) with 403.
 func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
-	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", httpx.LogPath(r.URL.Path),
 		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
 	h.render(w, r, http.StatusForbidden, templates.ErrorView(templates.ErrorPage{
 		Layout: templates.Layout{Title: "Forbidden"}, Status: http.StatusForbidden, Heading: "Request refused",

@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web"
@@ -36,6 +37,8 @@ type Options struct {
 	// Incidents, when set, puts a banner on every page of a tenant with an open incident and lists a
 	// subscription's incidents on its page.
 	Incidents *incidents.Service
+	// Portal, when set, lets customers in by single-use portal links (GET /portal/{token}).
+	Portal *portal.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -71,6 +74,7 @@ type Handler struct {
 	console   *console.Service
 	publisher *delivery.Publisher
 	incidents *incidents.Service
+	portal    *portal.Service
 	policy    delivery.RetryPolicy
 	timeout   time.Duration
 	maxManual int
@@ -100,10 +104,10 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		incidents: o.Incidents,
-		console:   console.New(o.Pool, o.Now),
-		throttle:  newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
-		proxies:   o.TrustedProxies,
+		incidents: o.Incidents, portal: o.Portal,
+		console:  console.New(o.Pool, o.Now),
+		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		proxies:  o.TrustedProxies,
 	}
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true
@@ -142,9 +146,11 @@ func (h *Handler) Routes() http.Handler {
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
 		r.Post("/logout", h.logout)
+		r.Get("/portal/{token}", h.redeemPortal)
 
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
+			r.Use(h.changesAllowed) // a view-only portal session changes nothing (portal.go)
 			r.Get("/", h.home)
 			r.Get("/subscriptions/{id}", h.subscription)
 			r.Post("/subscriptions/{id}/pause", h.pause)
