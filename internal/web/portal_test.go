@@ -312,5 +312,3 @@ func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
 		t.Errorf("after a manage session's pause the subscription is %q", s.State)
 	}
 }
-
-
