@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/api"
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
@@ -67,6 +68,8 @@ type Server struct {
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
 	Portal    *portal.Service
+	// Brand is the platform's name, logo and accent colour (HOOKLINE_BRAND_*).
+	Brand brand.Brand
 	Retention *retention.Sweeper
 	Metrics   *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
@@ -153,6 +156,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
+	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
+		pool.Close()
+		enginePool.Close()
+		return nil, err
+	}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
 	s.Portal = portal.New(pool, PublicURL(cfg))
 	s.Portal.Now = o.Now
@@ -214,7 +222,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		enginePool.Close()
 		return nil, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 	}
-	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Now: o.Now, Log: log.With("component", "notify")}).Task())
+	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Brand: s.Brand.Name, Now: o.Now, Log: log.With("component", "notify")}).Task())
 	if cfg.AutoDisableAfter > 0 {
 		s.Maintainer.Register(maintenance.AutoDisable(func(ctx context.Context, after time.Duration) (int, error) {
 			disabled, err := s.Subscriptions.DisableFailing(ctx, after)

@@ -38,6 +38,14 @@ type Layout struct {
 	ReadOnly   bool
 	// Brand is the platform's name; empty means Hookline.
 	Brand string
+	// LogoURL is the platform's logo (empty: Hookline's, or none when a brand name is set); BrandCSS
+	// links the stylesheet with the platform's accent colour.
+	LogoURL  string
+	BrandCSS bool
+	// Theme forces "light" or "dark"; empty follows the viewer's setting.
+	Theme string
+	// FrameOrigins are the origins that may frame the page (space-separated): app.js tells them its height.
+	FrameOrigins string
 }
 
 // BrandName is the name pages give the product: the platform's brand, else Hookline.
