@@ -79,6 +79,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		"/events/{id}":        {"/events/" + dead.EventID.String()},
 		"/find":               {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
 		"/no/such/page":       {"/no/such/page"},
+		"/portal/{token}":     {"/portal/used-or-unknown"}, // the 410 page
 	}
 	admin := map[string][]string{
 		"/admin":              {"/admin"},

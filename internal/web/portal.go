@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -133,4 +134,20 @@ func (h *Handler) portalLogout(w http.ResponseWriter, r *http.Request, id string
 	h.sessions.Remove(r.Context(), keyPortalID)
 	h.sessions.Put(r.Context(), keyPortalEnded, "signed-out")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// portalHeaders leaves the user-agent out of a request's headers shown to a portal session under a
+// platform's brand: its value names Hookline, which such pages do not. (Receivers still get it; leaving
+// a header out of the page is not saying something untrue about what was sent.)
+func (h *Handler) portalHeaders(r *http.Request, hd []templates.KV) []templates.KV {
+	if _, ok := currentPortal(r); !ok || !h.brand.Custom() {
+		return hd
+	}
+	out := hd[:0:0]
+	for _, kv := range hd {
+		if !strings.EqualFold(kv.Key, "user-agent") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
