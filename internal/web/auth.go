@@ -95,7 +95,7 @@ func safeNext(s string) string {
 }
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err == nil {
+	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err == nil || h.sessions.GetString(r.Context(), keyPortalID) != "" {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -187,7 +187,15 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
 	_, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
-	if err != nil && h.sessions.GetString(r.Context(), keyPortalID) == "" {
+	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+		ctx, handled := h.portalUser(w, r, pid)
+		if !handled {
+			r = r.WithContext(ctx)
+			h.render(w, r, http.StatusOK, templates.Logout(h.layout(r, "Sign out")))
+		}
+		return
+	}
+	if err != nil {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}

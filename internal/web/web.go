@@ -117,6 +117,10 @@ func New(o Options) *Handler {
 		console:  console.New(o.Pool, o.Now),
 		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
+		brand:    o.Brand, frameAncestors: o.FrameAncestors,
+	}
+	if h.brand.Name == "" {
+		h.brand.Name = brand.DefaultName
 	}
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true
