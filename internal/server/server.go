@@ -67,9 +67,9 @@ type Server struct {
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
-	Portal    *portal.Service
+	Portal *portal.Service
 	// Brand is the platform's name, logo and accent colour (HOOKLINE_BRAND_*).
-	Brand brand.Brand
+	Brand     brand.Brand
 	Retention *retention.Sweeper
 	Metrics   *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
