@@ -175,6 +175,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.sessions.Remove(r.Context(), keyPortalID) // a password sign-in replaces a portal session in this browser
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
 	if next == "" {
 		next = "/"
