@@ -85,6 +85,7 @@ func run(args []string) error {
 			return err
 		}
 		receiver.ConfigureOperator(&cfg, log.With("component", "demo-operator"))
+		demo.UseBrand(&cfg)
 	}
 	srv, err := server.New(ctx, cfg, log, opts)
 	if err != nil {
@@ -110,6 +111,11 @@ func run(args []string) error {
 	log.Info("hookline serving", "addr", cfg.Addr)
 	if cfg.Demo {
 		demo.PrintWelcome(os.Stdout, cfg, seeded, receiver.URL(""), outage)
+		embedErr := demo.StartEmbed(ctx, srv, seeded, demo.LocalBase(cfg), log)
+		if embedErr != nil {
+			log.Warn("embedding demo not started", "err", embedErr)
+		}
+		demo.PrintPortalWelcome(os.Stdout, cfg, seeded, embedErr == nil)
 		go demo.Trickle(ctx, srv, seeded, log)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -22,6 +23,7 @@ type API struct {
 	Publisher     *delivery.Publisher
 	// Limits caps each tenant token's request rate in this process (nil: no limit).
 	Limits *TokenLimits
+	Portal *portal.Service
 }
 
 type principalKey struct{}
@@ -80,6 +82,9 @@ func (a *API) Routes() http.Handler {
 
 		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)
 		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays/{replayID}", a.getTenantReplay)
+
+		r.With(need(tenants.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
+		r.With(need(tenants.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
 	})
 	return r
 }

@@ -51,8 +51,12 @@ var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants/{}/subscriptions": {body: func(w *isoWorld) any {
 		return map[string]any{"url": w.rc.URL + "/iso-a/created", "event_types": []string{"iso.none"}}
 	}},
-	"GET /api/v1/tenants/{}/subscriptions":    {},
-	"GET /api/v1/tenants/{}/subscriptions/{}": {},
+	"GET /api/v1/tenants/{}/subscriptions": {},
+	"POST /api/v1/tenants/{}/portal-links": {body: func(*isoWorld) any {
+		return map[string]any{"role": "view", "user": map[string]any{"id": "iso"}}
+	}},
+	"DELETE /api/v1/tenants/{}/portal-sessions": {},
+	"GET /api/v1/tenants/{}/subscriptions/{}":   {},
 	"PATCH /api/v1/tenants/{}/subscriptions/{}": {body: func(*isoWorld) any {
 		return map[string]any{"description": "changed through another tenant", "url": "http://127.0.0.1:9/hijacked"}
 	}},

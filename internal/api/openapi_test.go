@@ -181,7 +181,7 @@ func TestOpenAPIStructure(t *testing.T) {
 		}
 	}
 
-	scopes := []string{"admin", "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write"}
+	scopes := []string{"admin", "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write", "portal:write"}
 	ids := map[string]bool{}
 	for name, op := range doc.operations(t) {
 		if op.OperationID == "" || ids[op.OperationID] {

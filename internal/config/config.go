@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/secretbox"
 )
@@ -57,6 +58,10 @@ type Config struct {
 	APIRatePerSecond      float64       // HOOKLINE_API_RATE_PER_SECOND: API requests per tenant token per second, per process (0: no limit)
 	APIBurst              int           // HOOKLINE_API_BURST: requests a tenant token may send at once (0: twice the rate)
 	RetentionRate         float64       // HOOKLINE_RETENTION_RATE: deliveries the retention sweep deletes per second (0: unpaced)
+	PortalFrameAncestors  string        // HOOKLINE_PORTAL_FRAME_ANCESTORS: origins allowed to frame the dashboard
+	BrandName             string        // HOOKLINE_BRAND_NAME
+	BrandLogo             string        // HOOKLINE_BRAND_LOGO: path of a PNG or SVG file
+	BrandColor            string        // HOOKLINE_BRAND_COLOR: #rrggbb accent
 
 	// Command is the command named after the flags: "" (serve), CommandMigrate or CommandReencrypt.
 	Command string
@@ -155,6 +160,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_API_RATE_PER_SECOND", "API requests per second per tenant token, in each process (0: no limit; the admin token is never limited)", "0", rate(&c.APIRatePerSecond)},
 		{"HOOKLINE_API_BURST", "API requests a tenant token may send at once before the rate applies (0: twice the rate)", "0", num(&c.APIBurst, 0)},
 		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most, in this process (0: unpaced beyond its pause after each batch)", "250", rate(&c.RetentionRate)},
+		{"HOOKLINE_PORTAL_FRAME_ANCESTORS", "space-separated origins (https://app.example.com) allowed to show the dashboard in an iframe; needs an https HOOKLINE_PUBLIC_URL", "", str(&c.PortalFrameAncestors)},
+		{"HOOKLINE_BRAND_NAME", "the platform's name on pages and emails", brand.DefaultName, str(&c.BrandName)},
+		{"HOOKLINE_BRAND_LOGO", "path of the platform's logo, a PNG or SVG file of at most 256 KiB", "", str(&c.BrandLogo)},
+		{"HOOKLINE_BRAND_COLOR", "the platform's accent colour, #rrggbb, shaded for WCAG AA contrast", "", str(&c.BrandColor)},
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	if flagOutput != nil {
@@ -231,6 +240,21 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.APIBurst == 0 {
 		c.APIBurst = DefaultBurst(c.APIRatePerSecond)
 	}
+	origins, err := ParseFrameAncestors(c.PortalFrameAncestors)
+	if err != nil {
+		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS: %w", err)
+	}
+	// A framed dashboard's session cookie must be SameSite=None, which browsers accept only when Secure:
+	// over plain http the portal could never keep its session inside another site's frame.
+	if len(origins) > 0 && !strings.HasPrefix(strings.ToLower(c.PublicURL), "https://") {
+		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS needs an https HOOKLINE_PUBLIC_URL (now %q): "+
+			"a dashboard inside another site's frame keeps its session only in a SameSite=None; Secure cookie, "+
+			"which browsers send only over https", Redact(c.PublicURL))
+	}
+	// Read here (the logo file too) to refuse a bad brand at start; the server loads it again where it is used.
+	if _, err := brand.Load(c.BrandName, c.BrandLogo, c.BrandColor); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -252,6 +276,27 @@ func urlError(err error) error {
 		return fmt.Errorf("not a URL: %w", ue.Err)
 	}
 	return err
+}
+
+// ParseFrameAncestors reads HOOKLINE_PORTAL_FRAME_ANCESTORS: space-separated origins, each a scheme
+// (http or https), a host and an optional port, nothing else (no path, wildcard, query or user).
+func ParseFrameAncestors(s string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Fields(s) {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.Contains(u.Host, "*") ||
+			strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#") {
+			return nil, fmt.Errorf("%q is not an origin such as https://app.example.com or https://app.example.com:8443", o)
+		}
+		if u.Port() != "" {
+			if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("%q has a bad port", o)
+			}
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	return out, nil
 }
 
 // ParseTrustedProxies reads HOOKLINE_TRUSTED_PROXIES: comma-separated CIDRs such as 10.0.0.0/8 or

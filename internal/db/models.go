@@ -85,6 +85,22 @@ type OperatorWatermark struct {
 	Until time.Time
 }
 
+type PortalLink struct {
+	ID               uuid.UUID
+	TenantID         uuid.UUID
+	TokenHash        []byte
+	Role             string
+	Theme            string
+	UserID           string
+	UserEmail        string
+	UserName         string
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+	SessionExpiresAt time.Time
+	UsedAt           *time.Time
+	SessionEndedAt   *time.Time
+}
+
 type Replay struct {
 	ID              uuid.UUID
 	Actor           string

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -41,6 +42,15 @@ func Logger(ctx context.Context) *slog.Logger {
 // WithLogger puts a logger in ctx.
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey, l)
+}
+
+// LogPath is a request path as logs may show it: a customer portal link's token (/portal/<token>) is a
+// credential until used, so logs name its route instead.
+func LogPath(path string) string {
+	if strings.HasPrefix(path, "/portal/") {
+		return "/portal/{token}"
+	}
+	return path
 }
 
 func newID() string {
@@ -95,7 +105,7 @@ func Middleware(base *slog.Logger, onPanic func(http.ResponseWriter, *http.Reque
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					l.Error("panic serving request", "panic", p, "method", r.Method, "path", r.URL.Path)
+					l.Error("panic serving request", "panic", p, "method", r.Method, "path", LogPath(r.URL.Path))
 					if sw.status == 0 {
 						onPanic(sw, r)
 					}
@@ -104,7 +114,7 @@ func Middleware(base *slog.Logger, onPanic func(http.ResponseWriter, *http.Reque
 				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" {
 					level = slog.LevelDebug
 				}
-				l.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+				l.Log(r.Context(), level, "request", "method", r.Method, "path", LogPath(r.URL.Path), "status", sw.status,
 					"bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds())
 			}()
 			next.ServeHTTP(sw, r)

@@ -46,12 +46,12 @@ func (e permanentError) Error() string { return e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
 // compose writes the message for one notification.
-func compose(ctx context.Context, kind string, raw []byte) (message, error) {
+func compose(ctx context.Context, kind string, raw []byte, brand string) (message, error) {
 	var d stepData
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return message{}, permanentError{fmt.Errorf("notification data: %w", err)}
 	}
-	v, err := view(kind, d)
+	v, err := view(kind, d, brand)
 	if err != nil {
 		return message{}, permanentError{err}
 	}
@@ -62,16 +62,17 @@ func compose(ctx context.Context, kind string, raw []byte) (message, error) {
 	return message{Subject: v.Subject, Text: plainText(v), HTML: html.String()}, nil
 }
 
-// view words one step. The endpoint is named by its description when it has one, its URL otherwise.
-func view(kind string, d stepData) (templates.Email, error) {
+// view words one step. The endpoint is named by its description when it has one, its URL otherwise;
+// brand is the product's name (HOOKLINE_BRAND_NAME).
+func view(kind string, d stepData, brand string) (templates.Email, error) {
 	endpoint := safeURL(d.URL)
 	name := strings.TrimSpace(d.Description)
 	if name == "" {
 		name = endpoint
 	}
 	since := when(d.FailingSince)
-	v := templates.Email{LinkLabel: "Open the endpoint in Hookline",
-		Footer: "You get this email because you are a user of this Hookline account. Hookline sends one email per step of an " +
+	v := templates.Email{LinkLabel: "Open the endpoint in " + brand,
+		Footer: "You get this email because you are a user of this " + brand + " account. " + brand + " sends one email per step of an " +
 			"incident (it opens, a day later, before deliveries expire, when they expired, when the endpoint recovers), " +
 			"never one per event."}
 	facts := []templates.EmailFact{{Label: "Endpoint", Value: endpoint}}

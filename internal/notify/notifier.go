@@ -66,6 +66,8 @@ type Options struct {
 	MaxAttempts int
 	// Keep: finished rows older than this are deleted (about hourly).
 	Keep time.Duration
+	// Brand is the product's name in emails (HOOKLINE_BRAND_NAME); empty means Hookline.
+	Brand string
 }
 
 // Notifier sends queued notifications.
@@ -86,6 +88,9 @@ func New(pool *pgxpool.Pool, o Options) *Notifier {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Brand == "" {
+		o.Brand = "Hookline"
 	}
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
@@ -223,7 +228,7 @@ func (n *Notifier) backoff(attempt int) time.Duration {
 func (n *Notifier) send(ctx context.Context, r db.Notification) error {
 	ctx, cancel := context.WithTimeout(ctx, n.o.SendTimeout)
 	defer cancel()
-	m, err := compose(ctx, r.Kind, r.Data)
+	m, err := compose(ctx, r.Kind, r.Data, n.o.Brand)
 	if err != nil {
 		return err
 	}

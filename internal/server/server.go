@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/api"
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
@@ -26,6 +27,7 @@ import (
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/pgxuuid"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -64,6 +66,10 @@ type Server struct {
 	Maintainer *maintenance.Maintainer
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
+	// Portal makes the customer portal's single-use links and keeps its sessions.
+	Portal *portal.Service
+	// Brand is the platform's name, logo and accent colour (HOOKLINE_BRAND_*).
+	Brand     brand.Brand
 	Retention *retention.Sweeper
 	Metrics   *delivery.Metrics
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
@@ -150,7 +156,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
+	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
+		pool.Close()
+		enginePool.Close()
+		return nil, err
+	}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
+	s.Portal = portal.New(pool, PublicURL(cfg))
+	s.Portal.Now = o.Now
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
 	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
 	s.Subscriptions.UseKeys(box)
@@ -187,6 +200,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}})
 	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
 	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
+	s.Maintainer.Register(maintenance.Task{Name: "prune_portal_links", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
+		_, err := s.Portal.Prune(ctx)
+		return err
+	}})
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {
 		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret,
@@ -206,7 +223,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		enginePool.Close()
 		return nil, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 	}
-	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Now: o.Now, Log: log.With("component", "notify")}).Task())
+	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Brand: s.Brand.Name, Now: o.Now, Log: log.With("component", "notify")}).Task())
 	if cfg.AutoDisableAfter > 0 {
 		s.Maintainer.Register(maintenance.AutoDisable(func(ctx context.Context, after time.Duration) (int, error) {
 			disabled, err := s.Subscriptions.DisableFailing(ctx, after)
@@ -341,7 +358,7 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher,
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
 		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)

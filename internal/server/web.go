@@ -14,12 +14,17 @@ func (s *Server) mountWeb(r chi.Router) {
 	if err != nil {
 		s.Log.Error("HOOKLINE_TRUSTED_PROXIES ignored", "err", err)
 	}
+	// config.Load has validated the origins too.
+	origins, err := config.ParseFrameAncestors(s.Config.PortalFrameAncestors)
+	if err != nil {
+		s.Log.Error("HOOKLINE_PORTAL_FRAME_ANCESTORS ignored", "err", err)
+	}
 	h := web.New(web.Options{
 		Pool: s.Pool, Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
-		Replays: s.Replays, Incidents: s.Incidents,
+		Replays: s.Replays, Incidents: s.Incidents, Portal: s.Portal,
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
 		MaxManualRetries: s.Config.MaxManualRetries, Now: s.Now, Log: s.Log.With("component", "dashboard"),
-		PublicURL: s.Config.PublicURL, TrustedProxies: proxies,
+		PublicURL: s.Config.PublicURL, TrustedProxies: proxies, Brand: s.Brand, FrameAncestors: origins,
 	})
 	r.Mount("/", h.Routes())
 }

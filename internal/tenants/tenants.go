@@ -33,10 +33,12 @@ const (
 	ScopeEventsWrite        = "events:write"
 	ScopeDeliveriesRead     = "deliveries:read"
 	ScopeDeliveriesWrite    = "deliveries:write"
+	// ScopePortalWrite makes customer portal links and ends portal sessions.
+	ScopePortalWrite = "portal:write"
 )
 
 // AllScopes lists every tenant scope.
-var AllScopes = []string{ScopeSubscriptionsRead, ScopeSubscriptionsWrite, ScopeEventsWrite, ScopeDeliveriesRead, ScopeDeliveriesWrite}
+var AllScopes = []string{ScopeSubscriptionsRead, ScopeSubscriptionsWrite, ScopeEventsWrite, ScopeDeliveriesRead, ScopeDeliveriesWrite, ScopePortalWrite}
 
 // Tenant is one customer account.
 type Tenant struct {

@@ -39,7 +39,21 @@ func tenantOf(u tenants.User) (uuid.UUID, bool) {
 // requireUser loads the session's user; without one it leads to /login, remembering the page.
 func (h *Handler) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+			ctx, handled := h.portalUser(w, r, pid)
+			if !handled {
+				next.ServeHTTP(w, r.WithContext(ctx))
+			}
+			return
+		}
 		id, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
+		if err != nil {
+			// A portal session that ended in this browser: say so, not a sign-in form its user cannot use.
+			if why := h.sessions.GetString(r.Context(), keyPortalEnded); why != "" {
+				h.showEnded(w, r, why)
+				return
+			}
+		}
 		if err == nil {
 			u, err := h.tenants.GetUser(r.Context(), id)
 			if err == nil && h.sessions.GetString(r.Context(), keyPasswordStamp) != u.PasswordStamp {
@@ -88,7 +102,7 @@ func safeNext(s string) string {
 }
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err == nil {
+	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err == nil || h.sessions.GetString(r.Context(), keyPortalID) != "" {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -157,6 +171,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.sessions.Remove(r.Context(), keyPortalID) // a password sign-in replaces a portal session in this browser
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
 	h.sessions.Put(r.Context(), keyPasswordStamp, u.PasswordStamp)
 	if next == "" {
@@ -169,7 +184,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err != nil {
+	_, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
+	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+		ctx, handled := h.portalUser(w, r, pid)
+		if !handled {
+			r = r.WithContext(ctx)
+			h.render(w, r, http.StatusOK, templates.Logout(h.layout(r, "Sign out")))
+		}
+		return
+	}
+	if err != nil {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
@@ -177,6 +201,10 @@ func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+		h.portalLogout(w, r, pid)
+		return
+	}
 	if err := h.sessions.Destroy(r.Context()); err != nil {
 		h.fail(w, r, err)
 		return

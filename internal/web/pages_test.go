@@ -55,6 +55,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/find":               {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
 		"/no/such/page":       {"/no/such/page"},
 		"/recovers/{id}":      {"/recovers/" + recoverID},
+		"/portal/{token}":     {"/portal/used-or-unknown"}, // the 410 page
 	}
 	ps.admin = map[string][]string{
 		"/admin":              {"/admin"},

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -34,10 +35,24 @@ func (h *Handler) tenantLayout(r *http.Request, tenantID uuid.UUID, title string
 
 // frame is layout without the incident banner, for operator pages.
 func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
-	l := templates.Layout{Title: title, Crumbs: crumbs}
+	l := templates.Layout{Title: title, Crumbs: crumbs, Brand: h.brand.Name, BrandCSS: h.brand.Accent != nil,
+		FrameOrigins: h.frameOrigins(), LogoURL: "/static/logo.svg"}
+	switch {
+	case h.brand.Logo != nil:
+		l.LogoURL = brandLogoPath
+	case h.brand.Custom():
+		l.LogoURL = "" // Hookline's mark beside another name would say whose product this is
+	}
 	if u := currentUser(r); u.Email != "" {
 		l.User, l.Admin = u.Email, u.Admin
 		_, l.HasTenant = tenantOf(u)
+	}
+	if s, ok := currentPortal(r); ok {
+		l.Portal, l.PortalUser, l.ReadOnly = true, s.Label(), !s.CanChange()
+		if s.Theme != portal.ThemeAuto {
+			l.Theme = s.Theme
+		}
+		l.User = s.Label()
 	}
 	l.Flash = h.popFlash(r)
 	return l
@@ -47,7 +62,7 @@ func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		httpx.Logger(r.Context()).Error("render page", "err", err, "path", r.URL.Path)
+		httpx.Logger(r.Context()).Error("render page", "err", err, "path", httpx.LogPath(r.URL.Path))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -67,7 +82,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if fe != nil && fe.Code != fault.Internal {
 		p.Status, p.Heading, p.Message = fe.Code.Status(), "That did not work", fe.Message
 	} else {
-		httpx.Logger(r.Context()).Error("dashboard error", "err", err, "method", r.Method, "path", r.URL.Path)
+		httpx.Logger(r.Context()).Error("dashboard error", "err", err, "method", r.Method, "path", httpx.LogPath(r.URL.Path))
 		p.Status, p.Heading = http.StatusInternalServerError, "Something went wrong"
 		p.Message = "We could not show this page. Please try again in a moment; if it keeps happening, tell us the reference below."
 	}
@@ -86,10 +101,10 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 
 // crossOrigin answers a state-changing request from another site (CSRF) with 403.
 func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
-	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", httpx.LogPath(r.URL.Path),
 		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
 	h.render(w, r, http.StatusForbidden, templates.ErrorView(templates.ErrorPage{
-		Layout: templates.Layout{Title: "Forbidden"}, Status: http.StatusForbidden, Heading: "Request refused",
+		Layout: templates.Layout{Title: "Forbidden", Brand: h.brand.Name}, Status: http.StatusForbidden, Heading: "Request refused",
 		Message: "This form was sent from another site, so it was not carried out. Go back to the page and try again.",
 	}))
 }

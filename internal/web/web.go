@@ -12,13 +12,16 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web"
@@ -36,6 +39,8 @@ type Options struct {
 	// Incidents, when set, puts a banner on every page of a tenant with an open incident and lists a
 	// subscription's incidents on its page.
 	Incidents *incidents.Service
+	// Portal, when set, lets customers in by single-use portal links (GET /portal/{token}).
+	Portal *portal.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -60,27 +65,35 @@ type Options struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed;
 	// from anyone else those headers are ignored.
 	TrustedProxies []netip.Prefix
+	// Brand is the platform's name, logo and accent colour (zero: Hookline's own).
+	Brand brand.Brand
+	// FrameAncestors are the origins allowed to show the dashboard in a frame (the customer portal
+	// embedded in the platform's app); none: no framing. They need an https PublicURL (config checks).
+	FrameAncestors []string
 }
 
 // Handler serves the dashboard.
 type Handler struct {
-	tenants   *tenants.Service
-	subs      *subscriptions.Service
-	dels      *delivery.Service
-	replays   *delivery.Replays
-	console   *console.Service
-	publisher *delivery.Publisher
-	incidents *incidents.Service
-	policy    delivery.RetryPolicy
-	timeout   time.Duration
-	maxManual int
-	now       func() time.Time
-	log       *slog.Logger
-	sessions  *scs.SessionManager
-	store     *sessionStore
-	throttle  *loginThrottle
-	proxies   []netip.Prefix
-	httpsOnly bool // the public URL is https
+	tenants        *tenants.Service
+	subs           *subscriptions.Service
+	dels           *delivery.Service
+	replays        *delivery.Replays
+	console        *console.Service
+	publisher      *delivery.Publisher
+	incidents      *incidents.Service
+	portal         *portal.Service
+	policy         delivery.RetryPolicy
+	timeout        time.Duration
+	maxManual      int
+	now            func() time.Time
+	log            *slog.Logger
+	sessions       *scs.SessionManager
+	store          *sessionStore
+	throttle       *loginThrottle
+	proxies        []netip.Prefix
+	httpsOnly      bool // the public URL is https
+	brand          brand.Brand
+	frameAncestors []string
 }
 
 // New builds the dashboard.
@@ -100,10 +113,14 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		incidents: o.Incidents,
-		console:   console.New(o.Pool, o.Now),
-		throttle:  newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
-		proxies:   o.TrustedProxies,
+		incidents: o.Incidents, portal: o.Portal,
+		console:  console.New(o.Pool, o.Now),
+		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		proxies:  o.TrustedProxies,
+		brand:    o.Brand, frameAncestors: o.FrameAncestors,
+	}
+	if h.brand.Name == "" {
+		h.brand.Name = brand.DefaultName
 	}
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true
@@ -115,6 +132,7 @@ func New(o Options) *Handler {
 	}
 	h.sessions = newSessionManager(store, o.IdleTimeout, o.Lifetime, h.sessionError)
 	h.sessions.Cookie.Secure = h.httpsOnly
+	h.embeddable()
 	return h
 }
 
@@ -123,6 +141,7 @@ func New(o Options) *Handler {
 func (h *Handler) Routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(h.hsts)
+	h.brandRoutes(r)
 	static := http.StripPrefix("/static/", http.FileServerFS(web.Static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
@@ -138,14 +157,16 @@ func (h *Handler) Routes() http.Handler {
 
 	r.Group(func(r chi.Router) {
 		// forms bounds and checks every form once, after the cross-origin check (a refused request is not read).
-		r.Use(securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave, h.forms)
+		r.Use(h.securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave, h.forms)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
 		r.Post("/logout", h.logout)
+		r.Get("/portal/{token}", h.redeemPortal)
 
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
+			r.Use(h.changesAllowed) // a view-only portal session changes nothing (portal.go)
 			r.Get("/", h.home)
 			r.Get("/subscriptions/{id}", h.subscription)
 			r.Post("/subscriptions/{id}/pause", h.pause)
@@ -178,7 +199,7 @@ func (h *Handler) Routes() http.Handler {
 		})
 	})
 	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
-	notFound := chain(http.HandlerFunc(h.notFound), securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
+	notFound := chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(notFound.ServeHTTP)
 	return r
@@ -192,13 +213,25 @@ func chain(hd http.Handler, mw ...func(http.Handler) http.Handler) http.Handler 
 }
 
 // securityHeaders sets the headers every dashboard page carries: a strict CSP (no inline scripts or
-// styles), no framing, no sniffing, and no caching of pages that show a tenant's data.
-func securityHeaders(next http.Handler) http.Handler {
+// styles), no framing (or only by HOOKLINE_PORTAL_FRAME_ANCESTORS), no sniffing, and no caching of pages
+// that show a tenant's data.
+func (h *Handler) securityHeaders(next http.Handler) http.Handler {
+	frame := "'none'"
+	if len(h.frameAncestors) > 0 {
+		frame = strings.Join(h.frameAncestors, " ")
+	}
+	csp := "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; " +
+		"form-action 'self'; frame-ancestors " + frame + "; base-uri 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "+
-			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Content-Security-Policy", csp)
+		if len(h.frameAncestors) > 0 {
+			// X-Frame-Options knows no list of origins, and browsers that know CSP ignore it anyway; sent
+			// (by the server's base headers, DENY) it would block the frames CSP allows in older ones.
+			hd.Del("X-Frame-Options")
+		} else {
+			hd.Set("X-Frame-Options", "DENY")
+		}
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("Cache-Control", "no-store")

@@ -122,7 +122,38 @@
     }, 2000);
   }
 
+  // In the platform's frame (HOOKLINE_PORTAL_FRAME_ANCESTORS), tell the parent the page's height, so the
+  // frame can fit it: {type: "hookline:resize", height} on load and whenever the page's size changes, to the
+  // allowed origins only (the server lists them on <html data-frame-origins>).
+  function reportHeight() {
+    const allowed = (document.documentElement.dataset.frameOrigins || "").split(" ").filter(Boolean);
+    if (window.parent === window || allowed.length === 0) return;
+    document.documentElement.classList.add("in-frame");
+    // Where the browser tells the parent's origin, post only there; elsewhere post to each allowed origin
+    // (the browser drops the message for every origin but the parent's).
+    const ancestors = window.location.ancestorOrigins;
+    const targets = ancestors && ancestors.length > 0 ? allowed.filter((o) => o === ancestors[0]) : allowed;
+    let last = -1;
+    const post = () => {
+      const height = Math.ceil(document.body.getBoundingClientRect().height);
+      if (height === last) return;
+      last = height;
+      for (const origin of targets) {
+        try {
+          window.parent.postMessage({ type: "hookline:resize", height }, origin);
+        } catch (_) {
+          // A malformed origin: nothing to tell.
+        }
+      }
+    };
+    post();
+    window.addEventListener("load", post);
+    if ("ResizeObserver" in window) new ResizeObserver(post).observe(document.body);
+    else window.addEventListener("resize", post);
+  }
+
   function start() {
+    reportHeight();
     // The health panel folds at phone width (CSS shows it wide open); say it is open where it is shown.
     if (window.matchMedia("(min-width: 641px)").matches) {
       for (const d of document.querySelectorAll("details.health-fold")) d.open = true;

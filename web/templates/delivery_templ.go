@@ -130,7 +130,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if p.RetryNow.Show {
+			if p.RetryNow.Show && !p.ReadOnly {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -165,7 +165,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if p.Resend.Show {
+			if p.Resend.Show && !p.ReadOnly {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -359,7 +359,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if p.RetryNow.Reason != "" || p.Resend.Reason != "" {
+			if !p.ReadOnly && (p.RetryNow.Reason != "" || p.Resend.Reason != "") {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "<p class=\"small\" id=\"action-reason\" data-testid=\"action-reason\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -389,7 +389,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-			} else if p.RetryNow.Enabled() {
+			} else if !p.ReadOnly && p.RetryNow.Enabled() {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<p class=\"small muted\" data-testid=\"retry-now-note\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -407,7 +407,7 @@ func DeliveryView(p DeliveryPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-			} else if p.Resend.Enabled() {
+			} else if !p.ReadOnly && p.Resend.Enabled() {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<p class=\"small muted\" data-testid=\"resend-note\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -31,6 +31,29 @@ type Layout struct {
 	Incidents []IncidentBanner
 	// NoSearch leaves the header's search out (the search page has its own).
 	NoSearch bool
+	// Portal is true in a customer portal session: the header shows PortalUser and no account menu or
+	// operator links. ReadOnly (a view portal session) hides every button that would change something.
+	Portal     bool
+	PortalUser string
+	ReadOnly   bool
+	// Brand is the platform's name; empty means Hookline.
+	Brand string
+	// LogoURL is the platform's logo (empty: Hookline's, or none when a brand name is set); BrandCSS
+	// links the stylesheet with the platform's accent colour.
+	LogoURL  string
+	BrandCSS bool
+	// Theme forces "light" or "dark"; empty follows the viewer's setting.
+	Theme string
+	// FrameOrigins are the origins that may frame the page (space-separated): app.js tells them its height.
+	FrameOrigins string
+}
+
+// BrandName is the name pages give the product: the platform's brand, else Hookline.
+func (l Layout) BrandName() string {
+	if l.Brand != "" {
+		return l.Brand
+	}
+	return "Hookline"
 }
 
 // Crumb is one breadcrumb step; the last one is the current page and has no link.

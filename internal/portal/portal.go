@@ -1,0 +1,250 @@
+// Package portal owns customer portal links: single-use links a platform makes for one of its customers to
+// open the tenant's dashboard without a password (like Svix's App Portal and Stripe's billing portal
+// sessions), and the portal sessions they start.
+//
+// A link's token is 32 random bytes (base64url); only its SHA-256 is stored. Redeeming is one guarded
+// UPDATE, so of two racing redeems exactly one wins. The session a link starts is the link's own row:
+// the dashboard checks it on every request, so a session ends for good, in every process at once, when it
+// reaches session_expires_at, when its user signs out, or when the platform ends all of a tenant's
+// sessions (which also voids the tenant's links not used yet).
+package portal
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Roles of a portal session.
+const (
+	RoleManage = "manage" // everything a tenant's dashboard user may do
+	RoleView   = "view"   // every page, no change
+)
+
+// Themes of a portal session.
+const (
+	ThemeAuto  = "auto"
+	ThemeLight = "light"
+	ThemeDark  = "dark"
+)
+
+// Limits of a link.
+const (
+	// LinkValidFor is how long a link may be used (once) after it is made.
+	LinkValidFor = 10 * time.Minute
+	// DefaultSessionTTL and MaxSessionTTL bound session_ttl_seconds.
+	DefaultSessionTTL = 24 * time.Hour
+	MaxSessionTTL     = 7 * 24 * time.Hour
+	// MaxUserID, MaxUserEmail and MaxUserName bound the user fields, in characters.
+	MaxUserID    = 128
+	MaxUserEmail = 254
+	MaxUserName  = 200
+)
+
+// User is who the platform says the portal user is; each field may be empty.
+type User struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+	Name  string `json:"name"`
+}
+
+// LinkRequest is the body of POST /tenants/{t}/portal-links; zero values take the defaults.
+type LinkRequest struct {
+	Role              string `json:"role"`
+	User              User   `json:"user"`
+	SessionTTLSeconds *int64 `json:"session_ttl_seconds"`
+	Theme             string `json:"theme"`
+}
+
+// Link is a new portal link. URL holds the token: it is shown once and never stored.
+type Link struct {
+	URL              string    `json:"url"`
+	ExpiresAt        time.Time `json:"expires_at"`
+	SessionExpiresAt time.Time `json:"session_expires_at"`
+}
+
+// Session is a running portal session.
+type Session struct {
+	// ID is the link's id: the session's own, kept in the dashboard's session cookie.
+	ID        uuid.UUID
+	TenantID  uuid.UUID
+	Role      string
+	Theme     string
+	User      User
+	ExpiresAt time.Time
+}
+
+// CanChange reports whether the session may change anything.
+func (s Session) CanChange() bool { return s.Role == RoleManage }
+
+// Label is how pages name the person: the name, else the email, else "portal user".
+func (s Session) Label() string {
+	switch {
+	case s.User.Name != "":
+		return s.User.Name
+	case s.User.Email != "":
+		return s.User.Email
+	}
+	return "portal user"
+}
+
+// Actor names the person in logs and audit records: "portal:" and the platform's id, else email, else
+// the session's own id.
+func (s Session) Actor() string {
+	switch {
+	case s.User.ID != "":
+		return "portal:" + s.User.ID
+	case s.User.Email != "":
+		return "portal:" + s.User.Email
+	}
+	return "portal:" + s.ID.String()
+}
+
+// ErrUnusable is a used, expired, voided or unknown link: all answered alike.
+var ErrUnusable = errors.New("portal link expired or already used")
+
+// ErrEnded is a portal session that has ended (by time, sign-out or for the whole tenant).
+var ErrEnded = errors.New("portal session ended")
+
+// Service makes and redeems portal links.
+type Service struct {
+	q *db.Queries
+	// Now is the clock (time.Now unless a test sets it).
+	Now func() time.Time
+	// PublicURL is the base of the links: HOOKLINE_PUBLIC_URL without a trailing slash.
+	PublicURL string
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, publicURL string) *Service {
+	return &Service{q: db.New(pool), Now: time.Now, PublicURL: strings.TrimRight(publicURL, "/")}
+}
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+func checkText(field, s string, most int) error {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || utf8.RuneCountInString(s) > most {
+		return fault.Invalid("%s must be valid text of at most %d characters", field, most)
+	}
+	return nil
+}
+
+// CreateLink makes a single-use link into tenantID's dashboard. The caller has checked that the tenant
+// exists and that the caller may reach it.
+func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkRequest) (Link, error) {
+	switch in.Role {
+	case "":
+		in.Role = RoleManage
+	case RoleManage, RoleView:
+	default:
+		return Link{}, fault.Invalid("role must be manage or view")
+	}
+	switch in.Theme {
+	case "":
+		in.Theme = ThemeAuto
+	case ThemeAuto, ThemeLight, ThemeDark:
+	default:
+		return Link{}, fault.Invalid("theme must be auto, light or dark")
+	}
+	ttl := DefaultSessionTTL
+	if in.SessionTTLSeconds != nil {
+		n := *in.SessionTTLSeconds
+		if n < 1 || n > int64(MaxSessionTTL/time.Second) {
+			return Link{}, fault.Invalid("session_ttl_seconds must be 1 to %d", int64(MaxSessionTTL/time.Second))
+		}
+		ttl = time.Duration(n) * time.Second
+	}
+	u := User{ID: strings.TrimSpace(in.User.ID), Email: strings.TrimSpace(in.User.Email), Name: strings.TrimSpace(in.User.Name)}
+	for _, f := range []struct {
+		name, v string
+		most    int
+	}{{"user.id", u.ID, MaxUserID}, {"user.email", u.Email, MaxUserEmail}, {"user.name", u.Name, MaxUserName}} {
+		if err := checkText(f.name, f.v, f.most); err != nil {
+			return Link{}, err
+		}
+	}
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw) // never fails (crypto/rand panics rather than return an error)
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	now := s.Now().UTC().Truncate(time.Microsecond)
+	l := Link{URL: s.PublicURL + "/portal/" + token, ExpiresAt: now.Add(LinkValidFor), SessionExpiresAt: now.Add(ttl)}
+	_, err := s.q.CreatePortalLink(ctx, db.CreatePortalLinkParams{
+		TenantID: tenantID, TokenHash: hashToken(token), Role: in.Role, Theme: in.Theme,
+		UserID: u.ID, UserEmail: u.Email, UserName: u.Name,
+		Now: now, ExpiresAt: l.ExpiresAt, SessionExpiresAt: l.SessionExpiresAt,
+	})
+	if err != nil {
+		return Link{}, fmt.Errorf("create portal link: %w", err)
+	}
+	return l, nil
+}
+
+// Redeem uses a link's token once and returns the session it starts; ErrUnusable otherwise.
+func (s *Service) Redeem(ctx context.Context, token string) (Session, error) {
+	if token == "" || len(token) > 100 {
+		return Session{}, ErrUnusable
+	}
+	r, err := s.q.RedeemPortalLink(ctx, db.RedeemPortalLinkParams{TokenHash: hashToken(token), Now: s.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, ErrUnusable
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("redeem portal link: %w", err)
+	}
+	return Session{ID: r.ID, TenantID: r.TenantID, Role: r.Role, Theme: r.Theme, ExpiresAt: r.SessionExpiresAt,
+		User: User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName}}, nil
+}
+
+// Session returns a running session; ErrEnded once it has ended.
+func (s *Service) Session(ctx context.Context, id uuid.UUID) (Session, error) {
+	r, err := s.q.GetPortalSession(ctx, db.GetPortalSessionParams{ID: id, Now: s.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, ErrEnded
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("portal session: %w", err)
+	}
+	return Session{ID: r.ID, TenantID: r.TenantID, Role: r.Role, Theme: r.Theme, ExpiresAt: r.SessionExpiresAt,
+		User: User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName}}, nil
+}
+
+// End ends one session (Sign out).
+func (s *Service) End(ctx context.Context, id uuid.UUID) error {
+	now := s.Now()
+	if err := s.q.EndPortalSession(ctx, db.EndPortalSessionParams{ID: id, Now: now}); err != nil {
+		return fmt.Errorf("end portal session: %w", err)
+	}
+	return nil
+}
+
+// EndTenant ends every portal session of a tenant and voids its links not used yet; it returns how many.
+func (s *Service) EndTenant(ctx context.Context, tenantID uuid.UUID) (int64, error) {
+	now := s.Now()
+	n, err := s.q.EndTenantPortalSessions(ctx, db.EndTenantPortalSessionsParams{TenantID: tenantID, Now: now})
+	if err != nil {
+		return 0, fmt.Errorf("end portal sessions: %w", err)
+	}
+	return n, nil
+}
+
+// Prune deletes links whose session cannot run any more.
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	// A day's margin: a process whose clock is ahead (or a test's set ahead) must not delete links others
+	// are about to use; an expired link is refused by its times anyway, deleted or not.
+	return s.q.PrunePortalLinks(ctx, s.Now().Add(-24*time.Hour))
+}
