@@ -4,9 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/hookline/hookline/internal/config"
 )
 
 // TestRetryNowOffWhileCircuitOpen: a retrying delivery held by its subscription's open circuit: the page
@@ -14,13 +11,15 @@ import (
 // anyway says why it was not retried, counts nothing and sends nothing.
 func TestRetryNowOffWhileCircuitOpen(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) {
-		c.BreakerThreshold = 1
-		c.BreakerProbeInterval = time.Hour
-		c.RetryMaxDelay = 2 * time.Hour // the probe interval is capped at it
-	})
+	e := setup(t, nil)
 	tn := e.newTenant("retry-now-circuit")
-	_, id := e.retrying(tn, "retry-now-circuit")
+	sub, id := e.retrying(tn, "retry-now-circuit")
+	// Its circuit opens (as HOOKLINE_BREAKER_THRESHOLD failures in a row would; the package's servers share
+	// one database and one breaker configuration), its probe an hour away.
+	if _, err := e.srv.Pool.Exec(t.Context(), `UPDATE subscriptions SET circuit_state = 'open', circuit_opened_at = now(),
+		circuit_probe_at = now() + interval '1 hour', circuit_probe_ms = 3600000 WHERE id = $1`, sub); err != nil {
+		t.Fatal(err)
+	}
 	c := e.client()
 	c.login(tn.Email)
 
