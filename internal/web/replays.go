@@ -45,13 +45,12 @@ func outcomeWords(r delivery.Replay) string {
 	return out
 }
 
-// progressView is how far a replay is. A finished replay counts what it skipped as dealt with, so its bar
-// is full; a dry run schedules nothing.
+// progressView is how far a replay is: its bar counts what has reached its end (delivered, dead again,
+// taken over by a later replay, or skipped because it was no longer dead) of what matched, so it is full
+// only when nothing it scheduled is still on its way. A bar of what was scheduled would be full within a
+// second while every delivery was still pending. A dry run schedules nothing.
 func progressView(r delivery.Replay) templates.Progress {
-	p := templates.Progress{Value: r.Scheduled, Max: r.Matched}
-	if r.State != delivery.ReplayRunning {
-		p.Value += r.Skipped
-	}
+	p := templates.Progress{Value: r.Delivered + r.Failed + r.TakenOver + r.Skipped, Max: r.Matched}
 	if r.DryRun {
 		p.Value = 0
 	}
