@@ -268,7 +268,7 @@ func TestAdminCreatesToken(t *testing.T) {
 			scopes = append(scopes, attr(in, "value"))
 		}
 	}
-	if strings.Join(scopes, " ") != "subscriptions:read subscriptions:write events:write deliveries:read deliveries:write" {
+	if strings.Join(scopes, " ") != "subscriptions:read subscriptions:write events:write deliveries:read deliveries:write portal:write" {
 		t.Errorf("scope checkboxes: %v", scopes)
 	}
 

@@ -55,7 +55,7 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#f-to`), to),
 		chromedp.Click(chromedp.CSS(`[data-testid=dead-filter] button[type=submit]`)),
 	)
-	b.waitJS("filtered", `location.search.includes('event_type=outage.browser-story')`)
+	b.waitJS("filtered", `location.search.includes('event_type=outage.browser-story') && document.querySelector('footer')`)
 	b.assetsLoaded("dead letters")
 	rows := eval[int](b, `document.querySelectorAll('[data-testid=dead-row]').length`)
 	if rows != 3 {

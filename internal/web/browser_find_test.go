@@ -134,7 +134,8 @@ func TestBrowserFindAndLists(t *testing.T) {
 	b.screenshot("phone-deliveries")
 	// Tap the row's status, away from its link text.
 	target := eval[string](b, `document.querySelector('[data-testid=delivery-row]').dataset.id`)
-	pt := eval[[]float64](b, `(() => { const r = document.querySelector('[data-testid=delivery-row] [data-testid=last-status]').getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	// The filters push the first row below the fold at 390 px: bring it into view before tapping it.
+	pt := eval[[]float64](b, `(() => { document.querySelector('[data-testid=delivery-row]').scrollIntoView({block: 'center'}); const r = document.querySelector('[data-testid=delivery-row] [data-testid=last-status]').getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
 	b.run("tap row", chromedp.MouseClickXY(pt[0], pt[1]))
 	b.waitJS("row opens its delivery", `location.pathname === '/deliveries/`+target+`' && document.querySelector('footer')`)
 	// Keyboard: the row's link takes focus and Enter opens it.
