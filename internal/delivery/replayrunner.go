@@ -1,0 +1,130 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/sleep"
+)
+
+// The replay runner: works through running replays in the background, a paced chunk at a time.
+
+// ReplayRunner works through running replays in the background. It runs in every process: each chunk locks
+// its replay row (SKIP LOCKED), so one runner at a time advances a replay, and a replay whose process died
+// is resumed by any other from its cursor.
+type ReplayRunner struct {
+	replays *Replays
+	log     *slog.Logger
+	// Poll is how often it looks for unfinished replays without being woken (default 2 s).
+	Poll time.Duration
+	// MaxFailures is how many chunks of one replay may fail in a row before it is marked failed (default 5).
+	MaxFailures int
+
+	// pace spaces chunks (DefaultReplayChunksPerSecond; SetChunkRate changes it).
+	pace *chunkPacer
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewReplayRunner returns a runner; Start runs it.
+func NewReplayRunner(replays *Replays, log *slog.Logger) *ReplayRunner {
+	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, MaxFailures: 5,
+		pace: newChunkPacer(DefaultReplayChunksPerSecond), wake: make(chan struct{}, 1)}
+}
+
+// SetChunkRate sets how many chunks a second this runner moves at most, over all replays (per process);
+// 0 does not pace. Call it before Start.
+func (r *ReplayRunner) SetChunkRate(perSecond float64) {
+	r.pace = newChunkPacer(perSecond)
+}
+
+// Wake makes the runner look for running replays now.
+func (r *ReplayRunner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the runner until Stop.
+func (r *ReplayRunner) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		for {
+			r.RunAll(ctx)
+			t := time.NewTimer(r.Poll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-r.wake:
+				t.Stop()
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop stops the runner; a chunk it was working on rolls back whole (its transaction is cancelled), so the
+// replay keeps exact counts and is resumed later from its cursor, by this process or another.
+func (r *ReplayRunner) Stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// RunAll works every running replay it can take to its end, or until ctx ends.
+func (r *ReplayRunner) RunAll(ctx context.Context) {
+	ids, err := r.replays.Running(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("list running replays", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		r.Run(ctx, id)
+	}
+}
+
+// Run works one replay chunk by chunk until it is done, another runner holds it, or ctx ends.
+func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
+	failures := 0
+	for ctx.Err() == nil {
+		r.pace.wait(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		taken, done, err := r.replays.Step(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			r.log.Warn("replay chunk failed", "replay_id", id, "err", err, "failures", failures)
+			if failures >= r.MaxFailures {
+				if ferr := r.replays.Fail(ctx, id, err.Error()); ferr != nil {
+					r.log.Error("mark replay failed", "replay_id", id, "err", ferr)
+				}
+				r.log.Error("replay failed", "replay_id", id, "err", err)
+				return
+			}
+			sleep.For(ctx, time.Duration(failures)*time.Second)
+			continue
+		case !taken:
+			return
+		case done:
+			r.log.Info("replay finished", "replay_id", id)
+			return
+		}
+		failures = 0
+	}
+}
