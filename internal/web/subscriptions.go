@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,15 +20,6 @@ const countUpTo = 10000
 
 // TestEventType is the event type "Send test event" publishes, to one subscription whatever its event types.
 const TestEventType = "hookline.test"
-
-// pathID reads the {id} path value; a malformed id is as missing as another tenant's.
-func pathID(r *http.Request) (uuid.UUID, error) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		return uuid.Nil, fault.Missing("page")
-	}
-	return id, nil
-}
 
 // home lists the tenant's subscriptions with their health. An operator without a tenant goes to /admin.
 func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
@@ -86,21 +76,6 @@ func (h *Handler) tenantCrumbs(r *http.Request, tenantID uuid.UUID) []templates.
 		name = t.Name
 	}
 	return []templates.Crumb{{Label: "Admin", Href: "/admin"}, {Label: name, Href: "/admin/tenants/" + tenantID.String()}}
-}
-
-// formTime is the datetime-local format; the filter's times are UTC.
-const formTime = "2006-01-02T15:04"
-
-func parseFormTime(name, v string) (*time.Time, error) {
-	if v == "" {
-		return nil, nil
-	}
-	for _, layout := range []string{formTime, "2006-01-02T15:04:05", time.RFC3339Nano, "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
-			return &t, nil
-		}
-	}
-	return nil, fault.Invalid("%s must be a date and time such as 2026-01-02T15:04 (UTC)", name)
 }
 
 // subscription is one subscription's page: actions, health, contract and its deliveries, filtered and paged.
@@ -165,16 +140,6 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		p.Waiting = countText(n, atLeast)
 	}
 	h.render(w, r, status, templates.SubscriptionView(p))
-}
-
-func cloneValues(q url.Values) url.Values {
-	out := url.Values{}
-	for k, v := range q {
-		if len(v) > 0 && v[0] != "" {
-			out[k] = []string{v[0]}
-		}
-	}
-	return out
 }
 
 func (h *Handler) pause(w http.ResponseWriter, r *http.Request) {
