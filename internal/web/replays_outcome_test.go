@@ -64,6 +64,10 @@ func TestReplayPageShowsOutcomeAndFollowsUntilSettled(t *testing.T) {
 	if got := text(one(t, p.Doc, "progress-text")); got != want {
 		t.Errorf("progress text %q, want %q", got, want)
 	}
+	// The bar counts what reached its end, not what was scheduled: 3 of 4, not full while one is on its way.
+	if prog := one(t, p.Doc, "progress"); attr(prog, "data-value") != "3" || attr(prog, "data-max") != "4" {
+		t.Errorf("progress bar %s of %s, want 3 of 4", attr(prog, "data-value"), attr(prog, "data-max"))
+	}
 	for testid, want := range map[string]string{"outcome-delivered": "1", "outcome-failed": "1", "outcome-pending": "1", "outcome-taken-over": "1"} {
 		if got := text(one(t, p.Doc, testid)); got != want {
 			t.Errorf("%s = %q, want %s", testid, got, want)
