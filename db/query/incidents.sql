@@ -95,9 +95,17 @@ VALUES (sqlc.arg('tenant_id'), sqlc.narg('incident_id'), sqlc.arg('kind'), sqlc.
 
 -- name: ClaimDisabledNotices :many
 -- Subscriptions disabled (410 or auto-disable) that the operator has not been told about; claimed once.
-UPDATE subscriptions SET disabled_notified_at = sqlc.arg('now')::timestamptz
-WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
-RETURNING id, tenant_id, url, disabled_reason;
+-- The rows are locked in id order first, as the claim, the completions and auto-disable lock them: updated
+-- in scan order, several rows at once could deadlock with a completion holding some of them.
+WITH ordered AS (
+    SELECT id FROM subscriptions
+    WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
+    ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE subscriptions s SET disabled_notified_at = sqlc.arg('now')::timestamptz
+FROM ordered o
+WHERE s.id = o.id AND s.state = 'disabled' AND s.deleted_at IS NULL AND s.disabled_notified_at IS NULL
+RETURNING s.id, s.tenant_id, s.url, s.disabled_reason;
 
 -- name: AdvanceOperatorWatermark :one
 -- Moves a watermark to @until and returns where it was (or @until on first use), under the row's lock so

@@ -33,9 +33,15 @@ func (q *Queries) AdvanceOperatorWatermark(ctx context.Context, arg AdvanceOpera
 }
 
 const claimDisabledNotices = `-- name: ClaimDisabledNotices :many
-UPDATE subscriptions SET disabled_notified_at = $1::timestamptz
-WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
-RETURNING id, tenant_id, url, disabled_reason
+WITH ordered AS (
+    SELECT id FROM subscriptions
+    WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
+    ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE subscriptions s SET disabled_notified_at = $1::timestamptz
+FROM ordered o
+WHERE s.id = o.id AND s.state = 'disabled' AND s.deleted_at IS NULL AND s.disabled_notified_at IS NULL
+RETURNING s.id, s.tenant_id, s.url, s.disabled_reason
 `
 
 type ClaimDisabledNoticesRow struct {
@@ -46,6 +52,8 @@ type ClaimDisabledNoticesRow struct {
 }
 
 // Subscriptions disabled (410 or auto-disable) that the operator has not been told about; claimed once.
+// The rows are locked in id order first, as the claim, the completions and auto-disable lock them: updated
+// in scan order, several rows at once could deadlock with a completion holding some of them.
 func (q *Queries) ClaimDisabledNotices(ctx context.Context, now time.Time) ([]ClaimDisabledNoticesRow, error) {
 	rows, err := q.db.Query(ctx, claimDisabledNotices, now)
 	if err != nil {
