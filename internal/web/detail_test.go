@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,6 +39,16 @@ func (e *env) retrying(tn tenant, path string) (subID, id uuid.UUID) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// attemptsOf is how many attempts a delivery has had over its life.
+func (e *env) attemptsOf(tn tenant, id uuid.UUID) int {
+	e.t.Helper()
+	d, err := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return int(d.TotalAttempts)
 }
 
 func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
@@ -143,7 +154,9 @@ func TestRetryNow(t *testing.T) {
 		t.Error("a retrying delivery offers Retry now, not Resend")
 	}
 
-	// The endpoint is fixed: Retry now delivers it without waiting the hour.
+	// The endpoint is fixed: Retry now delivers it without waiting the hour, with one attempt more than it
+	// had (a busy machine may have caught it after its second failure rather than its first).
+	want := fmt.Sprintf("Delivered in %d attempts", e.attemptsOf(tn, id)+1)
 	e.recv.fixed.Store(true)
 	p = c.post("/deliveries/"+id.String()+"/retry-now", nil)
 	if p.URL.Path != "/deliveries/"+id.String() || p.Status != http.StatusOK {
@@ -157,8 +170,8 @@ func TestRetryNow(t *testing.T) {
 		t.Errorf("manual retries %d", d.ManualRetries)
 	}
 	p = c.get("/deliveries/" + id.String())
-	if got := text(one(t, p.Doc, "summary-headline")); got != "Delivered in 2 attempts" {
-		t.Errorf("delivered headline %q", got)
+	if got := text(one(t, p.Doc, "summary-headline")); got != want {
+		t.Errorf("delivered headline %q, want %q", got, want)
 	}
 	// Delivered now: Retry now is refused (the page offers Resend), and at the cap Resend says why.
 	p = c.post("/deliveries/"+id.String()+"/retry-now", nil)
