@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,7 +149,7 @@ func New(pool *pgxpool.Pool, o Options) *Sweeper {
 		o.Clock = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = sleep.For
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -354,18 +355,6 @@ func (s *Sweeper) pause(ctx context.Context, took time.Duration, rows int64) boo
 		wait = max(wait, lim.ReserveN(now, n).DelayFrom(now))
 	}
 	return s.o.Sleep(ctx, wait)
-}
-
-// sleep waits d unless ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // UUIDv7Floor is the smallest UUIDv7 of t's millisecond: every id made (by uuid_v7() or uuid.NewV7) before
