@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/portal"
@@ -24,6 +25,8 @@ type API struct {
 	// Limits caps each tenant token's request rate in this process (nil: no limit).
 	Limits *TokenLimits
 	Portal *portal.Service
+	// Activity is the tenants' activity log.
+	Activity *activity.Log
 }
 
 type principalKey struct{}
@@ -85,6 +88,8 @@ func (a *API) Routes() http.Handler {
 
 		r.With(need(tenants.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
 		r.With(need(tenants.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
+
+		r.With(need(tenants.ScopeSubscriptionsRead)).Get("/activity", a.listActivity)
 	})
 	return r
 }
@@ -112,7 +117,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := activity.WithActor(context.WithValue(r.Context(), principalKey{}, p), p.Who)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/secretbox"
 )
@@ -36,6 +37,7 @@ type Config struct {
 	MaxManualRetries      int           // HOOKLINE_MAX_MANUAL_RETRIES
 	RetentionDelivered    time.Duration // HOOKLINE_RETENTION_DELIVERED
 	RetentionDead         time.Duration // HOOKLINE_RETENTION_DEAD
+	RetentionActivity     time.Duration // HOOKLINE_RETENTION_ACTIVITY: activity log entries are deleted after this (0: kept)
 	ArchiveDir            string        // HOOKLINE_ARCHIVE_DIR
 	RetentionInterval     time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
 	AutoDisableAfter      time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
@@ -138,6 +140,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_MAX_MANUAL_RETRIES", "manual retries of one delivery by a tenant", "3", num(&c.MaxManualRetries, 0)},
 		{"HOOKLINE_RETENTION_DELIVERED", "delivered deliveries are deleted after this", "720h", dur(&c.RetentionDelivered)},
 		{"HOOKLINE_RETENTION_DEAD", "dead deliveries are deleted after this", "2160h", dur(&c.RetentionDead)},
+		{"HOOKLINE_RETENTION_ACTIVITY", "activity log entries are deleted after this (0: keep them)", "8760h", dur(&c.RetentionActivity)},
 		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
 		{"HOOKLINE_RETENTION_INTERVAL", "pause between retention sweeps (on the maintenance leader)", "1m", dur(&c.RetentionInterval)},
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
@@ -226,7 +229,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", Redact(c.PublicURL))
+			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", httpx.RedactURL(c.PublicURL))
 		}
 	}
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
@@ -249,25 +252,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if len(origins) > 0 && !strings.HasPrefix(strings.ToLower(c.PublicURL), "https://") {
 		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS needs an https HOOKLINE_PUBLIC_URL (now %q): "+
 			"a dashboard inside another site's frame keeps its session only in a SameSite=None; Secure cookie, "+
-			"which browsers send only over https", Redact(c.PublicURL))
+			"which browsers send only over https", httpx.RedactURL(c.PublicURL))
 	}
 	// Read here (the logo file too) to refuse a bad brand at start; the server loads it again where it is used.
 	if _, err := brand.Load(c.BrandName, c.BrandLogo, c.BrandColor); err != nil {
 		return c, err
 	}
 	return c, nil
-}
-
-// Redact is a URL fit for errors and logs: any user and password are dropped (a password in a public URL
-// is a mistake, but it is still a password). A string that does not parse is not repeated at all: it may
-// be a URL whose malformed part is where its password was.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(not a URL)"
-	}
-	u.User = nil
-	return u.String()
 }
 
 // urlError is a url.Parse error without the URL it quotes, which may hold a password.

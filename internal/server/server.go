@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/api"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
@@ -64,6 +65,7 @@ type Server struct {
 	Worker        *delivery.Worker
 	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
+	Activity   *activity.Log
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
@@ -234,6 +236,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 			return len(disabled), err
 		}, cfg.AutoDisableAfter, log.With("component", "maintenance")))
 	}
+	s.Activity = activity.NewLog(pool)
+	if cfg.RetentionActivity > 0 {
+		s.Maintainer.Register(maintenance.Task{Name: "prune_activity", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
+			n, err := s.Activity.Prune(ctx, o.Now().Add(-cfg.RetentionActivity), 1000)
+			if n > 0 {
+				log.Info("pruned activity log entries", "component", "maintenance", "count", n, "older_than", cfg.RetentionActivity)
+			}
+			return err
+		}})
+	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
 		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval,
@@ -358,7 +370,7 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal, Activity: s.Activity,
 		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)

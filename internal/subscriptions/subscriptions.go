@@ -16,9 +16,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -316,7 +318,11 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored})
+		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionCreated, object(row.ID),
+			map[string]any{"url": httpx.RedactURL(row.URL)})
 	})
 	if err != nil {
 		return Subscription{}, "", fmt.Errorf("create subscription: %w", err)
@@ -384,7 +390,16 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
-	out, err := s.q.UpdateSubscription(ctx, p)
+	var out db.Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if out, err = q.UpdateSubscription(ctx, p); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(id),
+			map[string]any{"fields": in.fields()})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
@@ -404,8 +419,11 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 			return err
 		}
 		var err error
-		failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now())
-		return err
+		if failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now()); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionDeleted, object(id),
+			map[string]any{"dead_lettered": failed})
 	})
 	if err == nil && failed > 0 && s.OnDeadLettered != nil {
 		s.OnDeadLettered(ctx, id, failed)
@@ -438,15 +456,15 @@ func (s *Service) DisableFailing(ctx context.Context, after time.Duration) ([]Su
 
 // Pause stops deliveries to a subscription; new ones are stored and wait. Pausing a paused one is a no-op.
 func (s *Service) Pause(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
-	return s.setState(ctx, tenantID, id, Paused, "", []string{Active, Paused})
+	return s.setState(ctx, tenantID, id, Paused, "", []string{Active, Paused}, activity.SubscriptionPaused)
 }
 
 // Resume sends a paused (or disabled) subscription's waiting deliveries again.
 func (s *Service) Resume(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
-	return s.setState(ctx, tenantID, id, Active, "", []string{Paused, Disabled, Active})
+	return s.setState(ctx, tenantID, id, Active, "", []string{Paused, Disabled, Active}, activity.SubscriptionResumed)
 }
 
-func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reason string, from []string) (Subscription, error) {
+func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reason string, from []string, action string) (Subscription, error) {
 	var out db.Subscription
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -455,6 +473,9 @@ func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reas
 			ID: id, TenantID: tenantID, State: to, DisabledReason: reason, FromStates: from,
 		})
 		if err != nil {
+			return err
+		}
+		if err := activity.Record(ctx, q, tenantID, s.now(), action, object(id), nil); err != nil {
 			return err
 		}
 		if to == Active {
@@ -492,7 +513,10 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 		}); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored})
+		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRotated, object(id), nil)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fault.Missing("subscription")
@@ -547,3 +571,30 @@ func (s *Service) EnsureInternal(ctx context.Context, tenantID uuid.UUID, descri
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// object names a subscription in the activity log.
+func object(id uuid.UUID) activity.Object {
+	return activity.Object{Type: "subscription", ID: id.String()}
+}
+
+// fields names the fields an update gives, for its activity entry (names only: a header value may be a
+// credential).
+func (in Input) fields() []string {
+	out := []string{}
+	if in.URL != nil {
+		out = append(out, "url")
+	}
+	if in.EventTypes != nil {
+		out = append(out, "event_types")
+	}
+	if in.Description != nil {
+		out = append(out, "description")
+	}
+	if in.Headers != nil {
+		out = append(out, "headers")
+	}
+	if in.RateLimitPerSecond != nil || in.ClearRateLimit {
+		out = append(out, "rate_limit_per_second")
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/tenants"
@@ -61,7 +62,11 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			}
 			switch {
 			case err == nil:
-				ctx := context.WithValue(r.Context(), userKey{}, u)
+				who := activity.Actor{Kind: activity.ActorUser, ID: u.ID.String(), Email: u.Email}
+				if u.Admin {
+					who.Kind = activity.ActorAdmin
+				}
+				ctx := activity.WithActor(context.WithValue(r.Context(), userKey{}, u), who)
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			case !fault.Is(err, fault.NotFound):
