@@ -135,6 +135,10 @@ func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	// The tenant's own banner: what its customers see at the top of their pages.
 	p.Incidents = h.incidentBanners(r, t.ID)
+	if p.Activity, err = h.recentTenantActivity(r, t.ID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, tk := range tokens {
 		line := templates.TokenLine{
 			ID: tk.ID.String(), Name: tk.Name, Scopes: strings.Join(tk.Scopes, ", "), Created: h.timeView(tk.CreatedAt),

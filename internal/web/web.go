@@ -17,6 +17,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
@@ -79,6 +80,7 @@ type Handler struct {
 	dels           *delivery.Service
 	replays        *delivery.Replays
 	console        *console.Service
+	activity       *activity.Log
 	publisher      *delivery.Publisher
 	incidents      *incidents.Service
 	portal         *portal.Service
@@ -115,6 +117,7 @@ func New(o Options) *Handler {
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		incidents: o.Incidents, portal: o.Portal,
 		console:  console.New(o.Pool, o.Now),
+		activity: activity.NewLog(o.Pool),
 		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
 		brand:    o.Brand, frameAncestors: o.FrameAncestors,
@@ -180,12 +183,14 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/deliveries/{id}/retry-now", h.retryNow)
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/recovers/{id}", h.recoverPage)
+			r.Get("/activity", h.tenantActivity)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
 			r.Get("/admin/tenants/new", h.newTenant)
 			r.Post("/admin/tenants", h.createTenant)
 			r.Get("/admin/tenants/{id}/users", h.tenantUsers)
+			r.Get("/admin/tenants/{id}/activity", h.adminTenantActivity)
 			r.Post("/admin/tenants/{id}/users", h.createUser)
 			r.Post("/admin/tenants/{id}/users/{user}/remove", h.removeUser)
 			r.Post("/admin/tenants/{id}/users/{user}/password", h.resetPassword)
