@@ -415,11 +415,14 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 	var failed int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
-			return err
-		}
+		// The deliveries first, then the subscription's row: the order a claim locks them in (it locks due
+		// deliveries, then reserves slots on their subscription's row). The other way round, a claim holding
+		// a waiting delivery and this delete holding the row would each wait for the other.
 		var err error
 		if failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now()); err != nil {
+			return err
+		}
+		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
 			return err
 		}
 		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionDeleted, object(id),
