@@ -601,3 +601,15 @@ func (in Input) fields() []string {
 	}
 	return out
 }
+
+// TenantOf says which tenant a live subscription belongs to (operators open any subscription by its id); an unknown or deleted one is NOT_FOUND.
+func (s *Service) TenantOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	t, err := s.q.SubscriptionTenant(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fault.Missing("subscription")
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("subscription tenant: %w", err)
+	}
+	return t, nil
+}

@@ -53,7 +53,7 @@ func (h *Handler) customerSubscription(r *http.Request) (uuid.UUID, subscription
 		return uuid.Nil, subscriptions.Subscription{}, err
 	}
 	if u.Admin {
-		if tenantID, err = h.console.SubscriptionTenant(r.Context(), id); err != nil {
+		if tenantID, err = h.subs.TenantOf(r.Context(), id); err != nil {
 			return uuid.Nil, subscriptions.Subscription{}, err
 		}
 		ok = true

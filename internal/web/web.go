@@ -19,7 +19,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
-	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -79,7 +78,6 @@ type Handler struct {
 	subs           *subscriptions.Service
 	dels           *delivery.Service
 	replays        *delivery.Replays
-	console        *console.Service
 	activity       *activity.Log
 	publisher      *delivery.Publisher
 	incidents      *incidents.Service
@@ -116,7 +114,6 @@ func New(o Options) *Handler {
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		incidents: o.Incidents, portal: o.Portal,
-		console:  console.New(o.Pool, o.Now),
 		activity: activity.NewLog(o.Pool),
 		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
