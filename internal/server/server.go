@@ -20,7 +20,6 @@ import (
 	"github.com/hookline/hookline/internal/api"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
@@ -179,7 +178,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
-	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
+	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
 		s.Metrics.DeadLettered(delivery.Failed, n)
@@ -200,12 +199,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		_, err := s.Worker.RescueExpired(ctx)
 		return err
 	}})
-	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
-	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
-	s.Maintainer.Register(maintenance.Task{Name: "prune_portal_links", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
-		_, err := s.Portal.Prune(ctx)
-		return err
-	}})
+	mlog := log.With("component", "maintenance")
+	s.Maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
+	s.Maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval,
+		tenants.NewLoginThrottle(pool, o.Now, 0, 0, 0).Prune, mlog))
+	s.Maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {
 		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret,
@@ -238,13 +236,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	s.Activity = activity.NewLog(pool)
 	if cfg.RetentionActivity > 0 {
-		s.Maintainer.Register(maintenance.Task{Name: "prune_activity", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
-			n, err := s.Activity.Prune(ctx, o.Now().Add(-cfg.RetentionActivity), 1000)
-			if n > 0 {
-				log.Info("pruned activity log entries", "component", "maintenance", "count", n, "older_than", cfg.RetentionActivity)
-			}
-			return err
-		}})
+		s.Maintainer.Register(maintenance.Prune("prune_activity", maintenance.SessionPruneInterval, func(ctx context.Context) (int64, error) {
+			return s.Activity.Prune(ctx, o.Now().Add(-cfg.RetentionActivity), 1000)
+		}, mlog))
 	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
@@ -311,29 +305,6 @@ func PublicURL(cfg config.Config) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// queueStats reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).
-func queueStats(pool *pgxpool.Pool, now func() time.Time) func() delivery.QueueStats {
-	var mu sync.Mutex
-	var last time.Time
-	var value delivery.QueueStats
-	q := db.New(pool)
-	return func() delivery.QueueStats {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < time.Second {
-			return value
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if g, err := q.QueueGauges(ctx, now()); err == nil {
-			value = delivery.QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
-				Disabled: g.Disabled, LagSeconds: g.LagSeconds}
-			last = time.Now()
-		}
-		return value
-	}
 }
 
 // Handler serves everything: API, dashboard, health and metrics.

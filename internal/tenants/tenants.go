@@ -232,6 +232,23 @@ func (s *Service) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
 }
 
+// PruneSessions deletes the dashboard sessions that have expired (scs refuses them on read anyway).
+func (s *Service) PruneSessions(ctx context.Context) (int64, error) {
+	return s.q.DeleteExpiredSessions(ctx, s.Now())
+}
+
+// TenantByName returns the oldest tenant named name (names are not unique: the demo finds its own by name).
+func (s *Service) TenantByName(ctx context.Context, name string) (Tenant, error) {
+	r, err := s.q.GetTenantByName(ctx, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fault.Missing("tenant")
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant by name: %w", err)
+	}
+	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
+}
+
 // ListTenants returns every tenant, oldest first.
 func (s *Service) ListTenants(ctx context.Context) ([]Tenant, error) {
 	rows, err := s.q.ListTenants(ctx)

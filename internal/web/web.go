@@ -89,7 +89,7 @@ type Handler struct {
 	log            *slog.Logger
 	sessions       *scs.SessionManager
 	store          *sessionStore
-	throttle       *loginThrottle
+	throttle       *tenants.LoginThrottle
 	proxies        []netip.Prefix
 	httpsOnly      bool // the public URL is https
 	brand          brand.Brand
@@ -115,7 +115,7 @@ func New(o Options) *Handler {
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		incidents: o.Incidents, portal: o.Portal,
 		activity: activity.NewLog(o.Pool),
-		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		throttle: tenants.NewLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
 		brand:    o.Brand, frameAncestors: o.FrameAncestors,
 	}
