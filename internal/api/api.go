@@ -111,9 +111,14 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		// After authentication, so only a valid token spends its own budget; the admin token is the
 		// operator's and never limited.
 		if !p.Admin && p.TokenID != nil {
-			if ok, after := a.Limits.Allow(*p.TokenID); !ok {
-				writeError(w, r, fault.Limited(after, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
-					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(after)))
+			wait, cancel, ok := a.Limits.Take(*p.TokenID)
+			if !ok {
+				writeError(w, r, fault.Limited(wait, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
+					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(wait)))
+				return
+			}
+			if wait > 0 && !a.Limits.Sleep(r.Context(), wait) {
+				cancel() // the client went away while its request waited for its turn
 				return
 			}
 		}

@@ -59,6 +59,7 @@ type Config struct {
 	DemoReceiverAddr      string        // HOOKLINE_DEMO_RECEIVER_ADDR: the demo receiver's loopback ip:port
 	APIRatePerSecond      float64       // HOOKLINE_API_RATE_PER_SECOND: API requests per tenant token per second, per process (0: no limit)
 	APIBurst              int           // HOOKLINE_API_BURST: requests a tenant token may send at once (0: twice the rate)
+	APIRateWait           time.Duration // HOOKLINE_API_RATE_WAIT: how long a request over its token's rate is held for its turn before 429
 	RetentionRate         float64       // HOOKLINE_RETENTION_RATE: deliveries the retention sweep deletes per second (0: unpaced)
 	PortalFrameAncestors  string        // HOOKLINE_PORTAL_FRAME_ANCESTORS: origins allowed to frame the dashboard
 	BrandName             string        // HOOKLINE_BRAND_NAME
@@ -162,6 +163,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_DEMO_RECEIVER_ADDR", "loopback ip:port of the demo receiver (with HOOKLINE_DEMO)", "127.0.0.1:8081", str(&c.DemoReceiverAddr)},
 		{"HOOKLINE_API_RATE_PER_SECOND", "API requests per second per tenant token, in each process (0: no limit; the admin token is never limited)", "0", rate(&c.APIRatePerSecond)},
 		{"HOOKLINE_API_BURST", "API requests a tenant token may send at once before the rate applies (0: twice the rate)", "0", num(&c.APIBurst, 0)},
+		{"HOOKLINE_API_RATE_WAIT", "how long a tenant token's request over its rate is held for its turn before it is refused with 429 (0: refused at once)", "1s", dur(&c.APIRateWait)},
 		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most, in this process (0: unpaced beyond its pause after each batch)", "250", rate(&c.RetentionRate)},
 		{"HOOKLINE_PORTAL_FRAME_ANCESTORS", "space-separated origins (https://app.example.com) allowed to show the dashboard in an iframe; needs an https HOOKLINE_PUBLIC_URL", "", str(&c.PortalFrameAncestors)},
 		{"HOOKLINE_BRAND_NAME", "the platform's name on pages and emails", brand.DefaultName, str(&c.BrandName)},

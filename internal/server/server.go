@@ -342,7 +342,7 @@ func (s *Server) routes() http.Handler {
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
 	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal, Activity: s.Activity,
-		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
+		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Config.APIRateWait, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r
