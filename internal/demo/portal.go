@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/portal"
@@ -87,7 +88,10 @@ func StartEmbed(ctx context.Context, srv *server.Server, s Seeded, hooklineBase 
 		}
 		in := portal.LinkRequest{Role: r.URL.Query().Get("role"), Theme: r.URL.Query().Get("theme"),
 			User: portal.User{ID: "acme-user-17", Email: creds.DemoEmail, Name: "Dana Demo"}}
-		l, err := srv.Portal.CreateLink(r.Context(), s.TenantID, in)
+		// The platform's server would call the API with a portal:write token; this one runs in Hookline's
+		// own process, so its links are the operator's, named as the demo in the tenant's activity log.
+		ctx := activity.WithActor(r.Context(), activity.Actor{Kind: activity.ActorAdmin, Name: "embedding demo (" + EmbedOrigin + ")"})
+		l, err := srv.Portal.CreateLink(ctx, s.TenantID, in)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
