@@ -374,7 +374,7 @@ func (s *Server) routes() http.Handler {
 	}
 	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
 		Catalogue: s.Catalogue,
-		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
+		Limits:    api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r
