@@ -52,6 +52,13 @@ func Fields(schema json.RawMessage) ([]Field, error) {
 	return f.out, nil
 }
 
+// prop is a property with the $refs followed to reach it.
+type prop struct {
+	key   string
+	val   *jvalue
+	stack []string
+}
+
 type flattener struct {
 	root *jvalue
 	out  []Field
@@ -59,10 +66,12 @@ type flattener struct {
 
 // shape is what one schema (with its allOf, anyOf and oneOf) says about a value.
 type shape struct {
-	types       []string
-	props       []jkv
-	required    map[string]bool
-	items       *jvalue
+	types    []string
+	props    []prop
+	required map[string]bool
+	items    *jvalue
+	// itemsStack is the $refs followed to reach items (a $ref back into one of them is a recursion).
+	itemsStack  []string
 	description string
 	enum        []string
 	recursive   string // the $ref that led back into itself
@@ -100,8 +109,8 @@ func (f *flattener) gather(s *jvalue, sh *shape, stack []string, optional bool) 
 	}
 	if p := s.get("properties"); p != nil && p.kind == kindObject {
 		for _, kv := range p.obj {
-			if !slices.ContainsFunc(sh.props, func(x jkv) bool { return x.key == kv.key }) {
-				sh.props = append(sh.props, kv)
+			if !slices.ContainsFunc(sh.props, func(x prop) bool { return x.key == kv.key }) {
+				sh.props = append(sh.props, prop{key: kv.key, val: kv.val, stack: stack})
 			}
 		}
 	}
@@ -113,7 +122,7 @@ func (f *flattener) gather(s *jvalue, sh *shape, stack []string, optional bool) 
 		}
 	}
 	if it := s.get("items"); it != nil && it.kind == kindObject && sh.items == nil {
-		sh.items = it
+		sh.items, sh.itemsStack = it, stack
 	}
 	if e := s.get("enum"); e != nil && e.kind == kindArray && sh.enum == nil {
 		for _, v := range e.arr {
@@ -158,10 +167,10 @@ func (sh *shape) typeName() string {
 func (f *flattener) children(s *jvalue, path string, stack []string, depth int) {
 	sh := &shape{required: map[string]bool{}}
 	f.gather(s, sh, stack, false)
-	f.childrenOf(sh, path, stack, depth)
+	f.childrenOf(sh, path, depth)
 }
 
-func (f *flattener) childrenOf(sh *shape, path string, stack []string, depth int) {
+func (f *flattener) childrenOf(sh *shape, path string, depth int) {
 	if depth >= maxFieldDepth {
 		return
 	}
@@ -170,7 +179,7 @@ func (f *flattener) childrenOf(sh *shape, path string, stack []string, depth int
 			return
 		}
 		child := &shape{required: map[string]bool{}}
-		f.gather(p.val, child, stack, false)
+		f.gather(p.val, child, p.stack, false)
 		row := Field{Path: path + "." + p.key, Type: child.typeName(), Required: sh.required[p.key],
 			Description: child.description, Enum: child.enum}
 		if row.Enum == nil {
@@ -184,18 +193,21 @@ func (f *flattener) childrenOf(sh *shape, path string, stack []string, depth int
 		var elem *shape
 		if child.items != nil {
 			elem = &shape{required: map[string]bool{}}
-			f.gather(child.items, elem, stack, false)
+			f.gather(child.items, elem, child.itemsStack, false)
 			if row.Type == "array" || row.Type == "any" {
 				row.Type = "array of " + elem.typeName()
 			}
 			if len(row.Enum) == 0 && len(elem.enum) > 0 {
 				row.Enum = elem.enum
 			}
+			if elem.recursive != "" {
+				row.Type = "array of recursive (" + elem.recursive + ")"
+			}
 		}
 		f.out = append(f.out, row)
-		f.childrenOf(child, row.Path, stack, depth+1)
+		f.childrenOf(child, row.Path, depth+1)
 		if elem != nil && elem.recursive == "" {
-			f.childrenOf(elem, row.Path+"[]", stack, depth+1)
+			f.childrenOf(elem, row.Path+"[]", depth+1)
 		}
 	}
 }
