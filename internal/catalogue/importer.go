@@ -275,7 +275,8 @@ type expander struct {
 	written int
 }
 
-// refError is a $ref that does not resolve or that loops: the document is wrong, not one webhook.
+// refError is a $ref that does not resolve or that loops, or an expansion past maxExpanded: the document
+// is wrong, not one webhook, and nothing of it is imported.
 type refError struct{ msg string }
 
 func (e *refError) Error() string { return e.msg }
@@ -296,7 +297,7 @@ var literalKeywords = map[string]bool{"example": true, "examples": true, "enum":
 func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []string) error {
 	n = deref(n)
 	if x.written+b.Len() > maxExpanded {
-		return fault.Invalid("the document's schemas expand to more than %d MiB (YAML aliases or $refs naming one definition many times)", maxExpanded>>20)
+		return &refError{msg: fmt.Sprintf("the document's schemas expand to more than %d MiB (YAML aliases or $refs naming one definition many times)", maxExpanded>>20)}
 	}
 	if n == nil {
 		b.WriteString("null")
