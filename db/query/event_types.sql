@@ -23,10 +23,11 @@ RETURNING *;
 SELECT * FROM event_types WHERE name = sqlc.arg('name');
 
 -- name: ListEventTypes :many
--- The catalogue by group and name; archived types only when asked.
+-- The catalogue by group and name, case aside (and byte order, so it reads the same whatever the
+-- database's collation); archived types only when asked.
 SELECT * FROM event_types
  WHERE sqlc.arg('include_archived')::boolean OR archived_at IS NULL
- ORDER BY group_name, name;
+ ORDER BY lower(group_name) COLLATE "C", group_name COLLATE "C", name COLLATE "C";
 
 -- name: UpdateEventType :one
 -- Replaces a type's fields (the caller merged the change into what it read, under the catalogue's lock);

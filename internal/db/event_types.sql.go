@@ -123,10 +123,11 @@ func (q *Queries) GetEventType(ctx context.Context, name string) (EventType, err
 const listEventTypes = `-- name: ListEventTypes :many
 SELECT name, description, group_name, schema, example, deprecated, archived_at, created_at, updated_at FROM event_types
  WHERE $1::boolean OR archived_at IS NULL
- ORDER BY group_name, name
+ ORDER BY lower(group_name) COLLATE "C", group_name COLLATE "C", name COLLATE "C"
 `
 
-// The catalogue by group and name; archived types only when asked.
+// The catalogue by group and name, case aside (and byte order, so it reads the same whatever the
+// database's collation); archived types only when asked.
 func (q *Queries) ListEventTypes(ctx context.Context, includeArchived bool) ([]EventType, error) {
 	rows, err := q.db.Query(ctx, listEventTypes, includeArchived)
 	if err != nil {
