@@ -82,7 +82,7 @@ var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants/{}/deliveries/{}/retry-now": {},
 	"GET /api/v1/tenants/{}/replays":                  {queries: func(*isoWorld) []string { return []string{"limit=100"} }},
 	"GET /api/v1/tenants/{}/replays/{}":               {},
-	"GET /api/v1/event-types": {queries: func(*isoWorld) []string { return []string{"include_archived=true"} }},
+	"GET /api/v1/event-types":                         {queries: func(*isoWorld) []string { return []string{"include_archived=true"} }},
 	"POST /api/v1/event-types": {body: func(*isoWorld) any {
 		return map[string]any{"name": "iso.created-" + uuid.NewString()[:8], "schema": map[string]any{"type": "object"}}
 	}},
