@@ -68,7 +68,7 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
-// Start loads the catalogue and keeps reloading it every PollInterval until Stop.
+// Start loads the catalogue and keeps reloading it every PollInterval until Stop (or ctx ends).
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return err
@@ -78,7 +78,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancel(ctx) // ends with ctx too, so a caller that never calls Stop leaks nothing
 	s.stop, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)

@@ -381,7 +381,7 @@ func TestImportDocument(t *testing.T) {
 	// The imported schemas enforce what the document says.
 	if err := s.CheckEvent("order.created", []byte(`{"id":"o","status":"placed","items":[{"sku":"s","quantity":0,"price":{"amount":1,"currency":"XXX"}}]}`)); err == nil {
 		t.Error("order.created accepts a payload its schema refuses")
-	} else if fe := fault.As(err); len(fe.Details) != 2 || fe.Details[0].Path != "/items/0/quantity" || fe.Details[1].Path != "/items/0/price/currency" {
+	} else if fe := fault.As(err); len(fe.Details) != 2 || fe.Details[0].Path != "/items/0/price/currency" || fe.Details[1].Path != "/items/0/quantity" {
 		t.Errorf("order.created details: %+v", fe.Details)
 	}
 

@@ -2,8 +2,10 @@ package catalogue
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hookline/hookline/internal/fault"
@@ -85,12 +87,20 @@ func (c *compiledSchema) check(payload []byte) []fault.Detail {
 	if len(out) == 0 {
 		out = append(out, fault.Detail{Path: pointer(ve.InstanceLocation), Message: ve.ErrorKind.LocalizedString(printer)})
 	}
-	return out
+	// The validator visits an object's properties in map order: sorted, the same payload always gets the
+	// same answer.
+	slices.SortStableFunc(out, func(a, b fault.Detail) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
+	})
+	return out[:min(len(out), maxDetails)]
 }
+
+// maxCollected bounds the problems gathered before sorting and keeping maxDetails.
+const maxCollected = 100
 
 // leaves collects the innermost errors (the ones that say what is wrong, not that a subschema failed).
 func leaves(e *jsonschema.ValidationError, out *[]fault.Detail) {
-	if len(*out) >= maxDetails {
+	if len(*out) >= maxCollected {
 		return
 	}
 	if len(e.Causes) == 0 {
