@@ -87,6 +87,8 @@ type tenantSetup struct {
 	token  string   // a tenant token with events:write, for publishing
 	subs   []string // subscription ids
 	labels []string // each subscription's receiver label
+	// eventType is what publishLoad publishes ("bench.ingest" when empty).
+	eventType string
 }
 
 // setupTenant creates a tenant and n subscriptions (labels s0…), each to the receiver with that delay.

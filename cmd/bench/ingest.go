@@ -98,7 +98,11 @@ func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, key
 						time.Sleep(wait)
 					}
 				}
-				body := map[string]any{"event_type": "bench.ingest", "payload": rawJSON(payload(b.o.payload, i))}
+				typ := ts.eventType
+				if typ == "" {
+					typ = "bench.ingest"
+				}
+				body := map[string]any{"event_type": typ, "payload": rawJSON(payload(b.o.payload, i))}
 				// Publishers use a tenant token with events:write, as they would in production.
 				hdr := map[string]string{"Authorization": "Bearer " + ts.token}
 				if keyed {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/portal"
@@ -27,6 +28,8 @@ type API struct {
 	Portal *portal.Service
 	// Activity is the tenants' activity log.
 	Activity *activity.Log
+	// Catalogue is the event catalogue (global: the admin changes it, any token reads it).
+	Catalogue *catalogue.Service
 }
 
 type principalKey struct{}
@@ -52,6 +55,12 @@ func (a *API) Routes() http.Handler {
 	r.With(adminOnly).Post("/replays", a.startReplay)
 	r.With(adminOnly).Get("/replays", a.listReplays)
 	r.With(adminOnly).Get("/replays/{replayID}", a.getReplay)
+	r.Get("/event-types", a.listEventTypes)
+	r.With(adminOnly).Post("/event-types", a.createEventType)
+	r.With(adminOnly).Post("/event-types/import", a.importEventTypes)
+	r.Get("/event-types/{eventType}", a.getEventType)
+	r.With(adminOnly).Patch("/event-types/{eventType}", a.updateEventType)
+	r.With(adminOnly).Delete("/event-types/{eventType}", a.archiveEventType)
 	r.Route("/tenants/{tenantID}", func(r chi.Router) {
 		r.Use(a.tenantAccess)
 		r.With(adminOnly).Get("/", a.getTenant)

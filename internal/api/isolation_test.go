@@ -83,6 +83,16 @@ var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants/{}/deliveries/{}/retry-now": {},
 	"GET /api/v1/tenants/{}/replays":                  {queries: func(*isoWorld) []string { return []string{"limit=100"} }},
 	"GET /api/v1/tenants/{}/replays/{}":               {},
+	"GET /api/v1/event-types":                         {queries: func(*isoWorld) []string { return []string{"include_archived=true"} }},
+	"POST /api/v1/event-types": {body: func(*isoWorld) any {
+		return map[string]any{"name": "iso.created-" + uuid.NewString()[:8], "schema": map[string]any{"type": "object"}}
+	}},
+	"POST /api/v1/event-types/import": {body: func(*isoWorld) any {
+		return "openapi: 3.1.0\nwebhooks:\n  iso.imported:\n    post: {summary: imported through a tenant token}\n"
+	}},
+	"GET /api/v1/event-types/{}":    {},
+	"PATCH /api/v1/event-types/{}":  {body: func(*isoWorld) any { return map[string]any{"description": "changed by a tenant token"} }},
+	"DELETE /api/v1/event-types/{}": {},
 }
 
 // isoTenant is one tenant's objects, as ids by path parameter name.
@@ -107,6 +117,8 @@ type isoWorld struct {
 	a, b   *isoTenant
 	global string // a replay of no tenant
 	since  time.Time
+	// eventType is a type of the (global) event catalogue: any token reads it, only the admin changes it.
+	eventType string
 }
 
 // walkedRoute is one registered route: its key (as in isolationRoutes) and chi pattern.
@@ -160,8 +172,11 @@ func TestIsolationWalkCoversEveryRoute(t *testing.T) {
 			t.Errorf("route %s is registered but not in api/openapi.yaml", k)
 			continue
 		}
-		if op.Scope != "admin" && !slices.Contains(tenants.AllScopes, op.Scope) {
-			t.Errorf("%s: x-required-scope %q is neither admin nor a tenant scope", k, op.Scope)
+		if op.Scope != "admin" && op.Scope != "any" && !slices.Contains(tenants.AllScopes, op.Scope) {
+			t.Errorf("%s: x-required-scope %q is neither admin, any nor a tenant scope", k, op.Scope)
+		}
+		if op.Scope == "any" && strings.Contains(k, "/tenants/{}") {
+			t.Errorf("%s: x-required-scope any is for global reads, not a tenant's objects", k)
 		}
 	}
 	for k := range ops {
@@ -174,7 +189,7 @@ func TestIsolationWalkCoversEveryRoute(t *testing.T) {
 var paramNameRE = regexp.MustCompile(`\{([^}:]+)(?::[^}]*)?\}`)
 
 // isoParams are the path parameters the walk fills in.
-var isoParams = []string{"tenantID", "subscriptionID", "deliveryID", "replayID", "tokenID"}
+var isoParams = []string{"tenantID", "subscriptionID", "deliveryID", "replayID", "tokenID", "eventType"}
 
 // fill puts ids into a chi pattern (params: name → id) and drops the subrouter's trailing slash.
 func fill(pattern string, params map[string]string) string {
@@ -325,6 +340,8 @@ func TestIsolationWalk(t *testing.T) {
 		ID string `json:"id"`
 	}](e, 201, "POST", "/replays", adminToken, map[string]any{"created_from": "2001-01-01T00:00:00Z",
 		"created_to": "2001-01-02T00:00:00Z", "dry_run": true}).ID
+	w.eventType = "iso.catalogued-" + uuid.NewString()[:8]
+	must[map[string]any](e, 201, "POST", "/event-types", adminToken, map[string]any{"name": w.eventType, "description": "iso"})
 	// Replays A must not reach under its own path: B's, and one of no tenant.
 	bIDs := map[string][]string{}
 	for k, v := range w.b.ids {
@@ -371,8 +388,27 @@ func TestIsolationWalk(t *testing.T) {
 		children := len(paramNameRE.FindAllString(rt.pattern, -1)) > 1
 
 		if !tenantRoute {
+			params := map[string]string{"replayID": w.a.adminReplay, "eventType": w.eventType}
+			if scope == "any" {
+				// Global reads (the event catalogue): every tenant token, whatever its scopes, reads them.
+				queries := []string{""}
+				if spec.queries != nil {
+					queries = append(queries, spec.queries(w)...)
+				}
+				for _, q := range queries {
+					path := fill(rt.pattern, params)
+					if q != "" {
+						path += "?" + q
+					}
+					for _, tok := range append([]string{w.a.full, adminToken}, mapValues(w.a.only)...) {
+						if r := call("any token on a global read", rt.method, path, tok, body()); r.status != 200 {
+							t.Errorf("any token on a global read %s %s: %s", rt.method, path, r)
+						}
+					}
+				}
+				continue
+			}
 			// (c) Global admin routes: every tenant token is 403.
-			params := map[string]string{"replayID": w.a.adminReplay}
 			for _, tok := range append([]string{w.a.full}, mapValues(w.a.only)...) {
 				expect("tenant token on an admin route", rt.method, fill(rt.pattern, params), tok, body(), "FORBIDDEN")
 			}

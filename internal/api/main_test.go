@@ -165,7 +165,10 @@ func checkErrorShape(r reply) error {
 	if d.Code == "" || d.Message == "" || d.CorrelationID == "" || d.Timestamp == "" {
 		return fmt.Errorf("error lacks code, message, correlation_id or timestamp")
 	}
-	if len(raw["error"]) != 4 {
+	// details come only with the problems of a payload against its event type's schema.
+	if _, ok := raw["error"]["details"]; ok && (d.Code != "INVALID_REQUEST" || len(raw["error"]) != 5) {
+		return fmt.Errorf("details on a %s error, or with other extra fields", d.Code)
+	} else if !ok && len(raw["error"]) != 4 {
 		return fmt.Errorf("error has %d fields, want exactly 4", len(raw["error"]))
 	}
 	if _, err := time.Parse(time.RFC3339, d.Timestamp); err != nil {

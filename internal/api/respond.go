@@ -39,6 +39,8 @@ type errorDetail struct {
 	Message       string     `json:"message"`
 	CorrelationID string     `json:"correlation_id"`
 	Timestamp     string     `json:"timestamp"`
+	// Details appear only on errors that have them (a payload failing its event type's schema).
+	Details []fault.Detail `json:"details,omitempty"`
 }
 
 // writeError renders err in the contract's error shape. Errors that are not a *fault.Error are logged
@@ -57,7 +59,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeJSON(w, fe.Code.Status(), errorBody{Error: errorDetail{
 		Code: fe.Code, Message: fe.Message, CorrelationID: httpx.CorrelationID(r.Context()),
-		Timestamp: time.Now().UTC().Format(time.RFC3339),
+		Timestamp: time.Now().UTC().Format(time.RFC3339), Details: fe.Details,
 	}})
 }
 

@@ -65,10 +65,19 @@ type Config struct {
 	BrandName             string        // HOOKLINE_BRAND_NAME
 	BrandLogo             string        // HOOKLINE_BRAND_LOGO: path of a PNG or SVG file
 	BrandColor            string        // HOOKLINE_BRAND_COLOR: #rrggbb accent
+	EventTypes            string        // HOOKLINE_EVENT_TYPES: any (default) or registered (only the catalogue's types)
 
 	// Command is the command named after the flags: "" (serve), CommandMigrate or CommandReencrypt.
 	Command string
 }
+
+// HOOKLINE_EVENT_TYPES's values.
+const (
+	// EventTypesAny accepts events of any well-formed type; the catalogue's schemas still apply to theirs.
+	EventTypesAny = "any"
+	// EventTypesRegistered accepts only the catalogue's types (not archived).
+	EventTypesRegistered = "registered"
+)
 
 // Commands of the server binary.
 const (
@@ -169,6 +178,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_BRAND_NAME", "the platform's name on pages and emails", brand.DefaultName, str(&c.BrandName)},
 		{"HOOKLINE_BRAND_LOGO", "path of the platform's logo, a PNG or SVG file of at most 256 KiB", "", str(&c.BrandLogo)},
 		{"HOOKLINE_BRAND_COLOR", "the platform's accent colour, #rrggbb, shaded for WCAG AA contrast", "", str(&c.BrandColor)},
+		{"HOOKLINE_EVENT_TYPES", "any: events of any type are accepted; registered: only types in the event catalogue (and subscriptions may name only those)", EventTypesAny, str(&c.EventTypes)},
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	if flagOutput != nil {
@@ -224,6 +234,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		if _, err := notify.ParseSMTPURL(c.SMTPURL); err != nil {
 			return c, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 		}
+	}
+	if c.EventTypes != EventTypesAny && c.EventTypes != EventTypesRegistered {
+		return c, fmt.Errorf("HOOKLINE_EVENT_TYPES must be %s or %s, not %q", EventTypesAny, EventTypesRegistered, c.EventTypes)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")

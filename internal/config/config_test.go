@@ -173,3 +173,20 @@ func TestReencryptCommand(t *testing.T) {
 		t.Fatalf("migrate: %q", c.Command)
 	}
 }
+
+func TestEventTypesMode(t *testing.T) {
+	for v, want := range map[string]string{"": EventTypesAny, "any": EventTypesAny, "registered": EventTypesRegistered} {
+		c, err := Load(nil, env(map[string]string{"HOOKLINE_EVENT_TYPES": v}))
+		if err != nil || c.EventTypes != want {
+			t.Errorf("HOOKLINE_EVENT_TYPES=%q: %q, %v; want %q", v, c.EventTypes, err, want)
+		}
+	}
+	for _, v := range []string{"Registered", "all", "strict"} {
+		if _, err := Load(nil, env(map[string]string{"HOOKLINE_EVENT_TYPES": v})); err == nil || !strings.Contains(err.Error(), "HOOKLINE_EVENT_TYPES must be any or registered") {
+			t.Errorf("HOOKLINE_EVENT_TYPES=%q: %v, want a refusal naming the values", v, err)
+		}
+	}
+	if c, err := Load([]string{"-event-types", "registered"}, env(nil)); err != nil || c.EventTypes != EventTypesRegistered {
+		t.Errorf("flag -event-types: %q %v", c.EventTypes, err)
+	}
+}

@@ -57,6 +57,23 @@ type Event struct {
 	CreatedAt      time.Time
 }
 
+type EventType struct {
+	Name        string
+	Description string
+	GroupName   string
+	Schema      []byte
+	Example     []byte
+	Deprecated  bool
+	ArchivedAt  *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type EventTypeCatalogue struct {
+	ID      bool
+	Version int64
+}
+
 type Incident struct {
 	ID                 uuid.UUID
 	TenantID           uuid.UUID

@@ -38,6 +38,9 @@ type PublishInput struct {
 	// OnlySubscription sends the event to that one subscription only, whatever its event types (the
 	// dashboard's "Send test event"): no other subscription gets it.
 	OnlySubscription *uuid.UUID
+	// Internal marks Hookline's own events (operator notifications): their types are Hookline's, not the
+	// platform's, so CheckEvent is not asked about them.
+	Internal bool
 }
 
 // Published is the answer to a publish.
@@ -71,6 +74,10 @@ type Publisher struct {
 	// Metrics, when set, counts the events accepted (EventsPublished). A field rather than a parameter so
 	// that tests and tools building a Publisher without metrics need not change.
 	Metrics *Metrics
+	// CheckEvent, when set, is asked about every event but internal ones before anything is stored, with
+	// the payload compacted; an error refuses the publish (the event catalogue: schemas, registered types).
+	// It must not touch the database: it runs on every publish.
+	CheckEvent func(eventType string, payload []byte) error
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
@@ -182,6 +189,12 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	// that is not valid, so it is refused now rather than failing later.
 	if !utf8.Valid(payload) {
 		return storedEvent{}, fault.Invalid("payload must be valid UTF-8")
+	}
+	if p.CheckEvent != nil && !in.Internal {
+		// Before the event joins a batch (store): a refused event fails alone and stores nothing.
+		if err := p.CheckEvent(in.EventType, compact.Bytes()); err != nil {
+			return storedEvent{}, err
+		}
 	}
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
 		return storedEvent{}, fault.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)

@@ -2,13 +2,13 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -332,4 +332,51 @@ func TestPublishFanOutUsesTenantIndex(t *testing.T) {
 		t.Errorf("the fan-out does not find the tenant's subscriptions by index:\n%s", text)
 	}
 	t.Logf("PublishEvents plan:\n%s", text)
+}
+
+// CheckEvent is asked about every publish before anything is stored: a refused event fails alone, even
+// when it arrives among concurrent publishes that the publisher stores in one batch, and stores nothing;
+// internal events (operator notifications) are not asked about.
+func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
+	e := setup(t)
+	e.subscribe("http://127.0.0.1:1/all", subscriptions.Input{})
+	var mu sync.Mutex
+	asked := map[string]string{}
+	e.pub.CheckEvent = func(eventType string, payload []byte) error {
+		mu.Lock()
+		asked[eventType] = string(payload)
+		mu.Unlock()
+		if strings.Contains(string(payload), `"bad":true`) {
+			return fault.Invalid("refused by the check")
+		}
+		return nil
+	}
+	before := e.count("SELECT count(*) FROM events WHERE tenant_id = $1", e.tenant.String())
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			payload := fmt.Sprintf(`{"n": %d, "bad": %t}`, i, i%2 == 1)
+			_, errs[i] = e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: fmt.Sprintf("batch.e%d", i), Payload: json.RawMessage(payload)})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 1 && !fault.Is(err, fault.InvalidRequest) {
+			t.Errorf("event %d (bad): %v, want INVALID_REQUEST", i, err)
+		}
+		if i%2 == 0 && err != nil {
+			t.Errorf("event %d (good) failed with its batch: %v", i, err)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM events WHERE tenant_id = $1", e.tenant.String()); n-before != 20 {
+		t.Errorf("stored %d events, want the 20 good ones", n-before)
+	}
+	if got := asked["batch.e3"]; got != `{"n":3,"bad":true}` {
+		t.Errorf("the check got %q, want the compacted payload", got)
+	}
+	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "subscription.failing",
+		Payload: json.RawMessage(`{"bad": true}`), Internal: true}); err != nil {
+		t.Errorf("an internal event was checked: %v", err)
+	}
 }

@@ -324,10 +324,14 @@ type Seeded struct {
 	Flaky    uuid.UUID
 }
 
-// Seed makes (or finds, on later runs) the demo tenant, its login and two subscriptions, pointing them at
-// this run's receiver.
+// Seed makes (or finds, on later runs) the demo's event types, the demo tenant, its login and two
+// subscriptions, pointing them at this run's receiver.
 func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error) {
 	var out Seeded
+	// First: with HOOKLINE_EVENT_TYPES=registered, the subscriptions may name only catalogue types.
+	if err := RegisterEventTypes(ctx, srv); err != nil {
+		return out, err
+	}
 	t, err := srv.Tenants.TenantByName(ctx, DemoTenant)
 	if fault.Is(err, fault.NotFound) {
 		nt, err := srv.Tenants.CreateTenant(ctx, DemoTenant)
@@ -436,6 +440,7 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
 	pub := delivery.NewPublisher(srv.EnginePool, srv.Policy, now)
+	pub.CheckEvent = srv.Catalogue.CheckEvent // its payloads satisfy the demo catalogue, like every publish's
 	for i := 0; now().Before(to); i++ {
 		for j, tid := range tenantIDs {
 			payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_%d", j, i), "carrier": "DHL", "status": "label_created"})
@@ -582,18 +587,12 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, 
 	fmt.Fprintf(w, "  Stop with Ctrl-C. Credentials are kept in %s.\n\n", filepath.Join(cfg.DataDir, "demo-credentials.json"))
 }
 
-var demoTypes = []string{"order.created", "order.created", "invoice.paid", "invoice.failed", "customer.updated"}
-
 // Trickle publishes a demo event every few seconds until ctx ends.
 func Trickle(ctx context.Context, srv *server.Server, s Seeded, log *slog.Logger) {
 	n := 0
 	for {
 		n++
-		typ := demoTypes[rand.IntN(len(demoTypes))]
-		payload, _ := json.Marshal(map[string]any{
-			"id": fmt.Sprintf("demo_%d_%d", time.Now().Unix(), n), "amount": 100 + rand.IntN(9900), "currency": "EUR",
-			"customer": map[string]string{"email": fmt.Sprintf("customer%d@example.com", rand.IntN(50))},
-		})
+		typ, payload := trickleEvent(n)
 		if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
 			log.Warn("demo publish", "err", err)
 		}

@@ -53,6 +53,15 @@ type Error struct {
 	Message string
 	// RetryAfter is set with RateLimited.
 	RetryAfter time.Duration
+	// Details say where a request went wrong when there is more than one place to say (a payload that
+	// does not satisfy its event type's schema); the API renders them as "details".
+	Details []Detail
+}
+
+// Detail is one problem of a request: where (a JSON pointer into what was sent) and what.
+type Detail struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

@@ -529,7 +529,7 @@ func (o *Operator) NotifyTx(ctx context.Context, tx pgx.Tx, typ string, data map
 	if err != nil {
 		return uuid.Nil, err
 	}
-	p, err := o.pub.PublishTx(ctx, tx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload})
+	p, err := o.pub.PublishTx(ctx, tx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -542,6 +542,6 @@ func (o *Operator) Notify(ctx context.Context, typ string, data map[string]any) 
 	if err != nil {
 		return err
 	}
-	_, err = o.pub.Publish(ctx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload})
+	_, err = o.pub.Publish(ctx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
 	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/api"
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
@@ -69,6 +70,8 @@ type Server struct {
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
 	Portal *portal.Service
+	// Catalogue is the event catalogue; its compiled schemas check every publish.
+	Catalogue *catalogue.Service
 	// Brand is the platform's name, logo and accent colour (HOOKLINE_BRAND_*).
 	Brand     brand.Brand
 	Retention *retention.Sweeper
@@ -180,6 +183,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
 	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
+	s.Catalogue = catalogue.New(pool, catalogue.Options{RegisteredOnly: cfg.EventTypes == config.EventTypesRegistered,
+		Now: o.Now, Log: log.With("component", "catalogue")})
+	if err := s.Catalogue.Load(ctx); err != nil {
+		pool.Close()
+		enginePool.Close()
+		return nil, err
+	}
+	s.Publisher.CheckEvent = s.Catalogue.CheckEvent
+	if s.Catalogue.RegisteredOnly() {
+		s.Subscriptions.KnownEventType = s.Catalogue.Known
+	}
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
 		s.Metrics.DeadLettered(delivery.Failed, n)
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
@@ -341,7 +355,8 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal, Activity: s.Activity,
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
+		Activity: s.Activity, Catalogue: s.Catalogue,
 		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Config.APIRateWait, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
@@ -412,6 +427,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.serveErr <- err
 	}()
 	s.ReplayRunner.Start(ctx)
+	if err := s.Catalogue.Start(ctx); err != nil {
+		return err
+	}
 	if err := s.Maintainer.Start(ctx); err != nil {
 		return err
 	}
@@ -456,6 +474,7 @@ func (s *Server) Stop(ctx context.Context) error {
 			step(func() error { return shutdownHTTP(ctx, s.metricsSrv) })
 		}
 		step(func() error { return within(ctx, "replay runner", s.ReplayRunner.Stop) })
+		step(func() error { return within(ctx, "event catalogue", s.Catalogue.Stop) })
 		step(func() error { return s.Maintainer.Stop(ctx) }) // gives leadership up at once, so another process takes over within seconds
 		step(func() error { return s.Worker.Stop(ctx) })
 		wg.Wait()

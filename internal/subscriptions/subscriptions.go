@@ -120,6 +120,12 @@ type Service struct {
 	// OnDeadLettered, when set, is told how many queued deliveries a deleted subscription dead-lettered,
 	// so they are counted in webhook_deliveries_failed_total like every other entry into the queue.
 	OnDeadLettered func(ctx context.Context, subscriptionID uuid.UUID, n int64)
+
+	// KnownEventType, when set, limits the event types a subscription may name (HOOKLINE_EVENT_TYPES=
+	// registered): it is asked about each exact type and each prefix pattern (invoice.*) as written, and
+	// answers whether the catalogue has that type, or a type the pattern covers. A function rather than
+	// the catalogue itself, so that this package does not depend on it.
+	KnownEventType func(typeOrPattern string) bool
 }
 
 // AllowAddrs lets URLs name these exact ip:port addresses despite the private-network check (the sender
@@ -192,7 +198,7 @@ func (s *Service) ValidateURL(raw string) error {
 	return nil
 }
 
-func validateEventTypes(types []string) error {
+func (s *Service) validateEventTypes(types []string) error {
 	if len(types) > maxEventTypes {
 		return fault.Invalid("at most %d event types", maxEventTypes)
 	}
@@ -209,6 +215,17 @@ func validateEventTypes(types []string) error {
 		}
 		if !delivery.ValidEventType(t) {
 			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t)
+		}
+	}
+	if s.KnownEventType != nil {
+		for _, t := range types {
+			if s.KnownEventType(t) {
+				continue
+			}
+			if strings.HasSuffix(t, ".*") {
+				return fault.Invalid("event type pattern %q covers no type of the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t)
+			}
+			return fault.Invalid("event type %q is not in the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t)
 		}
 	}
 	return nil
@@ -260,7 +277,7 @@ func (s *Service) validate(in Input) error {
 		}
 	}
 	if in.EventTypes != nil {
-		if err := validateEventTypes(*in.EventTypes); err != nil {
+		if err := s.validateEventTypes(*in.EventTypes); err != nil {
 			return err
 		}
 	}

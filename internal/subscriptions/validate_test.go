@@ -140,3 +140,37 @@ func TestValidateInput(t *testing.T) {
 		}
 	}
 }
+
+// With KnownEventType set (HOOKLINE_EVENT_TYPES=registered), every exact type and pattern is asked about
+// as written, and one it does not know refuses the whole list, saying which and why.
+func TestValidateEventTypesAgainstTheCatalogue(t *testing.T) {
+	var asked []string
+	s := &Service{KnownEventType: func(t string) bool {
+		asked = append(asked, t)
+		return t == "invoice.paid" || t == "invoice.*"
+	}}
+	if err := s.validateEventTypes([]string{"invoice.paid", "invoice.*"}); err != nil {
+		t.Errorf("known types refused: %v", err)
+	}
+	if strings.Join(asked, " ") != "invoice.paid invoice.*" {
+		t.Errorf("asked about %v", asked)
+	}
+	for typ, want := range map[string]string{
+		"order.created": `event type "order.created" is not in the event catalogue`,
+		"order.*":       `event type pattern "order.*" covers no type of the event catalogue`,
+	} {
+		err := s.validateEventTypes([]string{"invoice.paid", typ})
+		if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest || !strings.Contains(fe.Message, want) {
+			t.Errorf("%s: %v, want INVALID_REQUEST saying %q", typ, err, want)
+		}
+	}
+	// Malformed types are refused for their form first, without asking the catalogue.
+	asked = nil
+	if err := s.validateEventTypes([]string{"bad type"}); err == nil || len(asked) != 0 {
+		t.Errorf("malformed type: %v, asked %v", err, asked)
+	}
+	// Without the hook (HOOKLINE_EVENT_TYPES=any), any well-formed type goes.
+	if err := (&Service{}).validateEventTypes([]string{"order.created", "order.*"}); err != nil {
+		t.Errorf("any mode: %v", err)
+	}
+}
