@@ -115,7 +115,7 @@ func TestFieldErrors(t *testing.T) {
 		{subscriptions.Input{URL: str("http://10.1.2.3/hook")}, "url", "url points to an internal address (10.1.2.3)", "private network"},
 		{subscriptions.Input{URL: str("http://localhost:8080/")}, "url", "url points to localhost", "private network"},
 		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"Bad Name": "x"}}, "headers", `custom header name "Bad Name" is not a valid HTTP header name`, "not a valid HTTP header name"},
-		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"Webhook-Signature": "x"}}, "headers", `custom header "Webhook-Signature" is set by Hookline`, "sets itself"},
+		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"Webhook-Signature": "x"}}, "headers", `custom header "Webhook-Signature" is set by Hookline`, "by the webhook service itself"},
 		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"X-A": "a\nb"}}, "headers", `custom header "X-A" has an invalid value`, "control characters"},
 		{subscriptions.Input{URL: str("https://example.com/"), RateLimitPerSecond: num(10001)}, "rate_limit_per_second", "rate_limit_per_second must be between 1 and 10000", "1 to 10000"},
 		{subscriptions.Input{URL: str("https://example.com/"), EventTypes: &[]string{"bad type"}}, "event_types", `event type "bad type" is not valid`, `"bad type"`},

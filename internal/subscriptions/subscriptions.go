@@ -282,7 +282,7 @@ func validateHeaders(h map[string]string) error {
 			fe = fieldError("headers", fmt.Sprintf("%q is not a valid HTTP header name: use letters, digits and - (such as X-Api-Key).", k),
 				fault.Invalid("custom header name %q is not a valid HTTP header name", k))
 		case reservedHeaders[lk] || strings.HasPrefix(lk, "webhook-"):
-			fe = fieldError("headers", fmt.Sprintf("%s is a header Hookline sets itself on every delivery, so it cannot be replaced. Choose another name.", k),
+			fe = fieldError("headers", fmt.Sprintf("%s is set on every delivery by the webhook service itself, so it cannot be replaced. Choose another name.", k),
 				fault.Invalid("custom header %q is set by Hookline and cannot be overridden", k))
 		// A value Go's HTTP client refuses to send (control characters) would fail every attempt until the
 		// delivery expired: refused now instead.
