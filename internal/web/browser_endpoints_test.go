@@ -80,6 +80,7 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		t.Errorf("beside the URL: %q", msg)
 	}
 	b.axeCheck("refused endpoint form")
+	b.screenshot("refused-form")
 	b.run("fill the form",
 		chromedp.SetValue(chromedp.CSS(`#endpoint-url`), e.recv.URL+path),
 		chromedp.SendKeys(chromedp.CSS(`#endpoint-description`), "Orders paid"),
@@ -117,6 +118,7 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=rotated]`)),
 	)
 	b.axeCheck("rotated secret")
+	b.screenshot("rotated-secret")
 	shown := eval[[]string](b, `[...document.querySelectorAll('[data-testid=secret]')].map(s => s.textContent.trim())`)
 	if len(shown) != 2 || shown[1] != old || shown[0] == old || !strings.HasPrefix(shown[0], "whsec_") {
 		t.Fatalf("after rotating the page shows %v, want the new secret then %s", shown, old)
@@ -154,6 +156,7 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=delete-waiting]`)),
 	)
 	b.axeCheck("delete confirmation")
+	b.screenshot("delete-confirmation")
 	b.run("confirm delete",
 		chromedp.Click(chromedp.CSS(`[data-testid=confirm-delete]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
