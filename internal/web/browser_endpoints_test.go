@@ -155,6 +155,9 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid=delete-endpoint]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=delete-waiting]`)),
 	)
+	if got := b.text(`[data-testid=delete-waiting]`); !strings.HasPrefix(got, "No deliveries are waiting") {
+		t.Errorf("the confirmation says %q", got)
+	}
 	b.axeCheck("delete confirmation")
 	b.screenshot("delete-confirmation")
 	b.run("confirm delete",

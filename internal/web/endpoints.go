@@ -363,7 +363,7 @@ func (h *Handler) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.setFlash(r, "success", "Deleted "+subName(s)+". It receives no more events; its waiting deliveries ended as dead (subscription deleted) and stay listed under Deliveries.")
+	h.setFlash(r, "success", "Deleted "+subName(s)+". It receives no more events; any deliveries that were waiting for it ended as dead (subscription deleted) and stay listed under Deliveries.")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
