@@ -221,7 +221,7 @@ func (s *Service) ValidateURL(raw string) error {
 			fault.Invalid("url must not contain user info; use custom headers for credentials"))
 	}
 	if u.Fragment != "" {
-		return fieldError("url", "Leave out the part after # : it is never sent to a server.", fault.Invalid("url must not contain a fragment"))
+		return fieldError("url", "Leave out the part from # on: browsers keep it to themselves, so it never reaches a server.", fault.Invalid("url must not contain a fragment"))
 	}
 	if !s.allowPrivate && !s.allowHosts[u.Host] {
 		host := strings.ToLower(u.Hostname())
