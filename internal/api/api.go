@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/portal"
@@ -24,6 +25,8 @@ type API struct {
 	// Limits caps each tenant token's request rate in this process (nil: no limit).
 	Limits *TokenLimits
 	Portal *portal.Service
+	// Activity is the tenants' activity log.
+	Activity *activity.Log
 }
 
 type principalKey struct{}
@@ -87,6 +90,8 @@ func (a *API) Routes() http.Handler {
 
 		r.With(need(tenants.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
 		r.With(need(tenants.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
+
+		r.With(need(tenants.ScopeSubscriptionsRead)).Get("/activity", a.listActivity)
 	})
 	return r
 }
@@ -108,13 +113,19 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		// After authentication, so only a valid token spends its own budget; the admin token is the
 		// operator's and never limited.
 		if !p.Admin && p.TokenID != nil {
-			if ok, after := a.Limits.Allow(*p.TokenID); !ok {
-				writeError(w, r, fault.Limited(after, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
-					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(after)))
+			wait, cancel, ok := a.Limits.Take(*p.TokenID)
+			if !ok {
+				writeError(w, r, fault.Limited(wait, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
+					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(wait)))
+				return
+			}
+			if wait > 0 && !a.Limits.Sleep(r.Context(), wait) {
+				cancel() // the client went away while its request waited for its turn
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := activity.WithActor(context.WithValue(r.Context(), principalKey{}, p), p.Who)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/keyset"
 )
 
 // listFilter parses the list's query parameters; any malformed one is INVALID_REQUEST.
@@ -52,24 +54,12 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 		}
 		f.Status = v
 	}
-	for _, p := range []struct {
-		name string
-		dst  **time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := q.Get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return f, fault.Invalid("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", p.name)
-			}
-			*p.dst = &t
-		}
+	var err error
+	if f.Since, f.Until, err = queryRange(q); err != nil {
+		return f, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > delivery.MaxPageSize {
-			return f, fault.Invalid("limit must be a whole number from 1 to %d", delivery.MaxPageSize)
-		}
-		f.Limit = n
+	if f.Limit, err = queryLimit(q); err != nil {
+		return f, err
 	}
 	f.Cursor = q.Get("cursor")
 	if v := q.Get("include_totals"); v != "" {
@@ -148,4 +138,34 @@ func (a *API) discardDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// queryRange reads a list's since and until: RFC 3339 times, each optional.
+func queryRange(q url.Values) (since, until *time.Time, err error) {
+	for _, p := range []struct {
+		name string
+		dst  **time.Time
+	}{{"since", &since}, {"until", &until}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return nil, nil, fault.Invalid("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", p.name)
+			}
+			*p.dst = &t
+		}
+	}
+	return since, until, nil
+}
+
+// queryLimit reads a list's page size: 0 (the default) when absent.
+func queryLimit(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > keyset.MaxPageSize {
+		return 0, fault.Invalid("limit must be a whole number from 1 to %d", keyset.MaxPageSize)
+	}
+	return n, nil
 }

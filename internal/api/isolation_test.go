@@ -56,6 +56,7 @@ var isolationRoutes = map[string]isoRoute{
 		return map[string]any{"role": "view", "user": map[string]any{"id": "iso"}}
 	}},
 	"DELETE /api/v1/tenants/{}/portal-sessions": {},
+	"GET /api/v1/tenants/{}/activity":           {},
 	"GET /api/v1/tenants/{}/subscriptions/{}":   {},
 	"PATCH /api/v1/tenants/{}/subscriptions/{}": {body: func(*isoWorld) any {
 		return map[string]any{"description": "changed through another tenant", "url": "http://127.0.0.1:9/hijacked"}

@@ -1,23 +1,31 @@
 package api
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/sleep"
 	"golang.org/x/time/rate"
 )
 
 // TokenLimits limits each tenant token's API requests to this process (HOOKLINE_API_RATE_PER_SECOND,
-// HOOKLINE_API_BURST): a token bucket per token id, held in memory. Each process keeps its own buckets, so
+// HOOKLINE_API_BURST, HOOKLINE_API_RATE_WAIT): a token bucket per token id, held in memory. A request over
+// the rate is first held for its turn, up to the wait, and refused only past that: clients that wait out
+// Retry-After all come back in the same instant, and their bursts, not their rate, were what slowed
+// everyone else; held requests go through one by one at the rate instead. Each process keeps its own buckets, so
 // N processes behind a load balancer allow N times the rate; that is the price of never asking the
 // database whether a request may proceed. A nil *TokenLimits limits nothing.
 type TokenLimits struct {
-	limit rate.Limit
-	burst int
-	now   func() time.Time
+	limit   rate.Limit
+	burst   int
+	maxWait time.Duration
+	now     func() time.Time
+	// Sleep holds a request for its turn; false when ctx ended first (sleep.For unless a test sets it).
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// idle is how long a bucket may go unused before it is dropped: long enough to have refilled, so a
 	// dropped bucket and the fresh one made on the token's next request are the same.
 	idle time.Duration
@@ -35,9 +43,10 @@ type tokenBucket struct {
 // minIdle keeps a bucket at least this long, so a steady trickle of requests does not churn the map.
 const minIdle = time.Minute
 
-// NewTokenLimits returns limits of perSecond requests per token with bursts of burst, on the clock now
-// (time.Now when nil); nil when perSecond is 0 (no limit).
-func NewTokenLimits(perSecond float64, burst int, now func() time.Time) *TokenLimits {
+// NewTokenLimits returns limits of perSecond requests per token with bursts of burst, holding a request
+// over the rate up to maxWait for its turn, on the clock now (time.Now when nil); nil when perSecond is 0
+// (no limit).
+func NewTokenLimits(perSecond float64, burst int, maxWait time.Duration, now func() time.Time) *TokenLimits {
 	if perSecond <= 0 {
 		return nil
 	}
@@ -46,15 +55,17 @@ func NewTokenLimits(perSecond float64, burst int, now func() time.Time) *TokenLi
 	}
 	burst = max(burst, 1)
 	refill := time.Duration(math.Ceil(float64(burst) / perSecond * float64(time.Second)))
-	return &TokenLimits{limit: rate.Limit(perSecond), burst: burst, now: now, idle: max(refill, minIdle),
-		buckets: map[uuid.UUID]*tokenBucket{}}
+	return &TokenLimits{limit: rate.Limit(perSecond), burst: burst, maxWait: max(maxWait, 0), now: now, Sleep: sleep.For,
+		idle: max(refill, minIdle), buckets: map[uuid.UUID]*tokenBucket{}}
 }
 
-// Allow takes one request from token's bucket. When the bucket is empty it takes nothing and says how long
-// until it holds a request again.
-func (l *TokenLimits) Allow(token uuid.UUID) (ok bool, retryAfter time.Duration) {
+// Take takes one request from token's bucket. ok: the request may go after wait (0 within the burst; its
+// turn, at most the limits' wait, when over the rate), and cancel gives the turn back if it goes away while
+// held. Not ok: the turn is further off than the wait; nothing is taken (a client that keeps knocking is
+// not pushed further back) and wait says how long until the bucket holds a request again.
+func (l *TokenLimits) Take(token uuid.UUID) (wait time.Duration, cancel func(), ok bool) {
 	if l == nil {
-		return true, 0
+		return 0, func() {}, true
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -67,12 +78,12 @@ func (l *TokenLimits) Allow(token uuid.UUID) (ok bool, retryAfter time.Duration)
 	}
 	b.lastUsed = now
 	r := b.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		// Refused requests cost nothing: a client that keeps knocking is not pushed further back.
+	d := r.DelayFrom(now)
+	if d > l.maxWait {
 		r.CancelAt(now)
-		return false, d
+		return d, func() {}, false
 	}
-	return true, 0
+	return d, func() { l.mu.Lock(); defer l.mu.Unlock(); r.CancelAt(l.now()) }, true
 }
 
 // evictIdle drops the buckets unused for l.idle, scanning the map at most once per l.idle: the map holds

@@ -36,7 +36,7 @@ func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env 
 // token, the admin token.
 func TestAPIRateLimitPerToken(t *testing.T) {
 	clock := &testClock{t: time.Now()}
-	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst = 1, 2 })
+	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 2, 0 })
 	a, b := e.newTenant("limited"), e.newTenant("neighbour")
 	noisy, quiet := e.newToken(a, "subscriptions:read"), e.newToken(a, "subscriptions:read")
 	other := e.newToken(b, "subscriptions:read")
@@ -77,7 +77,7 @@ func TestAPIRateLimitPerToken(t *testing.T) {
 // A fractional rate still says Retry-After in whole seconds, rounded up.
 func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
 	clock := &testClock{t: time.Now()}
-	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst = 0.4, 1 })
+	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 0.4, 1, 0 })
 	a := e.newTenant("slow")
 	tok := e.newToken(a, "subscriptions:read")
 	if r := e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil); r.status != 200 {
@@ -100,4 +100,42 @@ func TestAPIRateLimitOffByDefault(t *testing.T) {
 			t.Fatalf("request %d: %s", i+1, r)
 		}
 	}
+}
+
+// With HOOKLINE_API_RATE_WAIT a request over the rate is held for its turn instead of refused: concurrent
+// requests past the burst all succeed, spaced at the rate; one whose turn is further off than the wait is
+// refused with 429.
+func TestAPIRateLimitHoldsRequestsForTheirTurn(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 20, 1, time.Second })
+	a := e.newTenant("held")
+	tok := e.newToken(a, "subscriptions:read")
+	start := time.Now()
+	var wg sync.WaitGroup
+	statuses := make([]int, 6)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil).status
+		}()
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != 200 {
+			t.Errorf("request %d: %d, want 200 (held for its turn, at most 250 ms)", i+1, s)
+		}
+	}
+	// Six requests at 20/s with a burst of one cannot all be served in less than 5 × 50 ms.
+	if took := time.Since(start); took < 250*time.Millisecond {
+		t.Errorf("six requests took %v: they were not held for their turns", took)
+	}
+
+	slow := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 1, 500 * time.Millisecond })
+	b := slow.newTenant("refused")
+	tk := slow.newToken(b, "subscriptions:read")
+	if r := slow.call("GET", "/tenants/"+b+"/subscriptions", tk, nil); r.status != 200 {
+		t.Fatalf("first request: %s", r)
+	}
+	r := slow.call("GET", "/tenants/"+b+"/subscriptions", tk, nil)
+	wantError(t, "a turn 1 s off with a wait of 500 ms", r, "RATE_LIMITED")
 }

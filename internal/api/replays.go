@@ -158,12 +158,9 @@ func replayListFilter(r *http.Request) (delivery.ReplayListFilter, error) {
 		}
 		f.DryRun = &dry
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > delivery.MaxPageSize {
-			return f, fault.Invalid("limit must be a whole number from 1 to %d", delivery.MaxPageSize)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = queryLimit(q); err != nil {
+		return f, err
 	}
 	f.Cursor = q.Get("cursor")
 	return f, nil

@@ -51,6 +51,9 @@ func TestRetryNow(t *testing.T) {
 	if r.ID != id || r.State != "pending" || r.NextAttemptAt == nil || time.Until(*r.NextAttemptAt) > time.Second {
 		t.Fatalf("retry now: %+v", r)
 	}
+	if a := e.lastActivity(tid, "delivery.retried_now"); a.Object.ID != id || a.Actor.Kind != "admin" {
+		t.Errorf("activity entry %+v, want the delivery retried now by the admin", a)
+	}
 	d := e.waitState(tid, id, "delivered")
 	if d.TotalAttempts != caught+1 {
 		t.Errorf("total attempts %d, want %d (the %d it had when caught, and the one Retry now made)", d.TotalAttempts, caught+1, caught)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/secretbox"
 )
@@ -37,6 +38,7 @@ type Config struct {
 	MaxSubscriptions      int           // HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: subscriptions one tenant may have
 	RetentionDelivered    time.Duration // HOOKLINE_RETENTION_DELIVERED
 	RetentionDead         time.Duration // HOOKLINE_RETENTION_DEAD
+	RetentionActivity     time.Duration // HOOKLINE_RETENTION_ACTIVITY: activity log entries are deleted after this (0: kept)
 	ArchiveDir            string        // HOOKLINE_ARCHIVE_DIR
 	RetentionInterval     time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
 	AutoDisableAfter      time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
@@ -58,6 +60,7 @@ type Config struct {
 	DemoReceiverAddr      string        // HOOKLINE_DEMO_RECEIVER_ADDR: the demo receiver's loopback ip:port
 	APIRatePerSecond      float64       // HOOKLINE_API_RATE_PER_SECOND: API requests per tenant token per second, per process (0: no limit)
 	APIBurst              int           // HOOKLINE_API_BURST: requests a tenant token may send at once (0: twice the rate)
+	APIRateWait           time.Duration // HOOKLINE_API_RATE_WAIT: how long a request over its token's rate is held for its turn before 429
 	RetentionRate         float64       // HOOKLINE_RETENTION_RATE: deliveries the retention sweep deletes per second (0: unpaced)
 	PortalFrameAncestors  string        // HOOKLINE_PORTAL_FRAME_ANCESTORS: origins allowed to frame the dashboard
 	BrandName             string        // HOOKLINE_BRAND_NAME
@@ -140,6 +143,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT", "subscriptions one tenant may have (API and dashboard)", "100", num(&c.MaxSubscriptions, 1)},
 		{"HOOKLINE_RETENTION_DELIVERED", "delivered deliveries are deleted after this", "720h", dur(&c.RetentionDelivered)},
 		{"HOOKLINE_RETENTION_DEAD", "dead deliveries are deleted after this", "2160h", dur(&c.RetentionDead)},
+		{"HOOKLINE_RETENTION_ACTIVITY", "activity log entries are deleted after this (0: keep them)", "8760h", dur(&c.RetentionActivity)},
 		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
 		{"HOOKLINE_RETENTION_INTERVAL", "pause between retention sweeps (on the maintenance leader)", "1m", dur(&c.RetentionInterval)},
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
@@ -161,6 +165,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_DEMO_RECEIVER_ADDR", "loopback ip:port of the demo receiver (with HOOKLINE_DEMO)", "127.0.0.1:8081", str(&c.DemoReceiverAddr)},
 		{"HOOKLINE_API_RATE_PER_SECOND", "API requests per second per tenant token, in each process (0: no limit; the admin token is never limited)", "0", rate(&c.APIRatePerSecond)},
 		{"HOOKLINE_API_BURST", "API requests a tenant token may send at once before the rate applies (0: twice the rate)", "0", num(&c.APIBurst, 0)},
+		{"HOOKLINE_API_RATE_WAIT", "how long a tenant token's request over its rate is held for its turn before it is refused with 429 (0: refused at once)", "1s", dur(&c.APIRateWait)},
 		{"HOOKLINE_RETENTION_RATE", "deliveries the retention sweep deletes per second at most, in this process (0: unpaced beyond its pause after each batch)", "250", rate(&c.RetentionRate)},
 		{"HOOKLINE_PORTAL_FRAME_ANCESTORS", "space-separated origins (https://app.example.com) allowed to show the dashboard in an iframe; needs an https HOOKLINE_PUBLIC_URL", "", str(&c.PortalFrameAncestors)},
 		{"HOOKLINE_BRAND_NAME", "the platform's name on pages and emails", brand.DefaultName, str(&c.BrandName)},
@@ -228,7 +233,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", Redact(c.PublicURL))
+			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", httpx.RedactURL(c.PublicURL))
 		}
 	}
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
@@ -251,25 +256,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if len(origins) > 0 && !strings.HasPrefix(strings.ToLower(c.PublicURL), "https://") {
 		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS needs an https HOOKLINE_PUBLIC_URL (now %q): "+
 			"a dashboard inside another site's frame keeps its session only in a SameSite=None; Secure cookie, "+
-			"which browsers send only over https", Redact(c.PublicURL))
+			"which browsers send only over https", httpx.RedactURL(c.PublicURL))
 	}
 	// Read here (the logo file too) to refuse a bad brand at start; the server loads it again where it is used.
 	if _, err := brand.Load(c.BrandName, c.BrandLogo, c.BrandColor); err != nil {
 		return c, err
 	}
 	return c, nil
-}
-
-// Redact is a URL fit for errors and logs: any user and password are dropped (a password in a public URL
-// is a mistake, but it is still a password). A string that does not parse is not repeated at all: it may
-// be a URL whose malformed part is where its password was.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(not a URL)"
-	}
-	u.User = nil
-	return u.String()
 }
 
 // urlError is a url.Parse error without the URL it quotes, which may hold a password.

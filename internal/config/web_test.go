@@ -67,16 +67,3 @@ func TestURLErrorsNeverPrintCredentials(t *testing.T) {
 		}
 	}
 }
-
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://user:pw@example.com/x?y=1": "https://example.com/x?y=1",
-		"https://user@example.com":          "https://example.com",
-		"https://example.com":               "https://example.com",
-		"http://[::1":                       "(not a URL)",
-	} {
-		if got := Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

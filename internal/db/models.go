@@ -10,6 +10,21 @@ import (
 	"github.com/google/uuid"
 )
 
+type Activity struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	At            time.Time
+	Action        string
+	ObjectType    string
+	ObjectID      string
+	ActorKind     string
+	ActorID       string
+	ActorEmail    string
+	ActorName     string
+	CorrelationID string
+	Details       []byte
+}
+
 type ApiToken struct {
 	ID         uuid.UUID
 	TenantID   *uuid.UUID

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/keyset"
 )
 
 // Dead letters across tenants: the filter operators and replays share, and its keyset pages.
@@ -124,14 +125,14 @@ func (s *Replays) count(ctx context.Context, f DeadFilter, deadBefore *time.Time
 	return n, nil
 }
 
-func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time, limit int, after *cursor) ([]DeadLetter, error) {
+func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time, limit int, after *keyset.Cursor) ([]DeadLetter, error) {
 	p := f.params(deadBefore)
 	arg := db.ListDeadLettersParams{
 		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
 		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
 		Replayable: p.Replayable, MaxRows: int32(limit),
 	}
-	arg.AfterCreatedAt, arg.AfterID = after.keyset()
+	arg.AfterCreatedAt, arg.AfterID = after.After()
 	rows, err := s.q.ListDeadLetters(ctx, arg)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -150,14 +151,14 @@ func (s *Replays) DeadLetters(ctx context.Context, f DeadFilter, limit int, curs
 	if err := f.Validate(); err != nil {
 		return DeadPage{}, err
 	}
-	limit, err := pageLimit(limit)
+	limit, err := keyset.Limit(limit)
 	if err != nil {
 		return DeadPage{}, err
 	}
 	if countUpTo <= 0 {
 		countUpTo = 10000
 	}
-	after, err := parseCursor(cursorText)
+	after, err := keyset.Parse(cursorText)
 	if err != nil {
 		return DeadPage{}, err
 	}
@@ -166,7 +167,7 @@ func (s *Replays) DeadLetters(ctx context.Context, f DeadFilter, limit int, curs
 		return DeadPage{}, err
 	}
 	var page DeadPage
-	page.Items, page.NextCursor = keysetPage(items, limit, func(d DeadLetter) DeadLetter { return d },
+	page.Items, page.NextCursor = keyset.Page(items, limit, func(d DeadLetter) DeadLetter { return d },
 		func(d DeadLetter) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID })
 	if page.Total, err = s.count(ctx, f, nil, countUpTo); err != nil {
 		return DeadPage{}, err

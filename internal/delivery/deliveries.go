@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -161,7 +162,14 @@ func (s *Service) get(ctx context.Context, tenantID, id uuid.UUID) (db.WebhookDe
 
 // Discard removes a dead delivery from lists; it stays stored for audit.
 func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
-	_, err := s.q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: s.now()})
+	now := s.now()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
+	})
 	if err == nil {
 		return nil
 	}

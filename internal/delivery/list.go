@@ -2,8 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/keyset"
 )
 
 // Lists of deliveries: filters, keyset pages and their cursors.
@@ -84,69 +83,10 @@ func ParseStates(list string) (states []string, retrying *bool, err error) {
 
 func joinStates(states []string) string { return strings.Join(states, ",") }
 
-// A cursor names the last item of a page by its keyset: (created_at, id), or (started_at, id) for replays.
-type cursor struct {
-	CreatedAt time.Time `json:"t"`
-	ID        uuid.UUID `json:"i"`
-}
-
-func encodeCursor(t time.Time, id uuid.UUID) string {
-	b, _ := json.Marshal(cursor{t, id})
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// parseCursor reads a cursor this API returned: nil for none (the first page).
-func parseCursor(s string) (*cursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil || c.ID == uuid.Nil {
-		return nil, fault.Invalid("cursor is not one this API returned")
-	}
-	return &c, nil
-}
-
-// keyset is the cursor as a keyset query's "after" parameters: both nil for the first page.
-func (c *cursor) keyset() (*time.Time, *uuid.UUID) {
-	if c == nil {
-		return nil, nil
-	}
-	return &c.CreatedAt, &c.ID
-}
-
-// pageLimit checks a list's page size: 0 means the default of 50, more than MaxPageSize is refused.
-func pageLimit(n int) (int, error) {
-	if n <= 0 {
-		return 50, nil
-	}
-	if n > MaxPageSize {
-		return 0, fault.Invalid("limit must be between 1 and %d", MaxPageSize)
-	}
-	return n, nil
-}
-
-// keysetPage turns the up to limit+1 rows a keyset query returned into at most limit items and, when there
-// was one more row, the cursor of the last item kept. key gives an item's keyset.
-func keysetPage[R, T any](rows []R, limit int, conv func(R) T, key func(T) (time.Time, uuid.UUID)) ([]T, string) {
-	items := make([]T, 0, min(len(rows), limit))
-	for _, r := range rows[:min(len(rows), limit)] {
-		items = append(items, conv(r))
-	}
-	if len(rows) <= limit || len(items) == 0 {
-		return items, ""
-	}
-	return items, encodeCursor(key(items[len(items)-1]))
-}
-
 func deliveryKey(d Delivery) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID }
 
 // MaxPageSize is the largest page a list returns.
-const MaxPageSize = 100
+const MaxPageSize = keyset.MaxPageSize
 
 // List returns a tenant's deliveries newest first.
 func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page, error) {
@@ -154,7 +94,7 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	if f.Limit, err = pageLimit(f.Limit); err != nil {
+	if f.Limit, err = keyset.Limit(f.Limit); err != nil {
 		return Page{}, err
 	}
 	statusMin, statusMax, err := ParseStatus(f.Status)
@@ -169,17 +109,17 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 	if states == nil {
 		p.States = []string{}
 	}
-	after, err := parseCursor(f.Cursor)
+	after, err := keyset.Parse(f.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
-	p.AfterCreatedAt, p.AfterID = after.keyset()
+	p.AfterCreatedAt, p.AfterID = after.After()
 	rows, err := s.q.ListDeliveries(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	var page Page
-	page.Items, page.NextCursor = keysetPage(rows, f.Limit, fromRow, deliveryKey)
+	page.Items, page.NextCursor = keyset.Page(rows, f.Limit, fromRow, deliveryKey)
 	if f.WithTotal {
 		n, atLeast, err := s.Count(ctx, tenantID, f, f.CountUpTo)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,7 @@ type Actor struct {
 // Of several concurrent calls on one delivery (an admin's too) exactly one succeeds; the rest get
 // INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
-	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", s.retryAllowed,
+	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", activity.DeliveryResent, s.retryAllowed,
 		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryDelivery(ctx, db.RetryDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
@@ -38,7 +39,7 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 // While the subscription's circuit is open nothing but its probe is sent, so Retry now is refused
 // (INVALID_STATE, saying when the probe is due) before anything is counted or taken from the bucket.
 func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
-	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery now",
+	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery now", activity.DeliveryRetriedNow,
 		func(d Delivery, actor Actor) error {
 			if err := CanRetryNow(d, actor.Admin, s.maxManual); err != nil {
 				return err
@@ -81,7 +82,7 @@ func CircuitHold(state string, probeAt *time.Time) string {
 // the statement (move, guarded by the state and the version read) and a NOTIFY in one transaction. When the
 // statement finds no row the delivery changed since it was read (a concurrent call, a claim): the rule
 // says why from its state now.
-func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what string,
+func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what, action string,
 	allowed func(Delivery, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
 	cur, err := s.get(ctx, tenantID, id)
 	if err != nil {
@@ -113,6 +114,9 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 			return err
 		}
 		out = row
+		if err := activity.Record(ctx, q, tenantID, row.UpdatedAt, action, deliveryObject(id), nil); err != nil {
+			return err
+		}
 		return q.NotifyDeliveriesReady(ctx)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -228,4 +232,9 @@ func (s *Service) reserveResend(ctx context.Context, subID uuid.UUID) (time.Dura
 		return 0, nil
 	}
 	return max(time.Duration(r.WaitSeconds*float64(time.Second)), time.Millisecond), nil
+}
+
+// deliveryObject names a delivery in the activity log.
+func deliveryObject(id uuid.UUID) activity.Object {
+	return activity.Object{Type: "delivery", ID: id.String()}
 }

@@ -1,6 +1,12 @@
 package delivery
 
 import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -98,4 +104,27 @@ func (m *Metrics) finished(state State) {
 func (m *Metrics) DeadLettered(state State, n int64) {
 	m.Failed.WithLabelValues(string(state)).Add(float64(n))
 	m.Finished.WithLabelValues(string(state)).Add(float64(n))
+}
+
+// QueueStatsReader reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).
+func QueueStatsReader(pool *pgxpool.Pool, now func() time.Time) func() QueueStats {
+	var mu sync.Mutex
+	var last time.Time
+	var value QueueStats
+	q := db.New(pool)
+	return func() QueueStats {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < time.Second {
+			return value
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if g, err := q.QueueGauges(ctx, now()); err == nil {
+			value = QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
+				Disabled: g.Disabled, LagSeconds: g.LagSeconds}
+			last = time.Now()
+		}
+		return value
+	}
 }

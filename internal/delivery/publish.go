@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -139,6 +140,29 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (
 		if err := q.NotifyDeliveriesReady(ctx); err != nil {
 			return Published{}, fmt.Errorf("publish: notify: %w", err)
 		}
+	}
+	return out, nil
+}
+
+// SendTo publishes one event to one subscription only, whatever its event types (the dashboard's test and
+// example events), and records action in the activity log, in one transaction. It makes no delivery (and
+// records nothing) when the subscription takes none: disabled, or gone.
+func (p *Publisher) SendTo(ctx context.Context, tenantID, subscriptionID uuid.UUID, eventType string, payload json.RawMessage, action string) (Published, error) {
+	var out Published
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = p.PublishTx(ctx, tx, PublishInput{TenantID: tenantID, EventType: eventType, Payload: payload, OnlySubscription: &subscriptionID})
+		if err != nil || len(out.Deliveries) == 0 {
+			return err
+		}
+		return activity.Record(ctx, db.New(tx), tenantID, out.CreatedAt, action,
+			activity.Object{Type: "delivery", ID: out.Deliveries[0].ID}, map[string]any{"event_type": eventType})
+	})
+	if err != nil {
+		return Published{}, err
+	}
+	if p.Metrics != nil {
+		p.Metrics.EventsPublished.Inc()
 	}
 	return out, nil
 }

@@ -2,11 +2,12 @@ package delivery_test
 
 import (
 	"encoding/json"
-	"github.com/google/uuid"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/keyset"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -272,7 +274,22 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (R
 	if kind == ReplayRecover {
 		arg.TenantID, arg.SubscriptionID = req.Filter.TenantID, req.Filter.SubscriptionID
 	}
-	row, err := s.q.CreateReplay(ctx, arg)
+	var row db.Replay
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if row, err = q.CreateReplay(ctx, arg); err != nil {
+			return err
+		}
+		// A recover is the tenant's own change; a dry run changes nothing, and bulk replays are the
+		// operator's, across tenants (their own log is the replays list).
+		if kind != ReplayRecover || req.DryRun {
+			return nil
+		}
+		return activity.Record(ctx, q, *req.Filter.TenantID, now, activity.RecoverStarted,
+			activity.Object{Type: "recover", ID: row.ID.String()},
+			map[string]any{"subscription_id": req.Filter.SubscriptionID.String(), "matched": matched})
+	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.ConstraintName == "replays_one_recover_idx" {
 		return Replay{}, fault.New(fault.InvalidState, "a recover of this subscription is running already; wait for it to finish")
@@ -323,21 +340,21 @@ type ReplayListFilter struct {
 // List returns the audit log, newest first.
 func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, error) {
 	var err error
-	if f.Limit, err = pageLimit(f.Limit); err != nil {
+	if f.Limit, err = keyset.Limit(f.Limit); err != nil {
 		return ReplayPage{}, err
 	}
 	arg := db.ListReplaysParams{TenantID: f.TenantID, SubscriptionID: f.SubscriptionID, DryRun: f.DryRun, MaxRows: int32(f.Limit + 1)}
-	after, err := parseCursor(f.Cursor)
+	after, err := keyset.Parse(f.Cursor)
 	if err != nil {
 		return ReplayPage{}, err
 	}
-	arg.AfterStartedAt, arg.AfterID = after.keyset()
+	arg.AfterStartedAt, arg.AfterID = after.After()
 	rows, err := s.q.ListReplays(ctx, arg)
 	if err != nil {
 		return ReplayPage{}, fmt.Errorf("list replays: %w", err)
 	}
 	var page ReplayPage
-	page.Items, page.NextCursor = keysetPage(rows, f.Limit,
+	page.Items, page.NextCursor = keyset.Page(rows, f.Limit,
 		func(r db.ListReplaysRow) Replay {
 			return withOutcome(r.Replay, r.Delivered, r.Dead, r.Pending, r.Counted)
 		},
@@ -351,17 +368,17 @@ func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int,
 		limit = 50
 	}
 	arg := db.ListReplayDeliveriesParams{ReplayID: &replayID, MaxRows: int32(limit + 1)}
-	after, err := parseCursor(cursorText)
+	after, err := keyset.Parse(cursorText)
 	if err != nil {
 		return Page{}, err
 	}
-	arg.AfterCreatedAt, arg.AfterID = after.keyset()
+	arg.AfterCreatedAt, arg.AfterID = after.After()
 	rows, err := s.q.ListReplayDeliveries(ctx, arg)
 	if err != nil {
 		return Page{}, fmt.Errorf("list replay deliveries: %w", err)
 	}
 	var page Page
-	page.Items, page.NextCursor = keysetPage(rows, limit, fromRow, deliveryKey)
+	page.Items, page.NextCursor = keyset.Page(rows, limit, fromRow, deliveryKey)
 	return page, nil
 }
 

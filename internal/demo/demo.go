@@ -26,12 +26,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/config"
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
-	"github.com/jackc/pgx/v5"
 )
 
 // Receiver is the built-in demo receiver: /healthy always answers 200 after a short delay; /flaky answers
@@ -328,10 +327,9 @@ type Seeded struct {
 // Seed makes (or finds, on later runs) the demo tenant, its login and two subscriptions, pointing them at
 // this run's receiver.
 func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error) {
-	q := db.New(srv.Pool)
 	var out Seeded
-	t, err := q.GetTenantByName(ctx, DemoTenant)
-	if errors.Is(err, pgx.ErrNoRows) {
+	t, err := srv.Tenants.TenantByName(ctx, DemoTenant)
+	if fault.Is(err, fault.NotFound) {
 		nt, err := srv.Tenants.CreateTenant(ctx, DemoTenant)
 		if err != nil {
 			return out, err
@@ -389,10 +387,9 @@ func OutageWindow(now time.Time) (from, to time.Time) {
 // otherwise claim the played-back rows on today's clock). The shipping endpoints answer 200 afterwards, so
 // a replay of the outage succeeds.
 func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded) error {
-	q := db.New(srv.Pool)
 	tenantIDs := []uuid.UUID{s.TenantID}
-	t, err := q.GetTenantByName(ctx, OutageTenant)
-	if errors.Is(err, pgx.ErrNoRows) {
+	t, err := srv.Tenants.TenantByName(ctx, OutageTenant)
+	if fault.Is(err, fault.NotFound) {
 		nt, err := srv.Tenants.CreateTenant(ctx, OutageTenant)
 		if err != nil {
 			return err
@@ -510,10 +507,9 @@ type Outage struct {
 // OutageNow reads the played-back outage's deliveries in both demo tenants.
 func OutageNow(ctx context.Context, srv *server.Server) (Outage, error) {
 	var o Outage
-	q := db.New(srv.Pool)
 	for _, name := range []string{DemoTenant, OutageTenant} {
-		t, err := q.GetTenantByName(ctx, name)
-		if errors.Is(err, pgx.ErrNoRows) {
+		t, err := srv.Tenants.TenantByName(ctx, name)
+		if fault.Is(err, fault.NotFound) {
 			continue
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -120,4 +121,16 @@ func Middleware(base *slog.Logger, onPanic func(http.ResponseWriter, *http.Reque
 			next.ServeHTTP(sw, r)
 		})
 	}
+}
+
+// RedactURL is a URL fit for errors, logs and the activity log: any user and password are dropped (a
+// password in a URL is a mistake, but it is still a password). A string that does not parse is not repeated
+// at all: it may be a URL whose malformed part is where its password was.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	u.User = nil
+	return u.String()
 }

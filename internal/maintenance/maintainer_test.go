@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
@@ -189,25 +188,6 @@ func TestStopLeavesNoGoroutines(t *testing.T) {
 	mb.Stop(context.Background())
 	mb.Stop(context.Background()) // twice is fine
 	goleak.VerifyNone(t, before)
-}
-
-// PruneSessions deletes expired sessions and keeps live ones.
-func TestPruneSessions(t *testing.T) {
-	p := pool(t)
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if _, err := p.Exec(t.Context(), `INSERT INTO sessions (token, data, expiry) VALUES
-		('old', '', $1), ('live', '', $2)`, now.Add(-time.Second), now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	task := maintenance.PruneSessions(db.New(p), func() time.Time { return now }, quietLog)
-	if err := task.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rows, _ := p.Query(t.Context(), "SELECT token FROM sessions ORDER BY token")
-	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(left) != 1 || left[0] != "live" {
-		t.Fatalf("sessions left: %v, %v", left, err)
-	}
 }
 
 type syncBuffer struct {

@@ -4,44 +4,21 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/hookline/hookline/internal/db"
 )
 
-// SessionPruneInterval is how often expired dashboard sessions are deleted. scs refuses expired sessions
-// on read, so pruning only keeps the table small and need not be prompt.
+// SessionPruneInterval is how often expired dashboard sessions, refilled sign-in buckets, unusable portal
+// links and old activity entries are deleted. Each is refused or ignored when read anyway, so pruning only
+// keeps the tables small and need not be prompt.
 const SessionPruneInterval = 10 * time.Minute
 
-// PruneSessions is the task deleting expired dashboard sessions (scs's own cleanup goroutine is off: it
-// would run in every process and outlive the server's pool).
-func PruneSessions(q *db.Queries, now func() time.Time, log *slog.Logger) Task {
-	return Task{Name: "prune_sessions", Interval: SessionPruneInterval, Run: func(ctx context.Context) error {
-		n, err := q.DeleteExpiredSessions(ctx, now())
-		if err != nil {
-			return err
-		}
+// Prune is a task deleting what has expired every interval; prune says how many rows went.
+func Prune(name string, interval time.Duration, prune func(context.Context) (int64, error), log *slog.Logger) Task {
+	return Task{Name: name, Interval: interval, Run: func(ctx context.Context) error {
+		n, err := prune(ctx)
 		if n > 0 {
-			log.Info("pruned expired sessions", "count", n)
+			log.Debug("pruned", "task", name, "count", n)
 		}
-		return nil
-	}}
-}
-
-// LoginThrottlePruneInterval is how often refilled sign-in buckets are deleted. A refilled bucket acts like
-// no row, so pruning only keeps the table small.
-const LoginThrottlePruneInterval = 10 * time.Minute
-
-// PruneLoginThrottle is the task deleting the dashboard's sign-in buckets that have refilled.
-func PruneLoginThrottle(q *db.Queries, now func() time.Time, log *slog.Logger) Task {
-	return Task{Name: "prune_login_throttle", Interval: LoginThrottlePruneInterval, Run: func(ctx context.Context) error {
-		n, err := q.DeleteFullLoginBuckets(ctx, now())
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			log.Debug("pruned refilled sign-in buckets", "count", n)
-		}
-		return nil
+		return err
 	}}
 }
 

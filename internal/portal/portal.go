@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -112,6 +113,16 @@ func (s Session) Actor() string {
 	return "portal:" + s.ID.String()
 }
 
+// ActivityActor is the person as the activity log records them: what the platform's link said, or, when
+// it said nothing, the session's own id.
+func (s Session) ActivityActor() activity.Actor {
+	a := activity.Actor{Kind: activity.ActorPortal, ID: s.User.ID, Email: s.User.Email, Name: s.User.Name}
+	if a.ID == "" && a.Email == "" && a.Name == "" {
+		a.ID = s.ID.String()
+	}
+	return a
+}
+
 // ErrUnusable is a used, expired, voided or unknown link: all answered alike.
 var ErrUnusable = errors.New("portal link expired or already used")
 
@@ -120,7 +131,8 @@ var ErrEnded = errors.New("portal session ended")
 
 // Service makes and redeems portal links.
 type Service struct {
-	q *db.Queries
+	pool *pgxpool.Pool
+	q    *db.Queries
 	// Now is the clock (time.Now unless a test sets it).
 	Now func() time.Time
 	// PublicURL is the base of the links: HOOKLINE_PUBLIC_URL without a trailing slash.
@@ -129,7 +141,7 @@ type Service struct {
 
 // New returns a Service.
 func New(pool *pgxpool.Pool, publicURL string) *Service {
-	return &Service{q: db.New(pool), Now: time.Now, PublicURL: strings.TrimRight(publicURL, "/")}
+	return &Service{pool: pool, q: db.New(pool), Now: time.Now, PublicURL: strings.TrimRight(publicURL, "/")}
 }
 
 func hashToken(token string) []byte {
@@ -183,10 +195,20 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkReq
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	now := s.Now().UTC().Truncate(time.Microsecond)
 	l := Link{URL: s.PublicURL + "/portal/" + token, ExpiresAt: now.Add(LinkValidFor), SessionExpiresAt: now.Add(ttl)}
-	_, err := s.q.CreatePortalLink(ctx, db.CreatePortalLinkParams{
-		TenantID: tenantID, TokenHash: hashToken(token), Role: in.Role, Theme: in.Theme,
-		UserID: u.ID, UserEmail: u.Email, UserName: u.Name,
-		Now: now, ExpiresAt: l.ExpiresAt, SessionExpiresAt: l.SessionExpiresAt,
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		id, err := q.CreatePortalLink(ctx, db.CreatePortalLinkParams{
+			TenantID: tenantID, TokenHash: hashToken(token), Role: in.Role, Theme: in.Theme,
+			UserID: u.ID, UserEmail: u.Email, UserName: u.Name,
+			Now: now, ExpiresAt: l.ExpiresAt, SessionExpiresAt: l.SessionExpiresAt,
+		})
+		if err != nil {
+			return err
+		}
+		// Who the link is for, never its token.
+		return activity.Record(ctx, q, tenantID, now, activity.PortalLinkCreated,
+			activity.Object{Type: "portal_link", ID: id.String()},
+			map[string]any{"role": in.Role, "user": u})
 	})
 	if err != nil {
 		return Link{}, fmt.Errorf("create portal link: %w", err)
@@ -235,7 +257,16 @@ func (s *Service) End(ctx context.Context, id uuid.UUID) error {
 // EndTenant ends every portal session of a tenant and voids its links not used yet; it returns how many.
 func (s *Service) EndTenant(ctx context.Context, tenantID uuid.UUID) (int64, error) {
 	now := s.Now()
-	n, err := s.q.EndTenantPortalSessions(ctx, db.EndTenantPortalSessionsParams{TenantID: tenantID, Now: now})
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if n, err = q.EndTenantPortalSessions(ctx, db.EndTenantPortalSessionsParams{TenantID: tenantID, Now: now}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, now, activity.PortalSessionsEnded,
+			activity.Object{Type: "tenant", ID: tenantID.String()}, map[string]any{"ended": n})
+	})
 	if err != nil {
 		return 0, fmt.Errorf("end portal sessions: %w", err)
 	}

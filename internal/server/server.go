@@ -16,10 +16,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/api"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
@@ -64,6 +64,7 @@ type Server struct {
 	Worker        *delivery.Worker
 	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
+	Activity   *activity.Log
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
@@ -178,7 +179,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
-	s.Metrics = delivery.NewMetrics(o.Registry, queueStats(pool, o.Now))
+	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
 	s.Subscriptions.OnDeadLettered = func(ctx context.Context, subID uuid.UUID, n int64) {
 		s.Metrics.DeadLettered(delivery.Failed, n)
@@ -199,12 +200,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		_, err := s.Worker.RescueExpired(ctx)
 		return err
 	}})
-	s.Maintainer.Register(maintenance.PruneSessions(db.New(pool), o.Now, log.With("component", "maintenance")))
-	s.Maintainer.Register(maintenance.PruneLoginThrottle(db.New(pool), o.Now, log.With("component", "maintenance")))
-	s.Maintainer.Register(maintenance.Task{Name: "prune_portal_links", Interval: maintenance.SessionPruneInterval, Run: func(ctx context.Context) error {
-		_, err := s.Portal.Prune(ctx)
-		return err
-	}})
+	mlog := log.With("component", "maintenance")
+	s.Maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
+	s.Maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval,
+		tenants.NewLoginThrottle(pool, o.Now, 0, 0, 0).Prune, mlog))
+	s.Maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {
 		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret,
@@ -234,6 +234,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 			}
 			return len(disabled), err
 		}, cfg.AutoDisableAfter, log.With("component", "maintenance")))
+	}
+	s.Activity = activity.NewLog(pool)
+	if cfg.RetentionActivity > 0 {
+		s.Maintainer.Register(maintenance.Prune("prune_activity", maintenance.SessionPruneInterval, func(ctx context.Context) (int64, error) {
+			return s.Activity.Prune(ctx, o.Now().Add(-cfg.RetentionActivity), 1000)
+		}, mlog))
 	}
 	s.Retention = retention.New(pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: o.Now,
@@ -302,29 +308,6 @@ func PublicURL(cfg config.Config) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// queueStats reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).
-func queueStats(pool *pgxpool.Pool, now func() time.Time) func() delivery.QueueStats {
-	var mu sync.Mutex
-	var last time.Time
-	var value delivery.QueueStats
-	q := db.New(pool)
-	return func() delivery.QueueStats {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < time.Second {
-			return value
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if g, err := q.QueueGauges(ctx, now()); err == nil {
-			value = delivery.QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
-				Disabled: g.Disabled, LagSeconds: g.LagSeconds}
-			last = time.Now()
-		}
-		return value
-	}
-}
-
 // Handler serves everything: API, dashboard, health and metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -359,8 +342,8 @@ func (s *Server) routes() http.Handler {
 		// On its own (internal) address only: the public one must not tell anyone the process's figures.
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
-	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
-		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Now)}
+	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal, Activity: s.Activity,
+		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Config.APIRateWait, s.Now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)
 	return r

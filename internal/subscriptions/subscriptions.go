@@ -17,9 +17,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -400,7 +402,11 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored})
+		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionCreated, object(row.ID),
+			map[string]any{"url": httpx.RedactURL(row.URL)})
 	})
 	if fe := fault.As(err); fe != nil {
 		return Subscription{}, "", err
@@ -471,7 +477,14 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 			return Subscription{}, err
 		}
 	}
-	return s.update(ctx, s.q, tenantID, id, in, headers)
+	// In a transaction: the change and its activity entry are written together.
+	var out Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.update(ctx, s.q.WithTx(tx), tenantID, id, in, headers)
+		return err
+	})
+	return out, err
 }
 
 // updateKeepingHeaders is Update for a form that never shows stored header values: a header given with an
@@ -521,7 +534,8 @@ func (s *Service) updateKeepingHeaders(ctx context.Context, tenantID, id uuid.UU
 	return out, err
 }
 
-// update writes the fields given, headers already in their stored form.
+// update writes the fields given, headers already in their stored form, and records the change, on q
+// (a transaction's).
 func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.UUID, in Input, headers []byte) (Subscription, error) {
 	// One guarded statement: fields not given stay as the row has them when it runs, not as read earlier.
 	p := db.UpdateSubscriptionParams{ID: id, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
@@ -535,6 +549,10 @@ func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.U
 		p.RateLimitPerSecond = &n
 	}
 	out, err := q.UpdateSubscription(ctx, p)
+	if err == nil {
+		err = activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(id),
+			map[string]any{"fields": in.fields()})
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
@@ -550,12 +568,18 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 	var failed int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
+		// The deliveries first, then the subscription's row: the order a claim locks them in (it locks due
+		// deliveries, then reserves slots on their subscription's row). The other way round, a claim holding
+		// a waiting delivery and this delete holding the row would each wait for the other.
+		var err error
+		if failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now()); err != nil {
+			return err
+		}
 		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
 			return err
 		}
-		var err error
-		failed, err = delivery.DeadLetterQueued(ctx, tx, tenantID, id, s.now())
-		return err
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionDeleted, object(id),
+			map[string]any{"dead_lettered": failed})
 	})
 	if err == nil && failed > 0 && s.OnDeadLettered != nil {
 		s.OnDeadLettered(ctx, id, failed)
@@ -588,15 +612,15 @@ func (s *Service) DisableFailing(ctx context.Context, after time.Duration) ([]Su
 
 // Pause stops deliveries to a subscription; new ones are stored and wait. Pausing a paused one is a no-op.
 func (s *Service) Pause(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
-	return s.setState(ctx, tenantID, id, Paused, "", []string{Active, Paused})
+	return s.setState(ctx, tenantID, id, Paused, "", []string{Active, Paused}, activity.SubscriptionPaused)
 }
 
 // Resume sends a paused (or disabled) subscription's waiting deliveries again.
 func (s *Service) Resume(ctx context.Context, tenantID, id uuid.UUID) (Subscription, error) {
-	return s.setState(ctx, tenantID, id, Active, "", []string{Paused, Disabled, Active})
+	return s.setState(ctx, tenantID, id, Active, "", []string{Paused, Disabled, Active}, activity.SubscriptionResumed)
 }
 
-func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reason string, from []string) (Subscription, error) {
+func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reason string, from []string, action string) (Subscription, error) {
 	var out db.Subscription
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -605,6 +629,9 @@ func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reas
 			ID: id, TenantID: tenantID, State: to, DisabledReason: reason, FromStates: from,
 		})
 		if err != nil {
+			return err
+		}
+		if err := activity.Record(ctx, q, tenantID, s.now(), action, object(id), nil); err != nil {
 			return err
 		}
 		if to == Active {
@@ -642,7 +669,10 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 		}); err != nil {
 			return err
 		}
-		return q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored})
+		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored}); err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRotated, object(id), nil)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fault.Missing("subscription")
@@ -725,3 +755,42 @@ func (s *Service) EnsureInternal(ctx context.Context, tenantID uuid.UUID, descri
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// object names a subscription in the activity log.
+func object(id uuid.UUID) activity.Object {
+	return activity.Object{Type: "subscription", ID: id.String()}
+}
+
+// fields names the fields an update gives, for its activity entry (names only: a header value may be a
+// credential).
+func (in Input) fields() []string {
+	out := []string{}
+	if in.URL != nil {
+		out = append(out, "url")
+	}
+	if in.EventTypes != nil {
+		out = append(out, "event_types")
+	}
+	if in.Description != nil {
+		out = append(out, "description")
+	}
+	if in.Headers != nil {
+		out = append(out, "headers")
+	}
+	if in.RateLimitPerSecond != nil || in.ClearRateLimit {
+		out = append(out, "rate_limit_per_second")
+	}
+	return out
+}
+
+// TenantOf says which tenant a live subscription belongs to (operators open any subscription by its id); an unknown or deleted one is NOT_FOUND.
+func (s *Service) TenantOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	t, err := s.q.SubscriptionTenant(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fault.Missing("subscription")
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("subscription tenant: %w", err)
+	}
+	return t, nil
+}

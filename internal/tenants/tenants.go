@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -54,8 +55,10 @@ type Principal struct {
 	Scopes   []string
 	// TokenID is the API token's id (nil for HOOKLINE_ADMIN_TOKEN and dashboard users).
 	TokenID *uuid.UUID
-	// Actor names the caller in audit records and logs.
+	// Actor names the caller in logs and replay records.
 	Actor string
+	// Who is the caller as the activity log records it.
+	Who activity.Actor
 }
 
 // Can checks that p may act on tenantID with scope. Another tenant's objects are NOT_FOUND, so a token
@@ -117,7 +120,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 		return Principal{}, fault.New(fault.Unauthenticated, "missing bearer token")
 	}
 	if s.adminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) == 1 {
-		return Principal{Admin: true, Actor: "admin-token"}, nil
+		return Principal{Admin: true, Actor: "admin-token", Who: activity.Actor{Kind: activity.ActorAdmin}}, nil
 	}
 	hash := hashToken(token)
 	now := s.Now()
@@ -133,9 +136,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	}
 	s.touch(ctx, row.ID)
 	id := row.ID
-	p := Principal{Admin: true, TokenID: &id, Actor: "token:" + row.Name}
+	who := activity.Actor{Kind: activity.ActorToken, ID: id.String(), Name: row.Name}
+	p := Principal{Admin: true, TokenID: &id, Actor: "token:" + row.Name, Who: who}
 	if row.TenantID != nil {
-		p = Principal{TenantID: *row.TenantID, Scopes: row.Scopes, TokenID: &id, Actor: "token:" + row.Name}
+		p = Principal{TenantID: *row.TenantID, Scopes: row.Scopes, TokenID: &id, Actor: "token:" + row.Name, Who: who}
 	}
 	// Only tokens found valid are kept, so made-up tokens cannot fill the cache.
 	s.known.Store(string(hash), knownToken{p: p, until: now.Add(knownFor)})
@@ -224,6 +228,23 @@ func (s *Service) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 	}
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant: %w", err)
+	}
+	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
+}
+
+// PruneSessions deletes the dashboard sessions that have expired (scs refuses them on read anyway).
+func (s *Service) PruneSessions(ctx context.Context) (int64, error) {
+	return s.q.DeleteExpiredSessions(ctx, s.Now())
+}
+
+// TenantByName returns the oldest tenant named name (names are not unique: the demo finds its own by name).
+func (s *Service) TenantByName(ctx context.Context, name string) (Tenant, error) {
+	r, err := s.q.GetTenantByName(ctx, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fault.Missing("tenant")
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("tenant by name: %w", err)
 	}
 	return Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}, nil
 }

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -70,10 +70,10 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 	p := templates.AdminPage{Layout: h.adminLayout(r, templates.NavOverview, "Tenants")}
 	p.Crumbs = []templates.Crumb{{Label: "Admin"}}
 	status := http.StatusOK
-	ts, err := h.console.Overview(r.Context(), sort)
+	ts, err := h.tenants.Overview(r.Context(), sort)
 	if fe := fault.As(err); fe != nil && fe.Code == fault.InvalidRequest {
 		p.Error, status, sort = fe.Message, http.StatusBadRequest, "name"
-		ts, err = h.console.Overview(r.Context(), sort)
+		ts, err = h.tenants.Overview(r.Context(), sort)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -89,8 +89,8 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 	for _, t := range ts {
 		p.Tenants = append(p.Tenants, templates.TenantLine{
 			ID: t.ID.String(), Name: t.Name, Href: "/admin/tenants/" + t.ID.String(), Subscriptions: t.Subscriptions,
-			Pending: capped(t.Pending, console.CountUpTo), Retrying: capped(t.Retrying, console.CountUpTo),
-			Dead: capped(t.Dead, console.CountUpTo), Attempts: capped(t.Attempts, console.CountUpTo),
+			Pending: capped(t.Pending, tenants.OverviewCountUpTo), Retrying: capped(t.Retrying, tenants.OverviewCountUpTo),
+			Dead: capped(t.Dead, tenants.OverviewCountUpTo), Attempts: capped(t.Attempts, tenants.OverviewCountUpTo),
 			RetryingBad: t.Retrying > 0, DeadBad: t.Dead > 0, NoAttempts: t.Attempts == 0,
 			Created: h.timeView(t.CreatedAt),
 		})
@@ -135,6 +135,10 @@ func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
 	}
 	// The tenant's own banner: what its customers see at the top of their pages.
 	p.Incidents = h.incidentBanners(r, t.ID)
+	if p.Activity, err = h.recentTenantActivity(r, t.ID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, tk := range tokens {
 		line := templates.TokenLine{
 			ID: tk.ID.String(), Name: tk.Name, Scopes: strings.Join(tk.Scopes, ", "), Created: h.timeView(tk.CreatedAt),

@@ -11,13 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web/templates"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type userKey struct{}
@@ -61,7 +58,11 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			}
 			switch {
 			case err == nil:
-				ctx := context.WithValue(r.Context(), userKey{}, u)
+				who := activity.Actor{Kind: activity.ActorUser, ID: u.ID.String(), Email: u.Email}
+				if u.Admin {
+					who.Kind = activity.ActorAdmin
+				}
+				ctx := activity.WithActor(context.WithValue(r.Context(), userKey{}, u), who)
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			case !fault.Is(err, fault.NotFound):
@@ -140,7 +141,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 
 	addr := h.clientAddr(r)
 	// The try is spent before bcrypt runs, so parallel wrong passwords cannot all be checked.
-	wait, err := h.throttle.reserve(r.Context(), email, addr)
+	wait, err := h.throttle.Reserve(r.Context(), email, addr)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -162,7 +163,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.throttle.succeeded(r.Context(), email, addr); err != nil {
+	if err := h.throttle.Succeeded(r.Context(), email, addr); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -275,108 +276,3 @@ func (h *Handler) overHTTPS(r *http.Request) bool {
 }
 
 func secondsUp(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
-
-// loginThrottle limits sign-in tries per email and per client address: a burst, then one more per
-// interval. The buckets live in PostgreSQL (login_throttle) so every process shares them, and a try is
-// reserved before the password is checked: parallel requests queue on the key's row and at most the burst
-// of them reach bcrypt. A sign-in that succeeds gives its tries back, so only failures use the allowance.
-type loginThrottle struct {
-	pool     *pgxpool.Pool
-	now      func() time.Time
-	perEmail int
-	perAddr  int
-	every    time.Duration
-}
-
-func newLoginThrottle(pool *pgxpool.Pool, now func() time.Time, perEmail, perAddr int, every time.Duration) *loginThrottle {
-	if perEmail <= 0 {
-		perEmail = 5
-	}
-	if perAddr <= 0 {
-		perAddr = 20
-	}
-	if every <= 0 {
-		every = 30 * time.Second
-	}
-	return &loginThrottle{pool: pool, now: now, perEmail: perEmail, perAddr: perAddr, every: every}
-}
-
-type throttleKey struct {
-	key   string
-	burst int
-}
-
-// keys are the email's and the address's buckets, always in this order, so that two transactions
-// reserving the same keys lock their rows in the same order and cannot deadlock.
-func (t *loginThrottle) keys(email, addr string) []throttleKey {
-	return []throttleKey{{"email:" + strings.ToLower(email), t.perEmail}, {"addr:" + addrBucket(addr), t.perAddr}}
-}
-
-// addrBucket is whose tries an address spends: an IPv4 address its own, an IPv6 address its /64's. A
-// home or a server is routinely given a whole /64, so counting each of its 2^64 addresses apart would
-// give one client an unlimited number of tries.
-func addrBucket(addr string) string {
-	ip, err := netip.ParseAddr(addr)
-	if err != nil || !ip.Is6() || ip.Is4In6() {
-		return addr
-	}
-	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
-}
-
-func (t *loginThrottle) interval() pgtype.Interval {
-	return pgtype.Interval{Microseconds: t.every.Microseconds(), Valid: true}
-}
-
-// reserve spends one try of the email and one of the address, both or neither. When either bucket is
-// empty it spends nothing and returns how long until both allow a try again.
-func (t *loginThrottle) reserve(ctx context.Context, email, addr string) (time.Duration, error) {
-	now := t.now()
-	keys := t.keys(email, addr)
-	refused, err := func() (bool, error) {
-		tx, err := t.pool.Begin(ctx)
-		if err != nil {
-			return false, err
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		q := db.New(tx)
-		for _, k := range keys {
-			_, err := q.ReserveLoginTry(ctx, db.ReserveLoginTryParams{
-				Key: k.key, NextAt: now.Add(t.every), Every: t.interval(),
-				LimitAt: now.Add(time.Duration(k.burst-1) * t.every),
-			})
-			if errors.Is(err, pgx.ErrNoRows) {
-				return true, nil // the rollback undoes the keys already spent
-			}
-			if err != nil {
-				return false, err
-			}
-		}
-		return false, tx.Commit(ctx)
-	}()
-	if err != nil || !refused {
-		return 0, err
-	}
-	rows, err := db.New(t.pool).LoginThrottleState(ctx, []string{keys[0].key, keys[1].key})
-	if err != nil {
-		return 0, err
-	}
-	wait := time.Nanosecond // refilled in the meantime: still refused, but only just
-	for _, row := range rows {
-		for _, k := range keys {
-			if k.key == row.Key {
-				wait = max(wait, row.AllowedAt.Sub(now.Add(time.Duration(k.burst-1)*t.every)))
-			}
-		}
-	}
-	return wait, nil
-}
-
-// succeeded gives a sign-in's tries back: the email's failures are forgotten, the address gets its try.
-func (t *loginThrottle) succeeded(ctx context.Context, email, addr string) error {
-	keys := t.keys(email, addr)
-	q := db.New(t.pool)
-	if err := q.ForgetLoginKey(ctx, keys[0].key); err != nil {
-		return err
-	}
-	return q.ReleaseLoginTry(ctx, db.ReleaseLoginTryParams{Key: keys[1].key, Every: t.interval()})
-}

@@ -76,6 +76,7 @@ var webIsolationRoutes = map[string]webRoute{
 	}},
 	// The search with B's ids is TestFindIsolation's; the walk checks the empty search.
 	"GET /find":                       {access: "customer"},
+	"GET /activity":                   {access: "customer"},
 	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
 	"POST /deliveries/{id}/retry-now": {access: "customer", params: idParam("delivery")},
 	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
@@ -98,7 +99,8 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /admin/tenants": {access: "admin", form: func(*webIsoWorld) url.Values {
 		return url.Values{"name": {"created by the walk"}}
 	}},
-	"GET /admin/tenants/{id}/users": {access: "admin", params: idParam("tenant")},
+	"GET /admin/tenants/{id}/users":    {access: "admin", params: idParam("tenant")},
+	"GET /admin/tenants/{id}/activity": {access: "admin", params: idParam("tenant")},
 	"POST /admin/tenants/{id}/users": {access: "admin", params: idParam("tenant"), form: func(w *webIsoWorld) url.Values {
 		return url.Values{"email": {"walk-" + w.b.marker + "@example.com"}, "password": {"a walk password"}}
 	}},

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,9 +11,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/config"
-	"github.com/hookline/hookline/internal/db"
-	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/tenants"
 	"golang.org/x/net/html"
 )
 
@@ -177,10 +175,10 @@ func TestLoginThrottleRowsPruned(t *testing.T) {
 	}
 }
 
-// pruneAt runs the maintenance task that deletes refilled buckets, as of now.
+// pruneAt deletes the refilled buckets as the maintenance task does, as of now.
 func pruneAt(e *env, now time.Time) error {
-	task := maintenance.PruneLoginThrottle(db.New(e.srv.Pool), func() time.Time { return now }, slog.New(slog.DiscardHandler))
-	return task.Run(context.Background())
+	_, err := tenants.NewLoginThrottle(e.srv.Pool, func() time.Time { return now }, 0, 0, 0).Prune(context.Background())
+	return err
 }
 
 // The sign-in form is bounded before anything is read from it: a 5 MB body is a 413, and an email

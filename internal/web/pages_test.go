@@ -67,6 +67,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/no/such/page":              {"/no/such/page"},
 		"/recovers/{id}":             {"/recovers/" + recoverID},
 		"/portal/{token}":            {"/portal/used-or-unknown"}, // the 410 page
+		"/activity":                  {"/activity", "/activity?action=recover.started&since=2026-01-01T00:00", "/activity?action=nope"},
 	}
 	ps.admin = map[string][]string{
 		"/admin":              {"/admin"},
@@ -79,6 +80,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 		// The operator's tenant administration.
 		"/admin/tenants/new":             {"/admin/tenants/new"},
 		"/admin/tenants/{id}/users":      {"/admin/tenants/" + s.tn.ID.String() + "/users"},
+		"/admin/tenants/{id}/activity":   {"/admin/tenants/" + s.tn.ID.String() + "/activity"},
 		"/admin/tenants/{id}/tokens/new": {"/admin/tenants/" + s.tn.ID.String() + "/tokens/new"},
 	}
 	signedOut := map[string]bool{"/login": true, "/logout": true}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/tenants"
@@ -79,7 +80,7 @@ func (h *Handler) portalUser(w http.ResponseWriter, r *http.Request, id string) 
 		return nil, true
 	}
 	u := tenants.User{ID: s.ID, TenantID: &s.TenantID, Email: s.Actor()}
-	ctx = context.WithValue(r.Context(), userKey{}, u)
+	ctx = activity.WithActor(context.WithValue(r.Context(), userKey{}, u), s.ActivityActor())
 	return context.WithValue(ctx, portalKey{}, s), false
 }
 

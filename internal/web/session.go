@@ -41,7 +41,7 @@ func newSessionManager(store scs.Store, idle, lifetime time.Duration, onError fu
 
 // sessionStore is scs's PostgreSQL store without its background goroutine (which would run in every
 // process and outlive the server's pool): the maintenance leader deletes expired rows
-// (maintenance.PruneSessions). now is no longer needed here.
+// (tenants.Service.PruneSessions, run by the maintenance leader). now is no longer needed here.
 type sessionStore struct {
 	*pgxstore.PostgresStore
 }

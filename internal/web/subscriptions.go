@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -52,7 +53,7 @@ func (h *Handler) customerSubscription(r *http.Request) (uuid.UUID, subscription
 		return uuid.Nil, subscriptions.Subscription{}, err
 	}
 	if u.Admin {
-		if tenantID, err = h.console.SubscriptionTenant(r.Context(), id); err != nil {
+		if tenantID, err = h.subs.TenantOf(r.Context(), id); err != nil {
 			return uuid.Nil, subscriptions.Subscription{}, err
 		}
 		ok = true
@@ -194,9 +195,7 @@ func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 		"test": true, "message": "A test event sent from the Hookline dashboard.",
 		"subscription_id": s.ID.String(), "sent_at": h.now().UTC().Format(time.RFC3339),
 	})
-	pub, err := h.publisher.Publish(r.Context(), delivery.PublishInput{
-		TenantID: tenantID, EventType: TestEventType, Payload: payload, OnlySubscription: &s.ID,
-	})
+	pub, err := h.publisher.SendTo(r.Context(), tenantID, s.ID, TestEventType, payload, activity.TestEventSent)
 	if err != nil {
 		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
 			h.setFlash(r, "error", "Test event not sent: "+fe.Message+".")

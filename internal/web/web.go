@@ -17,8 +17,8 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
-	"github.com/hookline/hookline/internal/console"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -78,7 +78,7 @@ type Handler struct {
 	subs           *subscriptions.Service
 	dels           *delivery.Service
 	replays        *delivery.Replays
-	console        *console.Service
+	activity       *activity.Log
 	publisher      *delivery.Publisher
 	incidents      *incidents.Service
 	portal         *portal.Service
@@ -89,7 +89,7 @@ type Handler struct {
 	log            *slog.Logger
 	sessions       *scs.SessionManager
 	store          *sessionStore
-	throttle       *loginThrottle
+	throttle       *tenants.LoginThrottle
 	proxies        []netip.Prefix
 	httpsOnly      bool // the public URL is https
 	brand          brand.Brand
@@ -114,8 +114,8 @@ func New(o Options) *Handler {
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
 		incidents: o.Incidents, portal: o.Portal,
-		console:  console.New(o.Pool, o.Now),
-		throttle: newLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
+		activity: activity.NewLog(o.Pool),
+		throttle: tenants.NewLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
 		brand:    o.Brand, frameAncestors: o.FrameAncestors,
 	}
@@ -188,12 +188,14 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/deliveries/{id}/retry-now", h.retryNow)
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/recovers/{id}", h.recoverPage)
+			r.Get("/activity", h.tenantActivity)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
 			r.Get("/admin/tenants/new", h.newTenant)
 			r.Post("/admin/tenants", h.createTenant)
 			r.Get("/admin/tenants/{id}/users", h.tenantUsers)
+			r.Get("/admin/tenants/{id}/activity", h.adminTenantActivity)
 			r.Post("/admin/tenants/{id}/users", h.createUser)
 			r.Post("/admin/tenants/{id}/users/{user}/remove", h.removeUser)
 			r.Post("/admin/tenants/{id}/users/{user}/password", h.resetPassword)

@@ -48,6 +48,8 @@ type AdminTenantPage struct {
 	ReplaysHref   string
 	// Tokens are the tenant's API tokens that are not revoked; never their values, which are not stored.
 	Tokens []TokenLine
+	// Activity is the tenant's newest activity log entries and the link to the whole log.
+	Activity TenantActivity
 }
 
 // TokenLine is one API token on the operator's tenant page, with the action revoking it.

@@ -1,11 +1,10 @@
-// Package console reads what the operator pages need beyond the domain services: a cheap per-tenant overview
-// and whose a subscription is. Replays and dead letters are delivery.Replays'.
-package console
+package tenants
+
+// The operator overview: every tenant with cheap, capped counts of its subscriptions, deliveries and attempts.
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,26 +13,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// CountUpTo caps every overview count: past it a count says "at least", so the page stays cheap however
+// OverviewCountUpTo caps every overview count: past it a count says "at least", so the page stays cheap however
 // many rows a tenant has.
-const CountUpTo = 10000
+const OverviewCountUpTo = 10000
 
-// Service reads the operator overview.
-type Service struct {
-	q   *db.Queries
-	now func() time.Time
-}
-
-// New returns the console's reads over the pool.
-func New(pool *pgxpool.Pool, now func() time.Time) *Service {
-	return &Service{q: db.New(pool), now: now}
-}
-
-// TenantSummary is one tenant's line of the overview. The delivery and attempt counts stop at CountUpTo.
+// TenantSummary is one tenant's line of the overview. The delivery and attempt counts stop at OverviewCountUpTo.
 type TenantSummary struct {
 	ID            uuid.UUID
 	Name          string
@@ -47,17 +33,17 @@ type TenantSummary struct {
 }
 
 // Sort orders of the overview.
-var Sorts = []string{"name", "pending", "retrying", "dead", "attempts"}
+var OverviewSorts = []string{"name", "pending", "retrying", "dead", "attempts"}
 
 // Overview lists every tenant with its counts, sorted by sort (name ascending; counts largest first).
 func (s *Service) Overview(ctx context.Context, sort string) ([]TenantSummary, error) {
 	if sort == "" {
 		sort = "name"
 	}
-	if !slices.Contains(Sorts, sort) {
-		return nil, fault.Invalid("sort must be one of %s", strings.Join(Sorts, ", "))
+	if !slices.Contains(OverviewSorts, sort) {
+		return nil, fault.Invalid("sort must be one of %s", strings.Join(OverviewSorts, ", "))
 	}
-	rows, err := s.q.TenantOverview(ctx, db.TenantOverviewParams{UpTo: CountUpTo, Since: s.now().Add(-24 * time.Hour)})
+	rows, err := s.q.TenantOverview(ctx, db.TenantOverviewParams{UpTo: OverviewCountUpTo, Since: s.Now().Add(-24 * time.Hour)})
 	if err != nil {
 		return nil, fmt.Errorf("tenant overview: %w", err)
 	}
@@ -75,16 +61,4 @@ func (s *Service) Overview(ctx context.Context, sort string) ([]TenantSummary, e
 		slices.SortStableFunc(out, func(a, b TenantSummary) int { return cmp.Compare(key(b), key(a)) })
 	}
 	return out, nil
-}
-
-// SubscriptionTenant says which tenant a live subscription belongs to; an unknown or deleted one is NOT_FOUND.
-func (s *Service) SubscriptionTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	t, err := s.q.SubscriptionTenant(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fault.Missing("subscription")
-	}
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("subscription tenant: %w", err)
-	}
-	return t, nil
 }

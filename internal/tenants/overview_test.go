@@ -1,4 +1,4 @@
-package console_test
+package tenants
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/db"
-	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/pgxuuid"
 )
 
 // The attempts count adds up every subscription's attempts since the cutoff and stops at the cap once for
 // the tenant, not once per subscription.
 func TestOverviewCountsAttemptsAcrossSubscriptionsUpToTheCap(t *testing.T) {
 	ctx := context.Background()
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	pool, err := pgxuuid.NewPool(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,73 @@
+package activity_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/testdb"
+)
+
+var dbURL string
+
+func TestMain(m *testing.M) { testdb.Main(m, "activity", func(u string) { dbURL = u }) }
+
+// Prune deletes the entries older than the cutoff, every one of them across batches, and no other.
+func TestPruneDeletesOnlyOldEntries(t *testing.T) {
+	ctx := context.Background()
+	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "prune")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	actx := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorAdmin})
+	q := db.New(pool)
+	for i := range 25 { // 1 h apart: 13 older than 12 h
+		at := now.Add(-time.Duration(i) * time.Hour)
+		if err := activity.Record(actx, q, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := activity.NewLog(pool)
+	n, err := log.Prune(ctx, now.Add(-12*time.Hour), 5)
+	if err != nil || n != 12 {
+		t.Fatalf("pruned %d (%v), want the 12 entries older than 12 h", n, err)
+	}
+	page, err := log.List(ctx, tn.ID, activity.Filter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 13 || page.Items[len(page.Items)-1].At.Before(now.Add(-12*time.Hour)) {
+		t.Fatalf("%d entries left, the oldest at %v", len(page.Items), page.Items[len(page.Items)-1].At)
+	}
+}
+
+// Record outside a request (no actor in the context) writes nothing.
+func TestRecordWithoutActorWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "no actor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := activity.Record(ctx, db.New(pool), tn.ID, time.Now(), activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	page, err := activity.NewLog(pool).List(ctx, tn.ID, activity.Filter{})
+	if err != nil || len(page.Items) != 0 {
+		t.Fatalf("%d entries (%v), want none", len(page.Items), err)
+	}
+}

@@ -1,0 +1,212 @@
+package api_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// activityEntry is an entry of GET /tenants/{t}/activity.
+type activityEntry struct {
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	Action string    `json:"action"`
+	Object struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	} `json:"object"`
+	Actor struct {
+		Kind  string `json:"kind"`
+		ID    string `json:"id"`
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	} `json:"actor"`
+	CorrelationID string         `json:"correlation_id"`
+	Details       map[string]any `json:"details"`
+}
+
+type activityPage struct {
+	Items      []activityEntry `json:"items"`
+	NextCursor string          `json:"next_cursor"`
+}
+
+// activity reads every entry of a tenant's log (newest first), following the cursor.
+func (e *env) activity(tenantID, token string, query url.Values) []activityEntry {
+	e.t.Helper()
+	var out []activityEntry
+	for {
+		p := must[activityPage](e, 200, "GET", "/tenants/"+tenantID+"/activity?"+query.Encode(), token, nil)
+		out = append(out, p.Items...)
+		if p.NextCursor == "" {
+			return out
+		}
+		query.Set("cursor", p.NextCursor)
+	}
+}
+
+// lastActivity is the newest entry of action in a tenant's log; it fails the test when there is none.
+func (e *env) lastActivity(tenantID, action string) activityEntry {
+	e.t.Helper()
+	got := e.activity(tenantID, adminToken, url.Values{"action": {action}})
+	if len(got) == 0 {
+		e.t.Fatalf("no %s entry in the activity log", action)
+	}
+	return got[0]
+}
+
+// TestActivityRecordsEachAPIChange makes each change the API offers and finds its entry: the action, the
+// object, the actor (the token by id and name, or the admin) and the request's correlation id.
+func TestActivityRecordsEachAPIChange(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, func(path string, _ int) int {
+		if strings.HasSuffix(path, "/dead") {
+			return 400 // permanent: dead at once
+		}
+		return 200
+	})
+	tid := e.newTenant("activity")
+	tok := must[struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}](e, 201, "POST", "/tenants/"+tid+"/tokens", adminToken, map[string]any{"name": "ci-bot",
+		"scopes": []string{"subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write", "portal:write"}})
+	base := "/tenants/" + tid
+
+	type step struct {
+		method, path string
+		body         any
+		status       int
+		action       string
+		objectType   string
+	}
+	sub := must[subscription](e, 201, "POST", base+"/subscriptions", tok.Token,
+		map[string]any{"url": rc.URL + "/ok"}, "X-Correlation-ID", "corr-create")
+	created := e.lastActivity(tid, "subscription.created")
+	if created.Object.Type != "subscription" || created.Object.ID != sub.ID || created.CorrelationID != "corr-create" ||
+		created.Actor.Kind != "token" || created.Actor.ID != tok.ID || created.Actor.Name != "ci-bot" {
+		t.Fatalf("created: %+v", created)
+	}
+	if created.Details["url"] != rc.URL+"/ok" {
+		t.Errorf("created details %v, want the url", created.Details)
+	}
+	dead := must[subscription](e, 201, "POST", base+"/subscriptions", adminToken, map[string]any{"url": rc.URL + "/dead"})
+	if a := e.lastActivity(tid, "subscription.created"); a.Object.ID != dead.ID || a.Actor.Kind != "admin" {
+		t.Fatalf("created by admin: %+v", a)
+	}
+
+	// A dead delivery for resend and discard.
+	p := e.publish(tid, "order.paid", map[string]any{})
+	var deadID string
+	for _, d := range p.Deliveries {
+		if d.SubscriptionID == dead.ID {
+			deadID = d.ID
+		}
+	}
+	e.waitState(tid, deadID, "failed")
+
+	subPath := base + "/subscriptions/" + sub.ID
+	for _, s := range []step{
+		{"PATCH", subPath, map[string]any{"description": "orders"}, 200, "subscription.changed", "subscription"},
+		{"POST", subPath + "/pause", nil, 200, "subscription.paused", "subscription"},
+		{"POST", subPath + "/resume", nil, 200, "subscription.resumed", "subscription"},
+		{"POST", subPath + "/rotate-secret", nil, 200, "secret.rotated", "subscription"},
+		{"POST", base + "/deliveries/" + deadID + "/retry", nil, 202, "delivery.resent", "delivery"},
+		{"POST", base + "/subscriptions/" + dead.ID + "/recover", map[string]any{"since": time.Now().Add(-time.Hour).Format(time.RFC3339)}, 201, "recover.started", "recover"},
+		{"POST", base + "/portal-links", map[string]any{"role": "view", "user": map[string]any{"id": "u-7", "email": "ann@example.com", "name": "Ann"}}, 201, "portal_link.created", "portal_link"},
+		{"DELETE", base + "/portal-sessions", nil, 204, "portal_sessions.ended", "tenant"},
+		{"DELETE", subPath, nil, 204, "subscription.deleted", "subscription"},
+	} {
+		corr := "corr-" + strings.ReplaceAll(s.action, ".", "-")
+		if s.action == "recover.started" {
+			// The resend above must have failed again before the recover can find it dead.
+			e.waitState(tid, deadID, "failed")
+		}
+		if r := e.call(s.method, s.path, tok.Token, s.body, "X-Correlation-ID", corr); r.status != s.status {
+			t.Fatalf("%s %s: want %d, got %s", s.method, s.path, s.status, r)
+		}
+		a := e.lastActivity(tid, s.action)
+		if a.CorrelationID != corr || a.Actor.Kind != "token" || a.Actor.Name != "ci-bot" || a.Object.Type != s.objectType || a.Object.ID == "" {
+			t.Errorf("%s: entry %+v, want correlation %s by token ci-bot on a %s", s.action, a, corr, s.objectType)
+		}
+	}
+	if a := e.lastActivity(tid, "subscription.changed"); a.Details["fields"] == nil || a.Object.ID != sub.ID {
+		t.Errorf("changed: %+v, want the fields named", a)
+	}
+	if a := e.lastActivity(tid, "portal_link.created"); !strings.Contains(a.Details["user"].(map[string]any)["name"].(string), "Ann") {
+		t.Errorf("portal link: %+v, want the person the link is for", a)
+	}
+	// Discard: the resent delivery died again.
+	e.waitState(tid, deadID, "failed")
+	must[any](e, 204, "DELETE", base+"/deliveries/"+deadID, tok.Token, nil)
+	if a := e.lastActivity(tid, "delivery.discarded"); a.Object.ID != deadID {
+		t.Errorf("discarded: %+v", a)
+	}
+
+	// Refused changes record nothing: pausing a deleted subscription, resending a discarded delivery.
+	before := len(e.activity(tid, adminToken, url.Values{}))
+	e.call("POST", subPath+"/pause", tok.Token, nil)
+	e.call("POST", base+"/deliveries/"+deadID+"/retry", tok.Token, nil)
+	if after := len(e.activity(tid, adminToken, url.Values{})); after != before {
+		t.Errorf("refused changes wrote %d entries", after-before)
+	}
+	// Reads record nothing either.
+	e.call("GET", base+"/subscriptions", tok.Token, nil)
+	if after := len(e.activity(tid, adminToken, url.Values{})); after != before {
+		t.Errorf("reads wrote %d entries", after-before)
+	}
+}
+
+// TestActivityList: newest first, keyset pages, the filters, scopes and tenants.
+func TestActivityList(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, nil)
+	tid, other := e.newTenant("activity-list"), e.newTenant("activity-other")
+	sub := e.newSubscription(tid, map[string]any{"url": rc.URL})
+	path := "/tenants/" + tid + "/subscriptions/" + sub.ID
+	for range 3 {
+		must[any](e, 200, "POST", path+"/pause", adminToken, nil)
+		must[any](e, 200, "POST", path+"/resume", adminToken, nil)
+	}
+	all := e.activity(tid, adminToken, url.Values{"limit": {"2"}}) // 7 entries over 4 pages
+	if len(all) != 7 {
+		t.Fatalf("%d entries, want 7 (created, 3 pauses, 3 resumes): %+v", len(all), all)
+	}
+	seen := map[string]bool{}
+	for i, a := range all {
+		if seen[a.ID] {
+			t.Fatalf("entry %s twice across pages", a.ID)
+		}
+		seen[a.ID] = true
+		if i > 0 && a.At.After(all[i-1].At) {
+			t.Fatalf("not newest first at %d: %v after %v", i, a.At, all[i-1].At)
+		}
+	}
+	if all[0].Action != "subscription.resumed" || all[6].Action != "subscription.created" {
+		t.Errorf("order: first %s, last %s", all[0].Action, all[6].Action)
+	}
+	if got := e.activity(tid, adminToken, url.Values{"action": {"subscription.paused"}}); len(got) != 3 {
+		t.Errorf("action filter: %d entries, want 3", len(got))
+	}
+	mid := all[3].At
+	newer := e.activity(tid, adminToken, url.Values{"since": {mid.Format(time.RFC3339Nano)}})
+	older := e.activity(tid, adminToken, url.Values{"until": {mid.Format(time.RFC3339Nano)}})
+	if len(newer)+len(older) != 7 || len(newer) < 4 {
+		t.Errorf("since %v: %d, until: %d; want them to split the 7 with the 4 newest at or after", mid, len(newer), len(older))
+	}
+
+	reader := e.newToken(tid, "subscriptions:read")
+	if got := e.activity(tid, reader, url.Values{}); len(got) != 7 {
+		t.Errorf("subscriptions:read token sees %d entries", len(got))
+	}
+	base := "/tenants/" + tid + "/activity"
+	wantError(t, "no scope", e.call("GET", base, e.newToken(tid, "deliveries:read"), nil), "FORBIDDEN")
+	wantError(t, "other tenant's token", e.call("GET", base, e.newToken(other, "subscriptions:read"), nil), "NOT_FOUND")
+	wantError(t, "no token", e.call("GET", base, "", nil), "UNAUTHENTICATED")
+	if got := e.activity(other, adminToken, url.Values{}); len(got) != 0 {
+		t.Errorf("the other tenant's log holds %d entries", len(got))
+	}
+	for _, q := range []string{"action=nope", "since=yesterday", "until=1", "limit=0", "limit=101", "cursor=zzz", "foo=bar"} {
+		wantError(t, q, e.call("GET", base+"?"+q, adminToken, nil), "INVALID_REQUEST")
+	}
+}

@@ -1,0 +1,228 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/web/templates"
+)
+
+// activityPageSize is how many entries a page of the activity log shows; recentActivity how many the
+// operator's tenant page does.
+const (
+	activityPageSize = 50
+	recentActivity   = 10
+)
+
+// actionLabels say each action in words.
+var actionLabels = map[string]string{
+	activity.SubscriptionCreated: "Subscription created",
+	activity.SubscriptionChanged: "Subscription changed",
+	activity.SubscriptionDeleted: "Subscription deleted",
+	activity.SubscriptionPaused:  "Subscription paused",
+	activity.SubscriptionResumed: "Subscription resumed",
+	activity.SecretRevealed:      "Signing secret revealed",
+	activity.SecretRotated:       "Signing secret rotated",
+	activity.DeliveryResent:      "Delivery resent",
+	activity.DeliveryRetriedNow:  "Delivery retried now",
+	activity.DeliveryDiscarded:   "Delivery discarded",
+	activity.RecoverStarted:      "Recover started",
+	activity.TestEventSent:       "Test event sent",
+	activity.ExampleEventSent:    "Example event sent",
+	activity.PortalLinkCreated:   "Portal link created",
+	activity.PortalSessionsEnded: "Portal sessions ended",
+}
+
+var actorKinds = map[string]string{
+	activity.ActorUser: "dashboard user", activity.ActorPortal: "portal user", activity.ActorToken: "API token",
+	activity.ActorAdmin: "operator",
+}
+
+// tenantActivity is /activity: the signed-in tenant's own log.
+func (h *Handler) tenantActivity(w http.ResponseWriter, r *http.Request) {
+	tenantID, ok := tenantOf(currentUser(r))
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
+	p := templates.ActivityPage{Layout: h.layout(r, "Activity", templates.Crumb{Label: "Activity"}), FormAction: "/activity"}
+	h.activityPage(w, r, tenantID, p)
+}
+
+// adminTenantActivity is /admin/tenants/{id}/activity: any tenant's log, for operators.
+func (h *Handler) adminTenantActivity(w http.ResponseWriter, r *http.Request) {
+	if !h.adminOnly(w, r) {
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t, err := h.tenants.GetTenant(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	base := "/admin/tenants/" + t.ID.String()
+	p := templates.ActivityPage{
+		Layout: h.adminLayout(r, templates.NavOverview, "Activity of "+t.Name,
+			templates.Crumb{Label: t.Name, Href: base}, templates.Crumb{Label: "Activity"}),
+		Scope: "Activity of " + t.Name + ": every change made through its dashboard, portal sessions and the API.", FormAction: base + "/activity",
+	}
+	h.activityPage(w, r, t.ID, p)
+}
+
+// activityPage fills p with one page of tenantID's log as the query filters it, and renders it.
+func (h *Handler) activityPage(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, p templates.ActivityPage) {
+	q := r.URL.Query()
+	p.Action, p.Since, p.Until = q.Get("action"), q.Get("since"), q.Get("until")
+	for _, a := range activity.Actions {
+		p.Actions = append(p.Actions, [2]string{a, actionLabels[a]})
+	}
+	f := activity.Filter{Action: p.Action, Limit: activityPageSize, Cursor: q.Get("cursor")}
+	var err error
+	if f.Since, err = parseFormTime("From", p.Since); err == nil {
+		f.Until, err = parseFormTime("Until", p.Until)
+	}
+	if err == nil && f.Action != "" && !activity.ValidAction(f.Action) {
+		err = fault.Invalid("there is no action %q", f.Action)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	page, err := h.activity.List(r.Context(), tenantID, f)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, e := range page.Items {
+		p.Rows = append(p.Rows, h.activityRow(e))
+	}
+	filter := url.Values{}
+	for k, v := range map[string]string{"action": p.Action, "since": p.Since, "until": p.Until} {
+		if v != "" {
+			filter.Set(k, v)
+		}
+	}
+	p.Filtered, p.ClearHref = len(filter) > 0, p.FormAction
+	here := p.FormAction
+	if len(filter) > 0 {
+		here += "?" + filter.Encode()
+	}
+	if page.NextCursor != "" {
+		filter.Set("cursor", page.NextCursor)
+		p.NextHref = p.FormAction + "?" + filter.Encode()
+	}
+	if f.Cursor != "" {
+		p.FirstHref = here
+	}
+	h.render(w, r, http.StatusOK, templates.Activity(p))
+}
+
+// recentTenantActivity is the newest entries of a tenant's log for the operator's tenant page.
+func (h *Handler) recentTenantActivity(r *http.Request, tenantID uuid.UUID) (templates.TenantActivity, error) {
+	out := templates.TenantActivity{Href: "/admin/tenants/" + tenantID.String() + "/activity"}
+	page, err := h.activity.List(r.Context(), tenantID, activity.Filter{Limit: recentActivity})
+	if err != nil {
+		return out, err
+	}
+	for _, e := range page.Items {
+		out.Rows = append(out.Rows, h.activityRow(e))
+	}
+	return out, nil
+}
+
+// activityRow is an entry as a page shows it: in words, with a link to what it changed where that has a page.
+func (h *Handler) activityRow(e activity.Entry) templates.ActivityRow {
+	row := templates.ActivityRow{
+		At: h.timeView(e.At), Action: e.Action, Label: actionLabels[e.Action], Who: e.Actor.Label(),
+		WhoKind: actorKinds[e.Actor.Kind], Correlation: e.CorrelationID, Details: activityDetails(e),
+	}
+	if row.Label == "" {
+		row.Label = e.Action
+	}
+	short := e.Object.ID
+	if len(short) > 8 {
+		short = short[len(short)-8:]
+	}
+	switch e.Object.Type {
+	case "subscription":
+		row.Object = "subscription …" + short
+		if e.Action != activity.SubscriptionDeleted {
+			row.ObjectHref = "/subscriptions/" + e.Object.ID
+		}
+	case "delivery":
+		row.Object, row.ObjectHref = "delivery …"+short, "/deliveries/"+e.Object.ID
+	case "recover":
+		row.Object, row.ObjectHref = "recover …"+short, "/recovers/"+e.Object.ID
+	case "portal_link":
+		row.Object = "portal link …" + short
+	case "tenant":
+		row.Object = "every portal session"
+	default:
+		row.Object = e.Object.Type + " " + e.Object.ID
+	}
+	return row
+}
+
+// activityDetails says an entry's details in words; never a secret (none are recorded).
+func activityDetails(e activity.Entry) string {
+	d := e.Details
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	num := func(k string) int64 { n, _ := d[k].(float64); return int64(n) }
+	switch e.Action {
+	case activity.SubscriptionCreated:
+		return str("url")
+	case activity.SubscriptionChanged:
+		var names []string
+		if fs, ok := d["fields"].([]any); ok {
+			for _, f := range fs {
+				if s, ok := f.(string); ok {
+					names = append(names, strings.ReplaceAll(s, "_", " "))
+				}
+			}
+		}
+		if len(names) == 0 {
+			return ""
+		}
+		return "changed: " + strings.Join(names, ", ")
+	case activity.SubscriptionDeleted:
+		if n := num("dead_lettered"); n > 0 {
+			return fmt.Sprintf("%s waiting dead-lettered", plural(n, "delivery", "deliveries"))
+		}
+		return "nothing was waiting"
+	case activity.RecoverStarted:
+		return fmt.Sprintf("%s matched", plural(num("matched"), "dead delivery", "dead deliveries"))
+	case activity.TestEventSent, activity.ExampleEventSent:
+		return str("event_type")
+	case activity.PortalLinkCreated:
+		who := ""
+		if u, ok := d["user"].(map[string]any); ok {
+			for _, k := range []string{"name", "email", "id"} {
+				if s, _ := u[k].(string); s != "" {
+					who = " for " + s
+					break
+				}
+			}
+		}
+		return str("role") + " link" + who
+	case activity.PortalSessionsEnded:
+		return plural(num("ended"), "session or unused link", "sessions or unused links") + " ended"
+	}
+	return ""
+}
+
+// plural writes n and the noun that fits it.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
