@@ -691,22 +691,34 @@ type Secret struct {
 }
 
 // Secrets returns the signing secrets of one of the tenant's subscriptions that are valid now, newest
-// first: the one to verify with, then any rotated out less than SecretOverlap ago.
+// first: the one to verify with, then any rotated out less than SecretOverlap ago. Reading them is
+// recorded (secret.revealed) with the read, in one transaction: whoever sees a secret may sign as us.
 func (s *Service) Secrets(ctx context.Context, tenantID, id uuid.UUID) ([]Secret, error) {
-	if _, err := s.Get(ctx, tenantID, id); err != nil {
-		return nil, err
+	var out []Secret
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
+			return err
+		}
+		rows, err := q.ValidSubscriptionSecrets(ctx, db.ValidSubscriptionSecretsParams{SubscriptionID: id, TenantID: tenantID, Now: s.now()})
+		if err != nil {
+			return err
+		}
+		out = make([]Secret, 0, len(rows))
+		for _, r := range rows {
+			plain, err := s.box.Open(r.Secret)
+			if err != nil {
+				return fmt.Errorf("open signing secret of subscription %s: %w", id, err)
+			}
+			out = append(out, Secret{Secret: plain, ExpiresAt: r.ExpiresAt})
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRevealed, object(id), nil)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fault.Missing("subscription")
 	}
-	rows, err := s.q.ValidSubscriptionSecrets(ctx, db.ValidSubscriptionSecretsParams{SubscriptionID: id, TenantID: tenantID, Now: s.now()})
 	if err != nil {
 		return nil, fmt.Errorf("subscription secrets: %w", err)
-	}
-	out := make([]Secret, 0, len(rows))
-	for _, r := range rows {
-		plain, err := s.box.Open(r.Secret)
-		if err != nil {
-			return nil, fmt.Errorf("open signing secret of subscription %s: %w", id, err)
-		}
-		out = append(out, Secret{Secret: plain, ExpiresAt: r.ExpiresAt})
 	}
 	return out, nil
 }

@@ -385,37 +385,37 @@ func (h *Handler) showSecrets(w http.ResponseWriter, r *http.Request, rotate boo
 		h.fail(w, r, err)
 		return
 	}
-	var fresh string
-	if rotate {
-		if fresh, err = h.subs.RotateSecret(r.Context(), tenantID, s.ID); err != nil {
-			h.fail(w, r, err)
-			return
-		}
-	}
-	secrets, err := h.subs.Secrets(r.Context(), tenantID, s.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	base := "/subscriptions/" + s.ID.String()
 	p := templates.SecretPage{
 		Layout: h.tenantLayout(r, tenantID, "Signing secret", append(h.tenantCrumbs(r, tenantID),
 			templates.Crumb{Label: subName(s), Href: base}, templates.Crumb{Label: "Signing secret"})...),
 		Name: subName(s), Back: base, RotateAction: base + "/rotate-secret", Rotated: rotate,
 	}
+	if rotate {
+		// Only the new secret is shown (the old ones are a Reveal away). The old ones sign until at least
+		// the rotation's moment plus the overlap: the moment is taken before the service's own, so the
+		// page never promises a second more than they have.
+		until := h.now().Add(subscriptions.SecretOverlap)
+		fresh, err := h.subs.RotateSecret(r.Context(), tenantID, s.ID)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Secrets, p.OldUntil = []templates.SecretRow{{Secret: fresh}}, h.timeView(until)
+		h.render(w, r, http.StatusOK, templates.SigningSecret(p))
+		return
+	}
+	secrets, err := h.subs.Secrets(r.Context(), tenantID, s.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	for _, sec := range secrets {
 		row := templates.SecretRow{Secret: sec.Secret}
 		if sec.ExpiresAt != nil {
 			row.Until = h.timeView(*sec.ExpiresAt)
-			if rotate && p.OldUntil.IsZero() {
-				p.OldUntil = row.Until
-			}
 		}
 		p.Secrets = append(p.Secrets, row)
-	}
-	if rotate && (len(p.Secrets) == 0 || p.Secrets[0].Secret != fresh) {
-		// Another rotation came between this one and the read: show what this one made, all the same.
-		p.Secrets = append([]templates.SecretRow{{Secret: fresh}}, p.Secrets...)
 	}
 	h.render(w, r, http.StatusOK, templates.SigningSecret(p))
 }

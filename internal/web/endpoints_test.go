@@ -484,7 +484,8 @@ func secretsShown(p *page) []string {
 }
 
 // TestRevealAndRotateSecret: Reveal (a POST) answers the valid secrets in its own page, never by a
-// redirect; Rotate shows the new secret and says until when the old one signs; there is no GET of either.
+// redirect; Rotate shows the new secret alone and says until when the old one signs; there is no GET of
+// either; the reveal and the rotation are in the activity log.
 func TestRevealAndRotateSecret(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
@@ -520,8 +521,21 @@ func TestRevealAndRotateSecret(t *testing.T) {
 	if len(now) != 2 || now[1].Secret != first[0].Secret {
 		t.Fatalf("after rotation the service has %+v", now)
 	}
-	if got := secretsShown(p); !slices.Equal(got, []string{now[0].Secret, first[0].Secret}) {
-		t.Errorf("rotate shows %v, want the new then the old secret", got)
+	if got := secretsShown(p); !slices.Equal(got, []string{now[0].Secret}) {
+		t.Errorf("rotate shows %v, want only the new secret", got)
+	}
+	// The activity log has the one reveal and the rotation, by this user (the service's own reads above
+	// had no actor, so they record nothing).
+	for action, want := range map[string]int{"secret.revealed": 1, "secret.rotated": 1} {
+		var n int
+		var who string
+		if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(actor_email), '') FROM activity WHERE tenant_id = $1 AND action = $2`,
+			tn.ID, action).Scan(&n, &who); err != nil {
+			t.Fatal(err)
+		}
+		if n != want || who != tn.Email {
+			t.Errorf("activity %s: %d entries by %q, want %d by %s", action, n, who, want, tn.Email)
+		}
 	}
 	one(t, p.Doc, "rotated")
 	until := text(one(t, p.Doc, "old-until-at"))

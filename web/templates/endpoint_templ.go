@@ -1096,7 +1096,7 @@ func SigningSecret(p SecretPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if len(p.Secrets) > 1 {
+				if !p.OldUntil.IsZero() {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<p data-testid=\"old-until\">The previous secret keeps signing too, until <strong data-testid=\"old-until-at\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -72,8 +72,8 @@ type SecretPage struct {
 	// RotateAction posts a rotation (hidden for a view-only session).
 	RotateAction string
 	Secrets      []SecretRow
-	// Rotated is true after a rotation: Secrets[0] is the new secret, shown this once, and OldUntil is
-	// when the ones before it stop signing.
+	// Rotated is true after a rotation: Secrets holds only the new secret, shown this once, and OldUntil
+	// is when the one before it stops signing.
 	Rotated  bool
 	OldUntil Time
 }
