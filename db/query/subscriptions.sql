@@ -204,3 +204,25 @@ WHERE s.id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND s.tenant_id = sqlc.a
 -- Whether the id names one of the tenant's subscriptions, deleted ones included (their deliveries stay
 -- listed): a list filtered by anything else says so instead of listing nothing.
 SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id)::bool;
+
+-- name: LockTenantSubscriptions :one
+-- Taken before a subscription is created, so that two creates of one tenant at its limit run one after
+-- the other: the second counts the first's row (CountTenantSubscriptions, a statement of its own so that
+-- it sees what committed while this one waited). NO KEY UPDATE: the subscriptions' own foreign-key locks
+-- (KEY SHARE) on the tenant row do not wait for it.
+SELECT id FROM tenants WHERE id = @tenant_id FOR NO KEY UPDATE;
+
+-- name: CountTenantSubscriptions :one
+SELECT count(*)::int FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL;
+
+-- name: GetSubscriptionHeadersForUpdate :one
+-- The stored custom headers (values sealed), locked for an update that keeps some of their values.
+SELECT headers FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL FOR NO KEY UPDATE;
+
+-- name: ValidSubscriptionSecrets :many
+-- The signing secrets a subscription signs with now (as the claim picks them), newest first.
+SELECT ss.secret, ss.expires_at FROM subscription_secrets ss
+JOIN subscriptions s ON s.id = ss.subscription_id
+WHERE ss.subscription_id = @subscription_id AND s.tenant_id = @tenant_id AND s.deleted_at IS NULL
+  AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
+ORDER BY ss.created_at DESC, ss.id DESC;

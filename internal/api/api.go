@@ -78,6 +78,8 @@ func (a *API) Routes() http.Handler {
 			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/pause", a.pauseSubscription)
 			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/resume", a.resumeSubscription)
 			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/rotate-secret", a.rotateSecret)
+			// subscriptions:write, not read: whoever may read a secret may sign as Hookline to the endpoint.
+			r.With(need(tenants.ScopeSubscriptionsWrite)).Get("/secret", a.subscriptionSecrets)
 			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
 			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
 		})

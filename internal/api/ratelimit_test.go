@@ -130,7 +130,7 @@ func TestAPIRateLimitHoldsRequestsForTheirTurn(t *testing.T) {
 		t.Errorf("six requests took %v: they were not held for their turns", took)
 	}
 
-	slow := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 1, 500 * time.Millisecond })
+	slow := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 1, 500*time.Millisecond })
 	b := slow.newTenant("refused")
 	tk := slow.newToken(b, "subscriptions:read")
 	if r := slow.call("GET", "/tenants/"+b+"/subscriptions", tk, nil); r.status != 200 {

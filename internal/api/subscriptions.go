@@ -157,6 +157,22 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		"previous_secrets_expire_in_seconds": int(subscriptions.SecretOverlap.Seconds())})
 }
 
+// subscriptionSecrets answers the signing secrets valid now, newest first: {"secrets": [{"secret",
+// "expires_at"}]}.
+func (a *API) subscriptionSecrets(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	secrets, err := a.Subscriptions.Secrets(r.Context(), tenantID(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"secrets": secrets})
+}
+
 func (a *API) subscriptionHealth(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "subscriptionID", "subscription")
 	if err != nil {

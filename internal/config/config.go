@@ -35,6 +35,7 @@ type Config struct {
 	AllowPrivateNetworks  bool          // HOOKLINE_ALLOW_PRIVATE_NETWORKS
 	ResendPerMinute       int           // HOOKLINE_RESEND_PER_MINUTE
 	MaxManualRetries      int           // HOOKLINE_MAX_MANUAL_RETRIES
+	MaxSubscriptions      int           // HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: subscriptions one tenant may have
 	RetentionDelivered    time.Duration // HOOKLINE_RETENTION_DELIVERED
 	RetentionDead         time.Duration // HOOKLINE_RETENTION_DEAD
 	RetentionActivity     time.Duration // HOOKLINE_RETENTION_ACTIVITY: activity log entries are deleted after this (0: kept)
@@ -148,6 +149,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_ALLOW_PRIVATE_NETWORKS", "deliver to loopback/private/link-local addresses", "false", boolean(&c.AllowPrivateNetworks)},
 		{"HOOKLINE_RESEND_PER_MINUTE", "manual resends per subscription per minute", "100", num(&c.ResendPerMinute, 1)},
 		{"HOOKLINE_MAX_MANUAL_RETRIES", "manual retries of one delivery by a tenant", "3", num(&c.MaxManualRetries, 0)},
+		{"HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT", "subscriptions one tenant may have (API and dashboard)", "100", num(&c.MaxSubscriptions, 1)},
 		{"HOOKLINE_RETENTION_DELIVERED", "delivered deliveries are deleted after this", "720h", dur(&c.RetentionDelivered)},
 		{"HOOKLINE_RETENTION_DEAD", "dead deliveries are deleted after this", "2160h", dur(&c.RetentionDead)},
 		{"HOOKLINE_RETENTION_ACTIVITY", "activity log entries are deleted after this (0: keep them)", "8760h", dur(&c.RetentionActivity)},

@@ -184,6 +184,17 @@ func (q *Queries) AttemptStatsBySubscription(ctx context.Context, arg AttemptSta
 	return items, nil
 }
 
+const countTenantSubscriptions = `-- name: CountTenantSubscriptions :one
+SELECT count(*)::int FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL
+`
+
+func (q *Queries) CountTenantSubscriptions(ctx context.Context, tenantID uuid.UUID) (int32, error) {
+	row := q.db.QueryRow(ctx, countTenantSubscriptions, tenantID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -498,6 +509,23 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 	return i, err
 }
 
+const getSubscriptionHeadersForUpdate = `-- name: GetSubscriptionHeadersForUpdate :one
+SELECT headers FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+`
+
+type GetSubscriptionHeadersForUpdateParams struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+}
+
+// The stored custom headers (values sealed), locked for an update that keeps some of their values.
+func (q *Queries) GetSubscriptionHeadersForUpdate(ctx context.Context, arg GetSubscriptionHeadersForUpdateParams) ([]byte, error) {
+	row := q.db.QueryRow(ctx, getSubscriptionHeadersForUpdate, arg.ID, arg.TenantID)
+	var headers []byte
+	err := row.Scan(&headers)
+	return headers, err
+}
+
 const listSubscriptions = `-- name: ListSubscriptions :many
 SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
@@ -547,6 +575,21 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTenantSubscriptions = `-- name: LockTenantSubscriptions :one
+SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE
+`
+
+// Taken before a subscription is created, so that two creates of one tenant at its limit run one after
+// the other: the second counts the first's row (CountTenantSubscriptions, a statement of its own so that
+// it sees what committed while this one waited). NO KEY UPDATE: the subscriptions' own foreign-key locks
+// (KEY SHARE) on the tenant row do not wait for it.
+func (q *Queries) LockTenantSubscriptions(ctx context.Context, tenantID uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockTenantSubscriptions, tenantID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
 }
 
 const resendWait = `-- name: ResendWait :one
@@ -760,4 +803,44 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.DisabledNotifiedAt,
 	)
 	return i, err
+}
+
+const validSubscriptionSecrets = `-- name: ValidSubscriptionSecrets :many
+SELECT ss.secret, ss.expires_at FROM subscription_secrets ss
+JOIN subscriptions s ON s.id = ss.subscription_id
+WHERE ss.subscription_id = $1 AND s.tenant_id = $2 AND s.deleted_at IS NULL
+  AND (ss.expires_at IS NULL OR ss.expires_at > $3::timestamptz)
+ORDER BY ss.created_at DESC, ss.id DESC
+`
+
+type ValidSubscriptionSecretsParams struct {
+	SubscriptionID uuid.UUID
+	TenantID       uuid.UUID
+	Now            time.Time
+}
+
+type ValidSubscriptionSecretsRow struct {
+	Secret    string
+	ExpiresAt *time.Time
+}
+
+// The signing secrets a subscription signs with now (as the claim picks them), newest first.
+func (q *Queries) ValidSubscriptionSecrets(ctx context.Context, arg ValidSubscriptionSecretsParams) ([]ValidSubscriptionSecretsRow, error) {
+	rows, err := q.db.Query(ctx, validSubscriptionSecrets, arg.SubscriptionID, arg.TenantID, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ValidSubscriptionSecretsRow{}
+	for rows.Next() {
+		var i ValidSubscriptionSecretsRow
+		if err := rows.Scan(&i.Secret, &i.ExpiresAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

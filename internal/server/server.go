@@ -170,6 +170,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Portal.Now = o.Now
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
 	s.Subscriptions.AllowAddrs(o.AllowAddrs...)
+	s.Subscriptions.LimitPerTenant(cfg.MaxSubscriptions)
 	s.Subscriptions.UseKeys(box)
 	if err := sealAtRest(ctx, pool, box, log); err != nil {
 		pool.Close()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -105,6 +106,9 @@ type Input struct {
 	RateLimitPerSecond *int `json:"rate_limit_per_second"`
 	// ClearRateLimit is set when the request sent rate_limit_per_second: null.
 	ClearRateLimit bool `json:"-"`
+	// KeepHeaderValues (the dashboard's form, which never shows stored values back) makes an empty value
+	// of a header already stored keep its stored value on Update; without it an empty value is stored.
+	KeepHeaderValues bool `json:"-"`
 }
 
 // Service manages subscriptions.
@@ -116,6 +120,8 @@ type Service struct {
 	allowHosts   map[string]bool
 	// box seals signing secrets and custom header values before they are stored (nil: plaintext).
 	box *secretbox.Box
+	// maxPerTenant bounds a tenant's subscriptions (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); 0: no bound.
+	maxPerTenant int
 
 	// OnDeadLettered, when set, is told how many queued deliveries a deleted subscription dead-lettered,
 	// so they are counted in webhook_deliveries_failed_total like every other entry into the queue.
@@ -139,6 +145,13 @@ func (s *Service) AllowAddrs(addrs ...string) {
 	}
 }
 
+// LimitPerTenant bounds how many subscriptions (not deleted) a tenant may have: Create refuses one more
+// (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT). 0 is no bound.
+func (s *Service) LimitPerTenant(n int) { s.maxPerTenant = n }
+
+// MaxPerTenant is the bound LimitPerTenant set (0: none).
+func (s *Service) MaxPerTenant() int { return s.maxPerTenant }
+
 // NewService returns a Service. allowPrivate mirrors HOOKLINE_ALLOW_PRIVATE_NETWORKS: without it, URLs
 // naming an internal address are refused up front (the sender checks resolved addresses again).
 func NewService(pool *pgxpool.Pool, now func() time.Time, allowPrivate bool) *Service {
@@ -155,6 +168,36 @@ const (
 	maxRatePerSec  = 10000
 )
 
+// MaxRatePerSecond is the highest rate limit a subscription may have (the lowest is 1; none is no limit).
+const MaxRatePerSecond = maxRatePerSec
+
+// MaxHeaders is how many custom headers a subscription may have.
+const MaxHeaders = maxHeaders
+
+// FieldError is a refused field: Field is its name in the API's body and the dashboard's form ("url",
+// "description", "event_types", "headers", "rate_limit_per_second"), Message says what is wrong in words
+// for the person who typed it, and the wrapped fault is what the API answers (its code and message), so
+// fault.As finds it as for any other refusal. The one validation serves both.
+type FieldError struct {
+	Field   string
+	Message string
+	// Header names the custom header at fault, for Field "headers" ("" when it is about all of them).
+	Header string
+	Err    *fault.Error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fieldError refuses field with the API's fault and a message for people (the fault's own when empty).
+func fieldError(field, message string, err *fault.Error) *FieldError {
+	if message == "" {
+		message = err.Message
+	}
+	return &FieldError{Field: field, Message: message, Err: err}
+}
+
 // reservedHeaders are set by Hookline and may not be overridden by custom headers.
 var reservedHeaders = map[string]bool{
 	"content-type": true, "content-length": true, "user-agent": true, "host": true, "connection": true,
@@ -168,53 +211,62 @@ const allowPrivateHint = "; the server's operator can allow loopback and private
 	"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true, for development only (it turns off the SSRF guard)"
 
 // ValidateURL checks an endpoint URL: absolute http(s), a host, no user info, and, unless private networks
-// are allowed, not a literal internal address or localhost.
+// are allowed, not a literal internal address or localhost. Its refusals are FieldErrors of "url".
 func (s *Service) ValidateURL(raw string) error {
 	if raw == "" {
-		return fault.Invalid("url is required")
+		return fieldError("url", "Enter the URL of your endpoint.", fault.Invalid("url is required"))
 	}
 	if len(raw) > maxURL {
-		return fault.Invalid("url is longer than %d characters", maxURL)
+		return fieldError("url", fmt.Sprintf("This URL is longer than %d characters.", maxURL), fault.Invalid("url is longer than %d characters", maxURL))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return fault.Invalid("url must be an absolute http:// or https:// URL")
+		return fieldError("url", "Enter a full web address starting with https:// (or http://), such as https://example.com/webhooks.",
+			fault.Invalid("url must be an absolute http:// or https:// URL"))
 	}
 	if u.User != nil {
-		return fault.Invalid("url must not contain user info; use custom headers for credentials")
+		return fieldError("url", "Leave the user name and password out of the URL; send credentials in a custom header instead.",
+			fault.Invalid("url must not contain user info; use custom headers for credentials"))
 	}
 	if u.Fragment != "" {
-		return fault.Invalid("url must not contain a fragment")
+		return fieldError("url", "Leave out the part from # on: browsers keep it to themselves, so it never reaches a server.", fault.Invalid("url must not contain a fragment"))
 	}
 	if !s.allowPrivate && !s.allowHosts[u.Host] {
 		host := strings.ToLower(u.Hostname())
+		// The guard's refusal told as customers see it: webhooks leave from our servers, across the
+		// internet, so an address only reachable inside a private network never gets them.
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return fault.Invalid("url points to localhost, which is not allowed%s", allowPrivateHint)
+			return fieldError("url", msgPrivateAddress, fault.Invalid("url points to localhost, which is not allowed%s", allowPrivateHint))
 		}
 		if ip, err := netip.ParseAddr(host); err == nil && !delivery.PublicAddr(ip) {
-			return fault.Invalid("url points to an internal address (%s), which is not allowed%s", ip, allowPrivateHint)
+			return fieldError("url", msgPrivateAddress, fault.Invalid("url points to an internal address (%s), which is not allowed%s", ip, allowPrivateHint))
 		}
 	}
 	return nil
 }
 
+// msgPrivateAddress is the SSRF guard's refusal in a customer's words.
+const msgPrivateAddress = "This address is on a private network or this computer (such as localhost, 10.x, 192.168.x or 127.0.0.1), " +
+	"which webhooks cannot reach: they are sent over the public internet. Use your endpoint's public address."
+
 func (s *Service) validateEventTypes(types []string) error {
 	if len(types) > maxEventTypes {
-		return fault.Invalid("at most %d event types", maxEventTypes)
+		return fieldError("event_types", fmt.Sprintf("Choose at most %d event types, or none for all events.", maxEventTypes),
+			fault.Invalid("at most %d event types", maxEventTypes))
 	}
 	for _, t := range types {
 		if t == "*" || t == ".*" {
-			return fault.Invalid("event type %q is not valid: an empty list of event types means every type", t)
+			return fieldError("event_types", "", fault.Invalid("event type %q is not valid: an empty list of event types means every type", t))
 		}
 		if prefix, ok := strings.CutSuffix(t, ".*"); ok {
 			// A pattern: the fan-out matches it against each prefix of a type that ends at a dot.
 			if !delivery.ValidEventType(prefix) || strings.HasSuffix(prefix, ".") {
-				return fault.Invalid("event type pattern %q is not valid: a type prefix (letters, digits or . _ - : /) followed by .*", t)
+				return fieldError("event_types", "", fault.Invalid("event type pattern %q is not valid: a type prefix (letters, digits or . _ - : /) followed by .*", t))
 			}
 			continue
 		}
 		if !delivery.ValidEventType(t) {
-			return fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t)
+			return fieldError("event_types", "", fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t))
 		}
 	}
 	if s.KnownEventType != nil {
@@ -223,9 +275,11 @@ func (s *Service) validateEventTypes(types []string) error {
 				continue
 			}
 			if strings.HasSuffix(t, ".*") {
-				return fault.Invalid("event type pattern %q covers no type of the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t)
+				return fieldError("event_types", fmt.Sprintf("%q matches none of the documented event types.", t),
+					fault.Invalid("event type pattern %q covers no type of the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t))
 			}
-			return fault.Invalid("event type %q is not in the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t)
+			return fieldError("event_types", fmt.Sprintf("%q is not one of the documented event types.", t),
+				fault.Invalid("event type %q is not in the event catalogue, and this server accepts only registered types (HOOKLINE_EVENT_TYPES=registered)", t))
 		}
 	}
 	return nil
@@ -233,20 +287,36 @@ func (s *Service) validateEventTypes(types []string) error {
 
 func validateHeaders(h map[string]string) error {
 	if len(h) > maxHeaders {
-		return fault.Invalid("at most %d custom headers", maxHeaders)
+		return fieldError("headers", fmt.Sprintf("Add at most %d custom headers.", maxHeaders), fault.Invalid("at most %d custom headers", maxHeaders))
 	}
-	for k, v := range h {
-		lk := strings.ToLower(k)
-		if k == "" || strings.ContainsAny(k, " \t\r\n:") || !validToken(k) {
-			return fault.Invalid("custom header name %q is not a valid HTTP header name", k)
-		}
-		if reservedHeaders[lk] || strings.HasPrefix(lk, "webhook-") {
-			return fault.Invalid("custom header %q is set by Hookline and cannot be overridden", k)
-		}
+	// In name order, so the same headers are refused for the same one whatever the map's order.
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v, lk := h[k], strings.ToLower(k)
+		var fe *FieldError
+		switch {
+		case k == "" || strings.ContainsAny(k, " \t\r\n:") || !validToken(k):
+			fe = fieldError("headers", fmt.Sprintf("%q is not a valid HTTP header name: use letters, digits and - (such as X-Api-Key).", k),
+				fault.Invalid("custom header name %q is not a valid HTTP header name", k))
+		case reservedHeaders[lk] || strings.HasPrefix(lk, "webhook-"):
+			fe = fieldError("headers", fmt.Sprintf("%s is set on every delivery by the webhook service itself, so it cannot be replaced. Choose another name.", k),
+				fault.Invalid("custom header %q is set by Hookline and cannot be overridden", k))
 		// A value Go's HTTP client refuses to send (control characters) would fail every attempt until the
 		// delivery expired: refused now instead.
-		if len(v) > maxHeaderValue || !utf8.ValidString(v) || !httpguts.ValidHeaderFieldValue(v) {
-			return fault.Invalid("custom header %q has an invalid value: control characters and invalid UTF-8 are not allowed", k)
+		case len(v) > maxHeaderValue:
+			fe = fieldError("headers", fmt.Sprintf("The value of %s is longer than %d characters.", k, maxHeaderValue),
+				fault.Invalid("custom header %q has an invalid value: control characters and invalid UTF-8 are not allowed", k))
+		case !utf8.ValidString(v) || !httpguts.ValidHeaderFieldValue(v):
+			fe = fieldError("headers", fmt.Sprintf("The value of %s holds control characters (such as a line break), which a header cannot carry.", k),
+				fault.Invalid("custom header %q has an invalid value: control characters and invalid UTF-8 are not allowed", k))
+		}
+		if fe != nil {
+			fe.Header = k
+			return fe
 		}
 	}
 	return nil
@@ -269,7 +339,7 @@ func canonicalHeaders(h map[string]string) map[string]string {
 	return out
 }
 
-// validate checks every field given.
+// validate checks every field given; a refusal is a *FieldError naming the field.
 func (s *Service) validate(in Input) error {
 	if in.URL != nil {
 		if err := s.ValidateURL(*in.URL); err != nil {
@@ -282,10 +352,11 @@ func (s *Service) validate(in Input) error {
 		}
 	}
 	if in.Description != nil && len(*in.Description) > maxDescription {
-		return fault.Invalid("description is longer than %d characters", maxDescription)
+		return fieldError("description", fmt.Sprintf("The description is longer than %d characters.", maxDescription),
+			fault.Invalid("description is longer than %d characters", maxDescription))
 	}
 	if in.Description != nil && (!utf8.ValidString(*in.Description) || strings.ContainsRune(*in.Description, 0)) {
-		return fault.Invalid("description must be UTF-8 text without NUL characters")
+		return fieldError("description", "", fault.Invalid("description must be UTF-8 text without NUL characters"))
 	}
 	if in.Headers != nil {
 		if err := validateHeaders(*in.Headers); err != nil {
@@ -293,7 +364,8 @@ func (s *Service) validate(in Input) error {
 		}
 	}
 	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 0 || *in.RateLimitPerSecond > maxRatePerSec) {
-		return fault.Invalid("rate_limit_per_second must be between 1 and %d (0 or null for none)", maxRatePerSec)
+		return fieldError("rate_limit_per_second", fmt.Sprintf("Enter a whole number from 1 to %d, or leave it empty for no limit.", maxRatePerSec),
+			fault.Invalid("rate_limit_per_second must be between 1 and %d (0 or null for none)", maxRatePerSec))
 	}
 	return nil
 }
@@ -301,7 +373,7 @@ func (s *Service) validate(in Input) error {
 // Create adds a subscription and returns it with its first signing secret, shown only here.
 func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Subscription, string, error) {
 	if in.URL == nil {
-		return Subscription{}, "", fault.Invalid("url is required")
+		return Subscription{}, "", fieldError("url", "Enter the URL of your endpoint.", fault.Invalid("url is required"))
 	}
 	if err := s.validate(in); err != nil {
 		return Subscription{}, "", err
@@ -331,6 +403,20 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 	var row db.Subscription
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
+		if s.maxPerTenant > 0 {
+			// The tenant's row is locked first, so concurrent creates count one after the other: two at
+			// the limit cannot both see room for one more.
+			if _, err := q.LockTenantSubscriptions(ctx, tenantID); err != nil {
+				return err
+			}
+			n, err := q.CountTenantSubscriptions(ctx, tenantID)
+			if err != nil {
+				return err
+			}
+			if int(n) >= s.maxPerTenant {
+				return ErrTooMany(s.maxPerTenant)
+			}
+		}
 		var err error
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
@@ -341,10 +427,21 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionCreated, object(row.ID),
 			map[string]any{"url": httpx.RedactURL(row.URL)})
 	})
+	if fe := fault.As(err); fe != nil {
+		return Subscription{}, "", err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Subscription{}, "", fault.Missing("tenant")
+	}
 	if err != nil {
 		return Subscription{}, "", fmt.Errorf("create subscription: %w", err)
 	}
 	return fromRow(row), secret, nil
+}
+
+// ErrTooMany is Create's refusal of a tenant's subscription beyond the limit.
+func ErrTooMany(limit int) *fault.Error {
+	return fault.Invalid("this account already has %d subscriptions, the most allowed (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); delete one before adding another", limit)
 }
 
 func dedupe(in []string) []string {
@@ -389,6 +486,9 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 	if err := s.validate(in); err != nil {
 		return Subscription{}, err
 	}
+	if in.Headers != nil && in.KeepHeaderValues {
+		return s.updateKeepingHeaders(ctx, tenantID, id, in)
+	}
 	var headers []byte
 	if in.Headers != nil {
 		var err error
@@ -396,6 +496,66 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 			return Subscription{}, err
 		}
 	}
+	// In a transaction: the change and its activity entry are written together.
+	var out Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.update(ctx, s.q.WithTx(tx), tenantID, id, in, headers)
+		return err
+	})
+	return out, err
+}
+
+// updateKeepingHeaders is Update for a form that never shows stored header values: a header given with an
+// empty value keeps the value stored under its name. The row is locked from reading the stored values to
+// writing the new ones, so a concurrent change of the headers is not undone.
+func (s *Service) updateKeepingHeaders(ctx context.Context, tenantID, id uuid.UUID, in Input) (Subscription, error) {
+	var out Subscription
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		raw, err := q.GetSubscriptionHeadersForUpdate(ctx, db.GetSubscriptionHeadersForUpdateParams{ID: id, TenantID: tenantID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fault.Missing("subscription")
+		}
+		if err != nil {
+			return err
+		}
+		var stored map[string]string
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			return fmt.Errorf("stored custom headers: %w", err)
+		}
+		given, kept := map[string]string{}, map[string]string{}
+		for k, v := range canonicalHeaders(*in.Headers) {
+			if old, ok := stored[k]; ok && v == "" {
+				kept[k] = old // sealed as stored
+			} else {
+				given[k] = v
+			}
+		}
+		headers, err := s.sealHeaders(given)
+		if err != nil {
+			return err
+		}
+		if len(kept) > 0 {
+			var merged map[string]string
+			_ = json.Unmarshal(headers, &merged)
+			maps.Copy(merged, kept)
+			if headers, err = json.Marshal(merged); err != nil {
+				return err
+			}
+		}
+		out, err = s.update(ctx, q, tenantID, id, in, headers)
+		return err
+	})
+	if err != nil && fault.As(err) == nil {
+		return Subscription{}, fmt.Errorf("update subscription: %w", err)
+	}
+	return out, err
+}
+
+// update writes the fields given, headers already in their stored form, and records the change, on q
+// (a transaction's).
+func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.UUID, in Input, headers []byte) (Subscription, error) {
 	// One guarded statement: fields not given stay as the row has them when it runs, not as read earlier.
 	p := db.UpdateSubscriptionParams{ID: id, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
 	if in.EventTypes != nil {
@@ -407,16 +567,11 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
-	var out db.Subscription
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		var err error
-		if out, err = q.UpdateSubscription(ctx, p); err != nil {
-			return err
-		}
-		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(id),
+	out, err := q.UpdateSubscription(ctx, p)
+	if err == nil {
+		err = activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(id),
 			map[string]any{"fields": in.fields()})
-	})
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
@@ -545,6 +700,46 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 		return "", fmt.Errorf("rotate secret: %w", err)
 	}
 	return secret, nil
+}
+
+// Secret is a signing secret a subscription signs with now. ExpiresAt is nil for the newest one (it
+// signs until the next rotation), else when a rotated-out one stops.
+type Secret struct {
+	Secret    string     `json:"secret"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// Secrets returns the signing secrets of one of the tenant's subscriptions that are valid now, newest
+// first: the one to verify with, then any rotated out less than SecretOverlap ago. Reading them is
+// recorded (secret.revealed) with the read, in one transaction: whoever sees a secret may sign as us.
+func (s *Service) Secrets(ctx context.Context, tenantID, id uuid.UUID) ([]Secret, error) {
+	var out []Secret
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetSubscription(ctx, db.GetSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
+			return err
+		}
+		rows, err := q.ValidSubscriptionSecrets(ctx, db.ValidSubscriptionSecretsParams{SubscriptionID: id, TenantID: tenantID, Now: s.now()})
+		if err != nil {
+			return err
+		}
+		out = make([]Secret, 0, len(rows))
+		for _, r := range rows {
+			plain, err := s.box.Open(r.Secret)
+			if err != nil {
+				return fmt.Errorf("open signing secret of subscription %s: %w", id, err)
+			}
+			out = append(out, Secret{Secret: plain, ExpiresAt: r.ExpiresAt})
+		}
+		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRevealed, object(id), nil)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fault.Missing("subscription")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("subscription secrets: %w", err)
+	}
+	return out, nil
 }
 
 // EnsureInternal makes sure the tenant has one subscription with this description, pointing at url and

@@ -310,6 +310,9 @@ func TestBrowserLayouts(t *testing.T) {
 		{"event", "/events/" + e.eventOf(s.tn, s.dead[0]).String()},
 		{"find-nothing", "/find?q=" + expired.String()[:8]},
 		{"not-found", "/no/such/page"},
+		{"endpoint-new", "/subscriptions/new"},
+		{"endpoint-edit", "/subscriptions/" + flaky.ID.String() + "/edit"},
+		{"endpoint-delete", "/subscriptions/" + flaky.ID.String() + "/delete"},
 	}
 	for _, size := range []struct {
 		name   string

@@ -52,8 +52,23 @@ var webIsolationRoutes = map[string]webRoute{
 	"POST /subscriptions/{id}/pause":  {access: "customer", params: idParam("subscription")},
 	"POST /subscriptions/{id}/resume": {access: "customer", params: idParam("subscription")},
 	"POST /subscriptions/{id}/test":   {access: "customer", params: idParam("subscription")},
-	"GET /deliveries/{id}":            {access: "customer", params: idParam("delivery")},
-	"GET /events/{id}":                {access: "customer", params: idParam("event")},
+	// Endpoint self-service: B's subscription is the 404 page whatever is posted, and nothing of it
+	// changes (the snapshot of B's rows after the walk); A's own form pages answer.
+	"GET /subscriptions/new": {access: "customer"},
+	"POST /subscriptions": {access: "customer", status: http.StatusSeeOther, form: func(w *webIsoWorld) url.Values {
+		return url.Values{"url": {w.e.recv.URL + "/iso-walk/created"}, "description": {"created by the walk"}, "event_types": {"iso.none"}}
+	}},
+	"POST /subscriptions/{id}": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
+		return url.Values{"url": {"http://127.0.0.1:9/hijacked"}, "description": {"changed through another tenant"},
+			"header_name": {"X-Hijack"}, "header_value": {"1"}}
+	}},
+	"GET /subscriptions/{id}/edit":           {access: "customer", params: idParam("subscription")},
+	"GET /subscriptions/{id}/delete":         {access: "customer", params: idParam("subscription")},
+	"POST /subscriptions/{id}/delete":        {access: "customer", params: idParam("subscription")},
+	"POST /subscriptions/{id}/secret":        {access: "customer", params: idParam("subscription")},
+	"POST /subscriptions/{id}/rotate-secret": {access: "customer", params: idParam("subscription")},
+	"GET /deliveries/{id}":                   {access: "customer", params: idParam("delivery")},
+	"GET /events/{id}":                       {access: "customer", params: idParam("event")},
 	// The Deliveries page filtered to B's subscription and event: "No such subscription" (404), listing
 	// nothing of B's.
 	"GET /deliveries": {access: "customer", status: http.StatusNotFound, form: func(w *webIsoWorld) url.Values {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"golang.org/x/net/html"
 )
 
@@ -30,6 +31,11 @@ func everyPage(t *testing.T, e *env) pageSet {
 	s := seed(e, "a11y", 2)
 	_, retrying := e.retrying(s.tn, "a11y")
 	flaky := e.newSubscription(s.tn, "/flaky/a11y", "Flaky billing endpoint", "invoice.created")
+	if _, err := e.srv.Subscriptions.Update(context.Background(), s.tn.ID, flaky.ID, subscriptions.Input{
+		Headers: &map[string]string{"X-Api-Key": "a11y-header-value"},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	expired := e.publishTo(s.tn, flaky.ID, "invoice.created", map[string]any{"invoice": "in_1"})
 	e.waitState(s.tn, expired, delivery.Expired)
 	dead, err := e.srv.Deliveries.Get(context.Background(), s.tn.ID, s.dead[0])
@@ -49,14 +55,19 @@ func everyPage(t *testing.T, e *env) pageSet {
 	ps.customer = map[string][]string{
 		"/":                   {"/"},
 		"/subscriptions/{id}": {"/subscriptions/" + s.bad.String(), "/subscriptions/" + flaky.ID.String() + "?state=dead&range=1h"},
-		"/deliveries":         {"/deliveries", "/deliveries?state=bogus"},
-		"/deliveries/{id}":    {"/deliveries/" + s.dead[0].String(), "/deliveries/" + retrying.String(), "/deliveries/" + s.delivered[0].String(), "/deliveries/" + expired.String()},
-		"/events/{id}":        {"/events/" + dead.EventID.String()},
-		"/find":               {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
-		"/no/such/page":       {"/no/such/page"},
-		"/recovers/{id}":      {"/recovers/" + recoverID},
-		"/portal/{token}":     {"/portal/used-or-unknown"}, // the 410 page
-		"/activity":           {"/activity", "/activity?action=recover.started&since=2026-01-01T00:00", "/activity?action=nope"},
+		// Endpoint self-service: the empty form, a subscription's form with its event types and headers
+		// (values never shown), and the delete confirmation of one with deliveries.
+		"/subscriptions/new":         {"/subscriptions/new"},
+		"/subscriptions/{id}/edit":   {"/subscriptions/" + flaky.ID.String() + "/edit", "/subscriptions/" + s.bad.String() + "/edit"},
+		"/subscriptions/{id}/delete": {"/subscriptions/" + flaky.ID.String() + "/delete"},
+		"/deliveries":                {"/deliveries", "/deliveries?state=bogus"},
+		"/deliveries/{id}":           {"/deliveries/" + s.dead[0].String(), "/deliveries/" + retrying.String(), "/deliveries/" + s.delivered[0].String(), "/deliveries/" + expired.String()},
+		"/events/{id}":               {"/events/" + dead.EventID.String()},
+		"/find":                      {"/find?q=" + dead.EventID.String()[:8], "/find?q=no-such-thing"},
+		"/no/such/page":              {"/no/such/page"},
+		"/recovers/{id}":             {"/recovers/" + recoverID},
+		"/portal/{token}":            {"/portal/used-or-unknown"}, // the 410 page
+		"/activity":                  {"/activity", "/activity?action=recover.started&since=2026-01-01T00:00", "/activity?action=nope"},
 	}
 	ps.admin = map[string][]string{
 		"/admin":              {"/admin"},

@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -41,6 +42,8 @@ type Options struct {
 	Incidents *incidents.Service
 	// Portal, when set, lets customers in by single-use portal links (GET /portal/{token}).
 	Portal *portal.Service
+	// Catalogue, when set, is the event catalogue: its types are offered in the subscription forms.
+	Catalogue *catalogue.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -82,6 +85,7 @@ type Handler struct {
 	publisher      *delivery.Publisher
 	incidents      *incidents.Service
 	portal         *portal.Service
+	catalogue      *catalogue.Service
 	policy         delivery.RetryPolicy
 	timeout        time.Duration
 	maxManual      int
@@ -113,7 +117,7 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		incidents: o.Incidents, portal: o.Portal,
+		incidents: o.Incidents, portal: o.Portal, catalogue: o.Catalogue,
 		activity: activity.NewLog(o.Pool),
 		throttle: tenants.NewLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
@@ -168,7 +172,15 @@ func (h *Handler) Routes() http.Handler {
 			r.Use(h.requireUser)
 			r.Use(h.changesAllowed) // a view-only portal session changes nothing (portal.go)
 			r.Get("/", h.home)
+			r.Get("/subscriptions/new", h.newEndpoint)
+			r.Post("/subscriptions", h.createEndpoint)
 			r.Get("/subscriptions/{id}", h.subscription)
+			r.Post("/subscriptions/{id}", h.updateEndpoint)
+			r.Get("/subscriptions/{id}/edit", h.editEndpoint)
+			r.Get("/subscriptions/{id}/delete", h.deleteEndpointPage)
+			r.Post("/subscriptions/{id}/delete", h.deleteEndpoint)
+			r.Post("/subscriptions/{id}/secret", h.revealSecret)
+			r.Post("/subscriptions/{id}/rotate-secret", h.rotateSecret)
 			r.Post("/subscriptions/{id}/pause", h.pause)
 			r.Post("/subscriptions/{id}/resume", h.resume)
 			r.Post("/subscriptions/{id}/test", h.sendTest)

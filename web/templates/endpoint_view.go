@@ -1,0 +1,93 @@
+package templates
+
+// EndpointFormPage is the form adding (/subscriptions/new) or changing (/subscriptions/{id}/edit) a
+// subscription, and the same form shown again with a refused field's message beside it.
+type EndpointFormPage struct {
+	Layout
+	// Edit is true for a stored subscription's form; Action is where it posts, Cancel where it leads back.
+	Edit   bool
+	Action string
+	Cancel string
+	URL    string
+	// Description and RateLimit are as typed ("" for no rate limit).
+	Description string
+	RateLimit   string
+	// AllEvents is checked when no event type is chosen; Groups are the event types offered.
+	AllEvents bool
+	Groups    []EventTypeGroup
+	// Headers are the custom header rows: the stored ones (values never shown) and empty ones to add.
+	Headers []HeaderRow
+	// The refused field's message, beside it; FormError is a refusal of the whole form (the limit).
+	URLError         FieldError
+	DescriptionError FieldError
+	EventTypesError  FieldError
+	HeadersError     FieldError
+	RateLimitError   FieldError
+	FormError        string
+	// HeadersNote, on a form shown again, says that the header values typed must be typed again.
+	HeadersNote string
+	// MaxRate and MaxHeaders are the operator's bounds, told beside their fields.
+	MaxRate    int
+	MaxHeaders int
+}
+
+// EventTypeGroup is the event types offered under one heading: the part of their names before the
+// first dot ("invoice" for invoice.paid).
+type EventTypeGroup struct {
+	Name    string
+	Options []EventTypeOption
+}
+
+// EventTypeOption is one event type to choose; Description, when known, says what it is.
+type EventTypeOption struct {
+	Name        string
+	Description string
+	Checked     bool
+}
+
+// HeaderRow is one custom header of the form. Stored says the subscription has it: an empty value keeps
+// what is stored, which is never shown.
+type HeaderRow struct {
+	Name   string
+	Stored bool
+}
+
+// DeleteEndpointPage is /subscriptions/{id}/delete: what deleting does, and the button.
+type DeleteEndpointPage struct {
+	Layout
+	Name   string
+	URL    string
+	Action string
+	Back   string
+	// Waiting counts the deliveries waiting to be sent ("0", "214", "1,000+"); InFlight those being sent.
+	Waiting  string
+	InFlight string
+}
+
+// SecretPage is the answer to Reveal and Rotate: the signing secrets valid now, in the POST's own answer.
+type SecretPage struct {
+	Layout
+	Name string
+	Back string
+	// RotateAction posts a rotation (hidden for a view-only session).
+	RotateAction string
+	Secrets      []SecretRow
+	// Rotated is true after a rotation: Secrets holds only the new secret, shown this once, and OldUntil
+	// is when the one before it stops signing.
+	Rotated  bool
+	OldUntil Time
+}
+
+// SecretRow is one valid signing secret; Until is zero for the newest, which signs until the next rotation.
+type SecretRow struct {
+	Secret string
+	Until  Time
+}
+
+// plural picks the words for a count shown as text ("1", "214", "1,000+").
+func plural(n, one, many string) string {
+	if n == "1" {
+		return one
+	}
+	return many
+}
