@@ -39,6 +39,11 @@ const (
 	ExampleEventSent    = "example_event.sent"
 	PortalLinkCreated   = "portal_link.created"
 	PortalSessionsEnded = "portal_sessions.ended"
+	TokenCreated        = "token.created"
+	TokenRevoked        = "token.revoked"
+	UserCreated         = "user.created"
+	UserRemoved         = "user.removed"
+	PasswordSet         = "user.password_set"
 )
 
 // Actions lists every action, in the order the dashboard's filter offers them.
@@ -46,6 +51,7 @@ var Actions = []string{
 	SubscriptionCreated, SubscriptionChanged, SubscriptionDeleted, SubscriptionPaused, SubscriptionResumed,
 	SecretRevealed, SecretRotated, DeliveryResent, DeliveryRetriedNow, DeliveryDiscarded, RecoverStarted,
 	TestEventSent, ExampleEventSent, PortalLinkCreated, PortalSessionsEnded,
+	TokenCreated, TokenRevoked, UserCreated, UserRemoved, PasswordSet,
 }
 
 // Kinds of actor.
@@ -96,7 +102,7 @@ func ActorOf(ctx context.Context) (Actor, bool) {
 
 // Object is what a change was made to.
 type Object struct {
-	Type string `json:"type"` // subscription, delivery, recover, portal_link, tenant
+	Type string `json:"type"` // subscription, delivery, recover, portal_link, tenant, token, user
 	ID   string `json:"id"`
 }
 

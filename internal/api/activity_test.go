@@ -130,6 +130,23 @@ func TestActivityRecordsEachAPIChange(t *testing.T) {
 			t.Errorf("%s: entry %+v, want correlation %s by token ci-bot on a %s", s.action, a, corr, s.objectType)
 		}
 	}
+	// The operator's changes to the tenant: its tokens and users.
+	if a := e.lastActivity(tid, "token.created"); a.Object.ID != tok.ID || a.Actor.Kind != "admin" || a.Details["name"] != "ci-bot" {
+		t.Errorf("token created: %+v", a)
+	}
+	u := must[struct {
+		ID string `json:"id"`
+	}](e, 201, "POST", base+"/users", adminToken, map[string]any{"email": "ann@example.com", "password": "a-long-password-1"}, "X-Correlation-ID", "corr-user")
+	if a := e.lastActivity(tid, "user.created"); a.Object.ID != u.ID || a.CorrelationID != "corr-user" || a.Details["email"] != "ann@example.com" {
+		t.Errorf("user created: %+v", a)
+	}
+	spare := must[struct {
+		ID string `json:"id"`
+	}](e, 201, "POST", base+"/tokens", adminToken, map[string]any{"name": "spare", "scopes": []string{"events:write"}})
+	must[any](e, 204, "DELETE", base+"/tokens/"+spare.ID, adminToken, nil)
+	if a := e.lastActivity(tid, "token.revoked"); a.Object.ID != spare.ID {
+		t.Errorf("token revoked: %+v", a)
+	}
 	if a := e.lastActivity(tid, "subscription.changed"); a.Details["fields"] == nil || a.Object.ID != sub.ID {
 		t.Errorf("changed: %+v, want the fields named", a)
 	}
@@ -195,16 +212,16 @@ func TestActivityList(t *testing.T) {
 		t.Errorf("since %v: %d, until: %d; want them to split the 7 with the 4 newest at or after", mid, len(newer), len(older))
 	}
 
-	reader := e.newToken(tid, "subscriptions:read")
-	if got := e.activity(tid, reader, url.Values{}); len(got) != 7 {
-		t.Errorf("subscriptions:read token sees %d entries", len(got))
+	reader := e.newToken(tid, "subscriptions:read") // an entry of its own: token.created
+	if got := e.activity(tid, reader, url.Values{}); len(got) != 8 || got[0].Action != "token.created" {
+		t.Errorf("subscriptions:read token sees %d entries, the newest %+v", len(got), got[0])
 	}
 	base := "/tenants/" + tid + "/activity"
 	wantError(t, "no scope", e.call("GET", base, e.newToken(tid, "deliveries:read"), nil), "FORBIDDEN")
 	wantError(t, "other tenant's token", e.call("GET", base, e.newToken(other, "subscriptions:read"), nil), "NOT_FOUND")
 	wantError(t, "no token", e.call("GET", base, "", nil), "UNAUTHENTICATED")
-	if got := e.activity(other, adminToken, url.Values{}); len(got) != 0 {
-		t.Errorf("the other tenant's log holds %d entries", len(got))
+	if got := e.activity(other, adminToken, url.Values{}); len(got) != 1 || got[0].Action != "token.created" {
+		t.Errorf("the other tenant's log holds %+v, want only its own token's creation", got)
 	}
 	for _, q := range []string{"action=nope", "since=yesterday", "until=1", "limit=0", "limit=101", "cursor=zzz", "foo=bar"} {
 		wantError(t, q, e.call("GET", base+"?"+q, adminToken, nil), "INVALID_REQUEST")

@@ -78,6 +78,7 @@ func (p Principal) Can(tenantID uuid.UUID, scope string) error {
 
 // Service manages tenants, tokens and users.
 type Service struct {
+	pool       *pgxpool.Pool
 	q          *db.Queries
 	adminToken string
 	// Now is the clock (time.Now unless a test sets it).
@@ -100,7 +101,7 @@ type knownToken struct {
 
 // NewService returns a Service. adminToken is HOOKLINE_ADMIN_TOKEN (empty: none).
 func NewService(pool *pgxpool.Pool, adminToken string) *Service {
-	return &Service{q: db.New(pool), adminToken: adminToken, Now: time.Now}
+	return &Service{pool: pool, q: db.New(pool), adminToken: adminToken, Now: time.Now}
 }
 
 // touchEvery is how stale last_used_at may get: it is written at most this often per token and process.
@@ -193,7 +194,10 @@ func (s *Service) ListTokens(ctx context.Context, tenantID uuid.UUID) ([]Token, 
 // RevokeToken revokes a tenant's token at once: its next request is UNAUTHENTICATED. An unknown, another
 // tenant's or an already revoked token is NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, tenantID, id uuid.UUID) error {
-	_, err := s.q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: s.Now()})
+	err := s.change(ctx, tenantID, activity.TokenRevoked, "token", nil, func(q *db.Queries) (uuid.UUID, error) {
+		_, err := q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: s.Now()})
+		return id, err
+	})
 	s.forget(id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("token")
@@ -290,7 +294,12 @@ func (s *Service) CreateToken(ctx context.Context, tenantID uuid.UUID, name stri
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	r, err := s.q.CreateAPIToken(ctx, db.CreateAPITokenParams{TenantID: &tenantID, Name: name, TokenHash: hashToken(token), Scopes: scopes})
+	var r db.ApiToken
+	err := s.change(ctx, tenantID, activity.TokenCreated, "token", map[string]any{"name": name, "scopes": scopes},
+		func(q *db.Queries) (_ uuid.UUID, err error) {
+			r, err = q.CreateAPIToken(ctx, db.CreateAPITokenParams{TenantID: &tenantID, Name: name, TokenHash: hashToken(token), Scopes: scopes})
+			return r.ID, err
+		})
 	if err != nil {
 		return CreatedToken{}, fmt.Errorf("create token: %w", err)
 	}
@@ -352,7 +361,12 @@ func (s *Service) CreateUser(ctx context.Context, tenantID uuid.UUID, email, pas
 	if err != nil {
 		return User{}, err
 	}
-	r, err := s.q.CreateUser(ctx, db.CreateUserParams{TenantID: &tenantID, Email: email, PasswordHash: string(hash)})
+	var r db.User
+	err = s.change(ctx, tenantID, activity.UserCreated, "user", map[string]any{"email": email},
+		func(q *db.Queries) (_ uuid.UUID, err error) {
+			r, err = q.CreateUser(ctx, db.CreateUserParams{TenantID: &tenantID, Email: email, PasswordHash: string(hash)})
+			return r.ID, err
+		})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return User{}, fault.New(fault.InvalidState, "a user with this email already exists")
@@ -448,7 +462,10 @@ func (s *Service) ListUsers(ctx context.Context, tenantID uuid.UUID) ([]ListedUs
 // loads the session's user, and a session whose user is gone is signed out. Another tenant's user, an
 // operator or an unknown id is NOT_FOUND.
 func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) error {
-	_, err := s.q.DeleteTenantUser(ctx, db.DeleteTenantUserParams{ID: userID, TenantID: &tenantID})
+	err := s.change(ctx, tenantID, activity.UserRemoved, "user", nil, func(q *db.Queries) (uuid.UUID, error) {
+		_, err := q.DeleteTenantUser(ctx, db.DeleteTenantUserParams{ID: userID, TenantID: &tenantID})
+		return userID, err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("user")
 	}
@@ -469,7 +486,10 @@ func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, p
 	if err != nil {
 		return err
 	}
-	_, err = s.q.SetTenantUserPassword(ctx, db.SetTenantUserPasswordParams{ID: userID, TenantID: &tenantID, PasswordHash: string(hash)})
+	err = s.change(ctx, tenantID, activity.PasswordSet, "user", nil, func(q *db.Queries) (uuid.UUID, error) {
+		_, err := q.SetTenantUserPassword(ctx, db.SetTenantUserPasswordParams{ID: userID, TenantID: &tenantID, PasswordHash: string(hash)})
+		return userID, err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("user")
 	}
@@ -477,4 +497,18 @@ func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, p
 		return fmt.Errorf("set password: %w", err)
 	}
 	return nil
+}
+
+// change runs do, which changes the object of type objType whose id it returns, and records the change's
+// activity entry in the same transaction.
+func (s *Service) change(ctx context.Context, tenantID uuid.UUID, action, objType string, details map[string]any,
+	do func(q *db.Queries) (uuid.UUID, error)) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		id, err := do(q)
+		if err != nil {
+			return err
+		}
+		return activity.Record(ctx, q, tenantID, s.Now(), action, activity.Object{Type: objType, ID: id.String()}, details)
+	})
 }

@@ -36,6 +36,11 @@ var actionLabels = map[string]string{
 	activity.ExampleEventSent:    "Example event sent",
 	activity.PortalLinkCreated:   "Portal link created",
 	activity.PortalSessionsEnded: "Portal sessions ended",
+	activity.TokenCreated:        "API token created",
+	activity.TokenRevoked:        "API token revoked",
+	activity.UserCreated:         "Dashboard user added",
+	activity.UserRemoved:         "Dashboard user removed",
+	activity.PasswordSet:         "Dashboard user's password set",
 }
 
 var actorKinds = map[string]string{
@@ -166,6 +171,10 @@ func (h *Handler) activityRow(e activity.Entry) templates.ActivityRow {
 		row.Object = "portal link …" + short
 	case "tenant":
 		row.Object = "every portal session"
+	case "token":
+		row.Object = "API token …" + short
+	case "user":
+		row.Object = "user …" + short
 	default:
 		row.Object = e.Object.Type + " " + e.Object.ID
 	}
@@ -213,6 +222,18 @@ func activityDetails(e activity.Entry) string {
 			}
 		}
 		return str("role") + " link" + who
+	case activity.TokenCreated:
+		var scopes []string
+		if ss, ok := d["scopes"].([]any); ok {
+			for _, sc := range ss {
+				if v, ok := sc.(string); ok {
+					scopes = append(scopes, v)
+				}
+			}
+		}
+		return str("name") + " (" + strings.Join(scopes, ", ") + ")"
+	case activity.UserCreated:
+		return str("email")
 	case activity.PortalSessionsEnded:
 		return plural(num("ended"), "session or unused link", "sessions or unused links") + " ended"
 	}
