@@ -50,6 +50,8 @@ type Receiver struct {
 	// operatorSecret verifies the operator notifications /operator receives; log prints them.
 	operatorSecret atomic.Value
 	log            atomic.Pointer[slog.Logger]
+	// inspect keeps what /inspect received (see inspect.go).
+	inspect inspectBin
 }
 
 // ReceiverOptions configure the demo receiver.
@@ -175,6 +177,7 @@ func StartReceiver(o ReceiverOptions) (*Receiver, error) {
 		}
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
+	r.serveInspect(mux)
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }
@@ -569,7 +572,7 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, 
     Admin login    %[4]s  /  %[5]s
     Admin token    %[6]s
     Demo tenant    %[7]s
-    Demo receiver  %[8]s (/healthy, /flaky, /hang, /always-fail; same address at every start)
+    Demo receiver  %[8]s (/healthy, /flaky, /hang, /always-fail, /inspect; same address at every start)
 
   Try:  curl -H 'Authorization: Bearer %[6]s' http://%[1]s/api/v1/tenants/%[7]s/deliveries?state=dead
 `, host, creds.DemoEmail, creds.DemoPassword, cfg.AdminEmail, cfg.AdminPassword, cfg.AdminToken, s.TenantID, receiverURL)
