@@ -21,7 +21,7 @@ func (s *Server) mountWeb(r chi.Router) {
 	}
 	h := web.New(web.Options{
 		Pool: s.Pool, Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
-		Replays: s.Replays, Incidents: s.Incidents, Portal: s.Portal,
+		Replays: s.Replays, Incidents: s.Incidents, Portal: s.Portal, Catalogue: s.Catalogue,
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
 		MaxManualRetries: s.Config.MaxManualRetries, Now: s.Now, Log: s.Log.With("component", "dashboard"),
 		PublicURL: s.Config.PublicURL, TrustedProxies: proxies, Brand: s.Brand, FrameAncestors: origins,

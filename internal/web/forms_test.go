@@ -21,6 +21,7 @@ var postFields = map[string][]string{
 	"/subscriptions/{id}/pause":                 {},
 	"/subscriptions/{id}/resume":                {},
 	"/subscriptions/{id}/test":                  {},
+	"/event-types/{name}/send":                  {"subscription_id"},
 	"/subscriptions/{id}/recover":               {"since", "action"},
 	"/deliveries/{id}/resend":                   {},
 	"/deliveries/{id}/retry-now":                {},

@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -36,6 +37,8 @@ type Options struct {
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	// Catalogue, when set, is the event catalogue the Event types page shows (nil: an empty one).
+	Catalogue *catalogue.Service
 	// Incidents, when set, puts a banner on every page of a tenant with an open incident and lists a
 	// subscription's incidents on its page.
 	Incidents *incidents.Service
@@ -80,6 +83,7 @@ type Handler struct {
 	replays        *delivery.Replays
 	activity       *activity.Log
 	publisher      *delivery.Publisher
+	catalogue      *catalogue.Service
 	incidents      *incidents.Service
 	portal         *portal.Service
 	policy         delivery.RetryPolicy
@@ -113,7 +117,7 @@ func New(o Options) *Handler {
 	h := &Handler{
 		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
 		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		incidents: o.Incidents, portal: o.Portal,
+		incidents: o.Incidents, portal: o.Portal, catalogue: o.Catalogue,
 		activity: activity.NewLog(o.Pool),
 		throttle: tenants.NewLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
 		proxies:  o.TrustedProxies,
@@ -181,6 +185,8 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/recovers/{id}", h.recoverPage)
 			r.Get("/activity", h.tenantActivity)
+			r.Get("/event-types", h.eventTypes)
+			r.Post("/event-types/{name}/send", h.sendExample)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
