@@ -97,7 +97,7 @@ func fieldRows(t *testing.T, card *html.Node) []string {
 // form; a type without a schema says so; archived types are not shown; ?q= searches names.
 func TestCataloguePage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withAdmin)
 	s := e.seedCatalogue("catpage")
 	tn := e.newTenant("catalogue page")
 	sub := e.newSubscription(tn, "/good/catpage", "Catalogue endpoint")
@@ -223,6 +223,31 @@ func TestCataloguePage(t *testing.T) {
 	// The whole catalogue lists them too.
 	if p = c.get("/event-types"); typeCards(p)[s.placed] == nil || typeCards(p)[s.gone] != nil {
 		t.Error("the unfiltered catalogue does not list the live types only")
+	}
+
+	// A tenant without subscriptions reads the catalogue and is told why there is no Send; so is an
+	// operator without a tenant, who has nothing to send to (and is not shown how to register types while
+	// there are some).
+	lone := e.newTenant("catalogue lone")
+	lc := e.client()
+	lc.login(lone.Email)
+	p = lc.get("/event-types?q=" + s.marker)
+	if got := text(one(t, p.Doc, "no-targets")); !strings.Contains(got, "no subscriptions") {
+		t.Errorf("without subscriptions: %q", got)
+	}
+	if n := len(byTestID(p.Doc, "send-example-form")); n != 0 || typeCards(p)[s.placed] == nil {
+		t.Errorf("without subscriptions: %d send forms, types %v", n, slices.Collect(maps.Keys(typeCards(p))))
+	}
+	a := e.client()
+	a.login(adminEmail)
+	p = a.get("/event-types?q=" + s.marker)
+	if p.Status != http.StatusOK || typeCards(p)[s.placed] == nil {
+		t.Fatalf("operator: %s", p)
+	}
+	for _, id := range []string{"send-example-form", "no-targets", "register-hint"} {
+		if n := len(byTestID(p.Doc, id)); n != 0 {
+			t.Errorf("an operator without a tenant sees %s", id)
+		}
 	}
 }
 
