@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,8 +69,10 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#endpoint-url`)),
 	)
 	groups := eval[[]string](b, `[...document.querySelectorAll('[data-testid=event-group]')].map(g => g.dataset.group)`)
-	if strings.Join(groups, ",") != "customer,order" {
-		t.Errorf("event type groups %v, want customer and order", groups)
+	// The event catalogue is global and other tests of this package register types in it: its groups may
+	// show too; the tenant's own types must be in theirs.
+	if !slices.Contains(groups, "customer") || !slices.Contains(groups, "order") {
+		t.Errorf("event type groups %v, want customer and order among them", groups)
 	}
 	b.run("a refused URL",
 		chromedp.SendKeys(chromedp.CSS(`#endpoint-url`), "ftp://example.com/hook"),

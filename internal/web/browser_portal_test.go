@@ -24,6 +24,7 @@ func TestBrowserPortalDarkAccessibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitState(s.tn, s.delivered[0], delivery.Delivered)
+	types := e.seedCatalogue("portal-dark")
 	b.run("light preference", chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}},
@@ -37,7 +38,7 @@ func TestBrowserPortalDarkAccessibility(t *testing.T) {
 	}
 	for _, p := range []string{"/", "/subscriptions/" + s.bad.String(), "/deliveries", "/deliveries/" + s.dead[0].String(),
 		"/deliveries/" + s.delivered[0].String(), "/events/" + dead.EventID.String(), "/find?q=" + dead.EventID.String()[:8],
-		"/no/such/page", "/portal/used-or-unknown", "/logout"} {
+		"/event-types?q=" + types.marker, "/no/such/page", "/portal/used-or-unknown", "/logout"} {
 		b.run("open "+p, chromedp.Navigate(e.base+p), chromedp.WaitReady(chromedp.CSS(`footer`)))
 		b.axeCheck("portal-dark " + p)
 	}

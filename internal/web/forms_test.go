@@ -21,6 +21,7 @@ var postFields = map[string][]string{
 	"/subscriptions/{id}/pause":                 {},
 	"/subscriptions/{id}/resume":                {},
 	"/subscriptions/{id}/test":                  {},
+	"/event-types/{name}/send":                  {"subscription_id"},
 	"/subscriptions/{id}/recover":               {"since", "action"},
 	"/subscriptions":                            {"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second"},
 	"/subscriptions/{id}":                       {"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second"},

@@ -3,6 +3,7 @@ package web_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/web"
 )
@@ -27,7 +29,8 @@ import (
 // webRoute says how the walk fills in one dashboard route.
 type webRoute struct {
 	// params says what each path parameter names: "subscription", "delivery", "event", "tenant", "replay",
-	// "token" or "user" (nil for routes without one).
+	// "token" or "user" (nil for routes without one), or "event type": a type of the catalogue, which is
+	// no tenant's (the walk fills in a registered one; the route's form names B's objects).
 	params map[string]string
 	// access: "public" (no sign-in needed), "customer" (a signed-in customer's own pages), "admin"
 	// (operators only: a customer gets the 404 page).
@@ -75,8 +78,12 @@ var webIsolationRoutes = map[string]webRoute{
 		return url.Values{"subscription": {w.b.dead.String()}, "event_id": {w.b.events[1].String()}, "state": {"dead"}}
 	}},
 	// The search with B's ids is TestFindIsolation's; the walk checks the empty search.
-	"GET /find":                       {access: "customer"},
-	"GET /activity":                   {access: "customer"},
+	"GET /find":        {access: "customer"},
+	"GET /activity":    {access: "customer"},
+	"GET /event-types": {access: "customer"},
+	// Send example to B's subscription: the 404 page, and nothing sent.
+	"POST /event-types/{name}/send": {access: "customer", params: map[string]string{"name": eventTypeParam}, status: http.StatusNotFound,
+		form: func(w *webIsoWorld) url.Values { return url.Values{"subscription_id": {w.b.active.String()}} }},
 	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
 	"POST /deliveries/{id}/retry-now": {access: "customer", params: idParam("delivery")},
 	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
@@ -115,6 +122,20 @@ var webIsolationRoutes = map[string]webRoute{
 	"GET /recovers/{id}": {access: "customer", params: idParam("replay")},
 }
 
+// eventTypeParam names a path parameter that is an event type of the catalogue: global, no tenant's.
+const eventTypeParam = "event type"
+
+// onlyGlobalParams says whether every parameter of a route is global (an event type), so the route is
+// walked as a tenant-less one with the walk's registered type filled in.
+func onlyGlobalParams(params map[string]string) bool {
+	for _, kind := range params {
+		if kind != eventTypeParam {
+			return false
+		}
+	}
+	return len(params) > 0
+}
+
 // idParam is the params of a route whose one parameter {id} names a kind of object.
 func idParam(kind string) map[string]string { return map[string]string{"id": kind} }
 
@@ -141,6 +162,8 @@ type webIsoWorld struct {
 	e     *env
 	a, b  *webIsoTenant
 	since string // an hour ago, as the forms take it
+	// eventType is a registered type with an example, for routes naming one.
+	eventType string
 }
 
 var webParamRE = regexp.MustCompile(`\{([^}:]+)(?::[^}]*)?\}`)
@@ -184,7 +207,7 @@ func TestWebIsolationWalkCoversEveryRoute(t *testing.T) {
 		known := len(params) == len(spec.params)
 		for _, p := range params {
 			kind, ok := spec.params[p[1]]
-			known = known && ok && slices.Contains([]string{"subscription", "delivery", "event", "tenant", "replay", "token", "user"}, kind)
+			known = known && ok && slices.Contains([]string{"subscription", "delivery", "event", "tenant", "replay", "token", "user", eventTypeParam}, kind)
 		}
 		if !known && spec.access != "portal" {
 			t.Errorf("dashboard route %s: the walk fills in %v, the route has parameters %v", rt.key, spec.params, params)
@@ -360,6 +383,10 @@ func TestWebIsolationWalk(t *testing.T) {
 	w := &webIsoWorld{e: e, since: time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")}
 	w.a = newWebIsoTenant(w, "a")
 	w.b = newWebIsoTenant(w, "b")
+	w.eventType = "iso" + uuid.NewString()[:8] + ".example"
+	if _, err := e.srv.Catalogue.Create(context.Background(), catalogue.Input{Name: w.eventType, Example: json.RawMessage(`{"n": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
 	before, replaysBefore := w.snapshot(w.b.ID), w.replayCount()
 	hitsBefore := e.recv.count("/"+w.b.marker) + e.recv.count("/bad/"+w.b.marker)
 
@@ -411,13 +438,21 @@ func TestWebIsolationWalk(t *testing.T) {
 		if spec.form != nil {
 			form = spec.form(w)
 		}
+		path := rt.pattern
+		if onlyGlobalParams(spec.params) {
+			ids := map[string]string{}
+			for name := range spec.params {
+				ids[name] = w.eventType
+			}
+			path = fillWeb(rt.pattern, ids)
+		}
 		switch {
 		case spec.access == "portal":
 			// Whoever asks, an unknown link is the 410 page and shows no tenant's data.
 			if p := visit("A's customer", rt.method, "/portal/"+w.b.marker, nil); p.Status != http.StatusGone {
 				t.Errorf("GET /portal/<unknown> as A's customer: %d, want 410", p.Status)
 			}
-		case len(spec.params) > 0:
+		case len(spec.params) > 0 && !onlyGlobalParams(spec.params):
 			for _, c := range webCombos(spec.params, w.a, w.b) {
 				path := fillWeb(rt.pattern, c.ids)
 				switch {
@@ -440,8 +475,8 @@ func TestWebIsolationWalk(t *testing.T) {
 			want404("A's customer", rt.method, rt.pattern, nil)
 		case spec.access == "customer":
 			want := cmp.Or(spec.status, http.StatusOK)
-			if p := visit("A's customer", rt.method, rt.pattern, form); p.Status != want {
-				t.Errorf("%s %s as A's customer: %d, want %d", rt.method, rt.pattern, p.Status, want)
+			if p := visit("A's customer", rt.method, path, form); p.Status != want {
+				t.Errorf("%s %s as A's customer: %d, want %d", rt.method, path, p.Status, want)
 			}
 		case rt.key == "POST /logout" || rt.key == "POST /login":
 			// Signing in and out: on a client of its own, so the walk's session stays.

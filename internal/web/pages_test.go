@@ -51,6 +51,9 @@ func everyPage(t *testing.T, e *env) pageSet {
 		t.Fatalf("the recover: %v", err)
 	}
 
+	// The catalogue's types: grouped, with fields, an example, a deprecated one and one without a schema.
+	types := e.seedCatalogue("a11y")
+
 	ps := pageSet{customerEmail: s.tn.Email, operatorOnCustomer: "/deliveries/" + s.dead[0].String()}
 	ps.customer = map[string][]string{
 		"/":                   {"/"},
@@ -68,6 +71,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/recovers/{id}":             {"/recovers/" + recoverID},
 		"/portal/{token}":            {"/portal/used-or-unknown"}, // the 410 page
 		"/activity":                  {"/activity", "/activity?action=recover.started&since=2026-01-01T00:00", "/activity?action=nope"},
+		"/event-types":               {"/event-types?q=" + types.marker, "/event-types?q=" + types.marker + "-nothing", "/event-types"},
 	}
 	ps.admin = map[string][]string{
 		"/admin":              {"/admin"},
@@ -82,6 +86,9 @@ func everyPage(t *testing.T, e *env) pageSet {
 		"/admin/tenants/{id}/users":      {"/admin/tenants/" + s.tn.ID.String() + "/users"},
 		"/admin/tenants/{id}/activity":   {"/admin/tenants/" + s.tn.ID.String() + "/activity"},
 		"/admin/tenants/{id}/tokens/new": {"/admin/tenants/" + s.tn.ID.String() + "/tokens/new"},
+
+		// The catalogue as an operator without a tenant sees it: no Send forms.
+		"/event-types": {"/event-types?q=" + types.marker},
 	}
 	signedOut := map[string]bool{"/login": true, "/logout": true}
 	for _, r := range walkWeb(t, e) {

@@ -289,7 +289,7 @@ func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
 		}
 	}
 	view = e.portalClient(e.portalLink(tn, portal.LinkRequest{Role: portal.RoleView}))
-	for _, path := range []string{"/subscriptions/" + sub.ID.String(), "/deliveries/" + ids[0].String(), "/", "/deliveries"} {
+	for _, path := range []string{"/subscriptions/" + sub.ID.String(), "/deliveries/" + ids[0].String(), "/", "/deliveries", "/event-types"} {
 		p := view.get(path)
 		if p.Status != http.StatusOK {
 			t.Fatalf("GET %s as a view session: %d", path, p.Status)

@@ -37,13 +37,14 @@ type Options struct {
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	// Catalogue, when set, is the event catalogue the Event types page shows and the subscription forms
+	// offer (nil: an empty one).
+	Catalogue *catalogue.Service
 	// Incidents, when set, puts a banner on every page of a tenant with an open incident and lists a
 	// subscription's incidents on its page.
 	Incidents *incidents.Service
 	// Portal, when set, lets customers in by single-use portal links (GET /portal/{token}).
 	Portal *portal.Service
-	// Catalogue, when set, is the event catalogue: its types are offered in the subscription forms.
-	Catalogue *catalogue.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -83,9 +84,9 @@ type Handler struct {
 	replays        *delivery.Replays
 	activity       *activity.Log
 	publisher      *delivery.Publisher
+	catalogue      *catalogue.Service
 	incidents      *incidents.Service
 	portal         *portal.Service
-	catalogue      *catalogue.Service
 	policy         delivery.RetryPolicy
 	timeout        time.Duration
 	maxManual      int
@@ -193,6 +194,8 @@ func (h *Handler) Routes() http.Handler {
 			r.Post("/subscriptions/{id}/recover", h.recover)
 			r.Get("/recovers/{id}", h.recoverPage)
 			r.Get("/activity", h.tenantActivity)
+			r.Get("/event-types", h.eventTypes)
+			r.Post("/event-types/{name}/send", h.sendExample)
 			r.Get("/admin", h.admin)
 			r.Get("/admin/tenants/{id}", h.adminTenant)
 			r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)

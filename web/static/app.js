@@ -1,5 +1,6 @@
 // Hookline dashboard: progressive enhancement only. Every page works without it; with it, times read in the
-// viewer's time zone and stay current, copy buttons copy, and pages of unfinished deliveries follow them.
+// viewer's time zone and stay current, copy buttons copy, pages of unfinished deliveries follow them, and
+// the event catalogue filters as you type.
 // Loaded with <script defer> from /static (the CSP allows no inline script).
 (() => {
   "use strict";
@@ -83,6 +84,36 @@
     enableCopy(root);
   }
 
+  // The catalogue's search (input[data-type-filter]) also filters the listed types as you type, by name,
+  // hiding groups left empty. Only on the whole catalogue: a page the server already filtered lists a part
+  // of it, and typing there must not claim that nothing else matches (submitting searches again).
+  function filterTypes() {
+    const input = document.querySelector("input[data-type-filter]");
+    if (!input || input.defaultValue !== "") return;
+    const count = document.querySelector("[data-type-count]");
+    const none = document.querySelector("[data-testid=no-match-live]");
+    const total = count ? count.dataset.total : "";
+    input.addEventListener("input", () => {
+      const q = input.value.trim().toLowerCase();
+      let shown = 0;
+      for (const group of document.querySelectorAll("[data-type-group]")) {
+        let any = false;
+        for (const type of group.querySelectorAll("[data-testid=event-type]")) {
+          const hit = type.dataset.name.toLowerCase().includes(q);
+          type.hidden = !hit;
+          if (hit) {
+            any = true;
+            shown++;
+          }
+        }
+        group.hidden = !any;
+      }
+      if (none) none.hidden = q === "" || shown > 0;
+      const types = total + (total === "1" ? " type" : " types");
+      if (count) count.textContent = q === "" ? types + "." : shown + " of " + types + " match \u201c" + input.value.trim() + "\u201d.";
+    });
+  }
+
   // [data-live] with an id: while it is there, fetch the page every few seconds and swap that element when
   // its data-version changed; the server drops data-live once the delivery is final.
   function follow() {
@@ -159,6 +190,7 @@
       for (const d of document.querySelectorAll("details.health-fold")) d.open = true;
     }
     enhance(document);
+    filterTypes();
     setInterval(() => updateTimes(document), 5000);
     follow();
   }
