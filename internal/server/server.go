@@ -222,7 +222,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		EndpointConcurrency: cfg.EndpointConcurrency,
 		Breaker:             delivery.Breaker{Threshold: cfg.BreakerThreshold, ProbeInterval: cfg.BreakerProbeInterval, ProbeMax: cfg.RetryMaxDelay},
 		Logger:              log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
-		Tracer:              traces.Tracer(),
+		Tracer: traces.Tracer(),
 	})
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
