@@ -147,7 +147,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	}
 	rate := float64(n) / elapsed.Seconds()
 	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)
-	if procs == 1 {
+	if procs == 1 && phase != "tracing" {
 		b.recordPeak(phase, v.key, servers[0])
 	}
 	t, err := b.settle(ctx, db, n)
