@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -146,8 +149,8 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key string, want any) {
 	}
 }
 
-// spansNamed returns the ended spans called name, waiting a little for them: an attempt's span ends just
-// after its result is handed on, so it may end after the delivery's state was read.
+// spansNamed returns the ended spans called name, waiting a little for them (a replay chunk's span ends
+// after its transaction commits, so just after what it moved can be seen).
 func spansNamed(t *testing.T, rec *tracetest.SpanRecorder, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -494,11 +497,58 @@ func TestTracingExportsOverOTLPHTTP(t *testing.T) {
 	sink := &otlpSink{}
 	collector := httptest.NewServer(sink)
 	defer collector.Close()
+	exportThroughOTLP(t, collector.URL, "http/protobuf", func() []*collectortrace.ExportTraceServiceRequest {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.bad) > 0 {
+			t.Errorf("malformed exports: %v", sink.bad)
+		}
+		return sink.requests
+	})
+}
+
+// grpcSink is an OTLP/gRPC collector's trace service.
+type grpcSink struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu       sync.Mutex
+	requests []*collectortrace.ExportTraceServiceRequest
+}
+
+func (g *grpcSink) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.requests = append(g.requests, req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// The same over OTLP/gRPC, chosen by OTEL_EXPORTER_OTLP_PROTOCOL=grpc.
+func TestTracingExportsOverOTLPGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &grpcSink{}
+	gs := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(gs, sink)
+	go func() { _ = gs.Serve(ln) }()
+	defer gs.Stop()
+	exportThroughOTLP(t, "http://"+ln.Addr().String(), "grpc", func() []*collectortrace.ExportTraceServiceRequest {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.requests
+	})
+}
+
+// exportThroughOTLP starts a server configured only by OTEL_* variables to export to endpoint with
+// protocol, publishes an event with the caller's traceparent, waits for its delivery, stops the server
+// (which flushes) and checks what the collector received (exported returns it).
+func exportThroughOTLP(t *testing.T, endpoint, protocol string, exported func() []*collectortrace.ExportTraceServiceRequest) {
+	t.Helper()
 	t.Setenv("OTEL_SDK_DISABLED", "")
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 	t.Setenv("OTEL_SERVICE_NAME", "hookline-otlp-test")
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
 
@@ -513,21 +563,15 @@ func TestTracingExportsOverOTLPHTTP(t *testing.T) {
 		withTraceparent(), 202)
 	id := pub["deliveries"].([]any)[0].(map[string]any)["id"].(string)
 	e.waitState(id, "delivered")
-	// The attempt's span ends just after its result is recorded: give it a moment, then Stop flushes.
-	time.Sleep(100 * time.Millisecond)
+	// The attempt's span ended before its result was recorded; Stop exports what is still buffered.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := e.srv.Stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.bad) > 0 {
-		t.Errorf("malformed exports: %v", sink.bad)
-	}
 	found := map[string]bool{}
-	for _, req := range sink.requests {
+	for _, req := range exported() {
 		for _, rs := range req.ResourceSpans {
 			service := ""
 			for _, kv := range rs.GetResource().GetAttributes() {
@@ -537,7 +581,7 @@ func TestTracingExportsOverOTLPHTTP(t *testing.T) {
 			}
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					if traceID := uuid.UUID(s.TraceId); strings.ReplaceAll(traceID.String(), "-", "") != callerTraceID {
+					if hex.EncodeToString(s.TraceId) != callerTraceID {
 						continue
 					}
 					if service != "hookline-otlp-test" {
