@@ -141,7 +141,7 @@ func Connect(ctx context.Context, url string, maxConns int32, mode PlanMode) (*p
 }
 
 // New migrates the database, connects and builds every service. It starts nothing.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Server, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_ *Server, err error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -162,15 +162,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 			return nil, err
 		}
 	}
+	defer func() {
+		if err != nil { // a server that never started exports nothing: stop the exporter's goroutines
+			_ = traces.Shutdown(ctx)
+		}
+	}()
 	pool, err := Connect(ctx, cfg.DatabaseURL, 16, PlanPerCall)
 	if err != nil {
-		_ = traces.Shutdown(ctx)
 		return nil, err
 	}
 	enginePool, err := Connect(ctx, cfg.DatabaseURL, 16, PlanCached)
 	if err != nil {
 		pool.Close()
-		_ = traces.Shutdown(ctx)
 		return nil, err
 	}
 	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}

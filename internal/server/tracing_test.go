@@ -367,7 +367,8 @@ func TestTracingRecoverAndRetry(t *testing.T) {
 }
 
 // Request spans are named after the route, never the path: ids stay out, and a portal link's token (a
-// credential until used) appears in no span name or attribute. The dashboard's requests are traced too.
+// credential until used) appears in no span name or attribute. The dashboard's requests are traced too;
+// probes and scrapes are not.
 func TestTracingRequestSpansNameRoutesNotPaths(t *testing.T) {
 	tp, rec := recordingProvider(t)
 	e := newTraceEnv(t, server.Options{TracerProvider: tp})
@@ -382,6 +383,12 @@ func TestTracingRequestSpansNameRoutesNotPaths(t *testing.T) {
 	}
 	res.Body.Close()
 	e.call("GET", "/api/v1/tenants/"+e.tenant, nil, nil, 200)
+	for _, probe := range []string{"/healthz", "/readyz", "/metrics"} {
+		if res, err = http.Get(e.base + probe); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
 
 	names := map[string]bool{}
 	for _, s := range rec.Ended() {
@@ -398,6 +405,11 @@ func TestTracingRequestSpansNameRoutesNotPaths(t *testing.T) {
 	for _, want := range []string{"GET /portal/{token}", "GET /login", "GET /api/v1/tenants/{tenantID}"} {
 		if !names[want] {
 			t.Errorf("no span %q among %v", want, names)
+		}
+	}
+	for _, probe := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
+		if names[probe] {
+			t.Errorf("a span of the probe %q", probe)
 		}
 	}
 }

@@ -13,14 +13,20 @@ import (
 // Middleware makes a server span of every request, the child of the caller's traceparent when it sent one.
 // The span is named after the route's pattern ("POST /api/v1/events", "GET /portal/{token}"), known once
 // the router has matched it, and carries the pattern, never the request's path or query: paths hold ids,
-// and a portal link's path is its single-use token. When tracing is off it returns next itself, so requests
-// pay nothing.
+// and a portal link's path is its single-use token. Probes and scrapes (/healthz, /readyz, /metrics) get
+// no span: every few seconds from every prober, they would bury the traces that matter. When tracing is
+// off it returns next itself, so requests pay nothing.
 func (t *Tracing) Middleware(next http.Handler) http.Handler {
 	tracer := t.Tracer()
 	if tracer == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", r.Method)))
