@@ -149,8 +149,8 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key string, want any) {
 	}
 }
 
-// spansNamed returns the ended spans called name, waiting a little for them (a replay chunk's span ends
-// after its transaction commits, so just after what it moved can be seen).
+// spansNamed returns the ended spans called name, waiting a little for them: spans end in the server's own
+// goroutines (the replay runner's next chunk, say), which the test does not wait on.
 func spansNamed(t *testing.T, rec *tracetest.SpanRecorder, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
