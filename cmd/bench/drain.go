@@ -17,6 +17,12 @@ import (
 // to every subscription), as POST /events with those subscriptions would have stored them: one event row
 // with its body, one pending delivery per subscription, due now. It then ANALYZEs, as autovacuum would.
 func seedBacklog(ctx context.Context, db *database, ts *tenantSetup, n int, size int) error {
+	return seedTracedBacklog(ctx, db, ts, n, size, "")
+}
+
+// seedTracedBacklog is seedBacklog with a trace context stored on every delivery, as a publish with
+// tracing on leaves it ("" for none).
+func seedTracedBacklog(ctx context.Context, db *database, ts *tenantSetup, n int, size int, traceparent string) error {
 	events := n / len(ts.subs)
 	body := eventBody("bench.backlog", size)
 	for done := 0; done < events; done += 10000 {
@@ -28,10 +34,10 @@ WITH ev AS (
     RETURNING id, created_at
 )
 INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
-                                created_at, updated_at)
+                                created_at, updated_at, traceparent)
 SELECT uuid_v7(), $1, ev.id, s.id, 'bench.backlog', ev.created_at, ev.created_at + interval '72 hours',
-       ev.created_at, ev.created_at
-FROM ev CROSS JOIN unnest($4::uuid[]) AS s(id)`, ts.tenant, body, k, ts.subs)
+       ev.created_at, ev.created_at, nullif($5, '')
+FROM ev CROSS JOIN unnest($4::uuid[]) AS s(id)`, ts.tenant, body, k, ts.subs, traceparent)
 		if err != nil {
 			return fmt.Errorf("seed backlog: %w", err)
 		}
@@ -44,13 +50,17 @@ type drainVariant struct {
 	key, name string
 	subs      int
 	slow      bool
+	// env is added to the servers' environment; traceparent is stored with the seeded deliveries (the
+	// tracing phase).
+	env         []string
+	traceparent string
 }
 
 var drainVariants = []drainVariant{
-	{"a", "a: 1 endpoint, instant receiver", 1, false},
-	{"b", "b: 1 endpoint, slow receiver", 1, true},
-	{"c", "c: 100 subscriptions, instant receiver", 100, false},
-	{"d", "d: 100 subscriptions, slow receiver", 100, true},
+	{key: "a", name: "a: 1 endpoint, instant receiver", subs: 1},
+	{key: "b", name: "b: 1 endpoint, slow receiver", subs: 1, slow: true},
+	{key: "c", name: "c: 100 subscriptions, instant receiver", subs: 100},
+	{key: "d", name: "d: 100 subscriptions, slow receiver", subs: 100, slow: true},
 }
 
 func (b *bench) drain(ctx context.Context) error {
@@ -80,7 +90,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 		return 0, tally{}, err
 	}
 	defer db.close()
-	var env []string
+	env := slices.Clone(v.env)
 	if v.subs == 1 {
 		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
 	}
@@ -111,7 +121,7 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 		return 0, tally{}, err
 	}
 	seedStart := time.Now()
-	if err := seedBacklog(ctx, db, ts, n, b.o.payload); err != nil {
+	if err := seedTracedBacklog(ctx, db, ts, n, b.o.payload, v.traceparent); err != nil {
 		return 0, tally{}, err
 	}
 	n = n / v.subs * v.subs
@@ -132,9 +142,12 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	if phase == "drain" && !v.slow {
 		b.addCPU(phase, v.key, cpuBefore, readCPU(ctx, db, servers...), n)
 	}
+	if b.lastDrainCPU != nil {
+		*b.lastDrainCPU = [2]cpuUse{cpuBefore, readCPU(ctx, db, servers...)}
+	}
 	rate := float64(n) / elapsed.Seconds()
 	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)
-	if procs == 1 {
+	if procs == 1 && phase != "tracing" {
 		b.recordPeak(phase, v.key, servers[0])
 	}
 	t, err := b.settle(ctx, db, n)

@@ -29,6 +29,9 @@ type bench struct {
 	o   options
 	res *Results
 	rc  *receiver
+	// lastDrainCPU, when set, is where drainOnce leaves the CPU readings taken around its drain (the
+	// tracing phase compares them).
+	lastDrainCPU *[2]cpuUse
 }
 
 func newBench(ctx context.Context, o options) (*bench, error) {

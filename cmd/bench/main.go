@@ -22,7 +22,7 @@ import (
 )
 
 // allPhases in the order they run; pages-10m only with -pages-10m.
-var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling", "ratelimit", "catalogue"}
+var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling", "ratelimit", "catalogue", "tracing"}
 
 type options struct {
 	only          map[string]bool
@@ -184,7 +184,7 @@ func run(ctx context.Context, o options) error {
 	phases := map[string]func(context.Context) error{
 		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "latency": b.latency, "idle": b.idle,
 		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling, "ratelimit": b.ratelimit,
-		"catalogue": b.catalogue,
+		"catalogue": b.catalogue, "tracing": b.tracing,
 	}
 	var failed []string
 	for _, p := range allPhases {

@@ -19,7 +19,7 @@
 --     endpoint's claims and completions do not queue behind each other. An open circuit due for a probe gets
 --     one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
 -- The event body and the subscription's URL, headers and valid secrets come back with each row so sending
--- needs no more queries.
+-- needs no more queries; so does the delivery's trace context, which the attempt's span continues.
 WITH candidates AS (
     SELECT s.id, s.claimed - coalesce(f.finished, 0) AS in_flight, coalesce(f.finished, 0) AS finished, s.circuit_state,
            coalesce(floor(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz))::int,
@@ -83,7 +83,7 @@ SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timest
 FROM picked p, reserved s, events e
 WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
-          d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets;
+          d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets;
 
 -- name: CompleteAttempts :many
 -- Records a batch of finished attempts and moves each delivery to the state the worker decided, in one
@@ -309,12 +309,14 @@ SELECT count(*)::bigint FROM (
 -- the caller read (total_attempts and updated_at, which every move changes), so of several concurrent
 -- calls exactly one matches: the others find it pending, or, when the first one's retry was already sent
 -- and finished, a newer version than they read (without that guard an admin's second call, not held by
--- the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins).
+-- the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins). A
+-- @traceparent (the retry's trace context) replaces the delivery's, so the next attempt is traced under
+-- the retry; '' (tracing off) keeps the one it had.
 UPDATE webhook_deliveries
 SET state = 'pending', attempt_count = 0,
     manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL,
-    updated_at = @now::timestamptz
+    traceparent = coalesce(nullif(@traceparent::text, ''), traceparent), updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
   AND total_attempts = @seen_total_attempts::int AND updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
@@ -324,11 +326,12 @@ RETURNING *;
 -- Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
 -- to @now; attempts, schedule and deadline stay. Guarded by state and the version read like RetryDelivery,
 -- by the same cap, and by the subscription's circuit: while it is open (or half open) nothing but the
--- probe is sent, so a retry now would change nothing and is refused without counting.
+-- probe is sent, so a retry now would change nothing and is refused without counting. @traceparent as in
+-- RetryDelivery.
 UPDATE webhook_deliveries d
 SET next_attempt_at = least(d.next_attempt_at, @now::timestamptz),
     manual_retries = d.manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
-    updated_at = @now::timestamptz
+    traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent), updated_at = @now::timestamptz
 WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
   AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)

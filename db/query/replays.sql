@@ -70,7 +70,8 @@ LIMIT @max_rows::int;
 -- pending with a fresh schedule: next_attempt_at spread at random over @spread_seconds, a new give_up_at,
 -- the current schedule's error fields cleared (the attempts stay), replay_id set. Only rows that are dead
 -- at this moment and were already dead when the replay started move, so overlapping replays, manual
--- retries and retention never schedule one delivery twice. FOR UPDATE (not SKIP LOCKED): a row another
+-- retries and retention never schedule one delivery twice. A @traceparent (the chunk's span, when
+-- tracing) becomes the moved rows' trace context, so their next attempts are traced under the replay. FOR UPDATE (not SKIP LOCKED): a row another
 -- transaction is changing is waited for and re-checked, never passed over. Returns how many rows it looked
 -- at (0 means the replay is done), how many it moved, and the new cursor.
 WITH batch AS (
@@ -94,7 +95,8 @@ WITH batch AS (
     SET state = 'pending', attempt_count = 0,
         next_attempt_at = sqlc.arg('now')::timestamptz + make_interval(0, 0, 0, 0, 0, 0, random() * sqlc.arg('spread_seconds')::int),
         give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL, last_status = NULL,
-        last_error = NULL, last_response = NULL, replay_id = @replay_id::uuid, updated_at = @now::timestamptz
+        last_error = NULL, last_response = NULL, replay_id = @replay_id::uuid, updated_at = @now::timestamptz,
+        traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent)
     FROM batch
     WHERE d.id = batch.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
     RETURNING d.id
@@ -107,10 +109,11 @@ SELECT (SELECT count(*) FROM batch)::int AS looked_at,
        coalesce((SELECT id FROM last), '00000000-0000-0000-0000-000000000000')::uuid AS last_id;
 
 -- name: CreateReplay :one
+-- @traceparent is the trace context of the request that started it ('' for none), which its chunks continue.
 INSERT INTO replays (kind, actor, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
-                     spread_seconds, started_at, updated_at, finished_at)
+                     spread_seconds, started_at, updated_at, finished_at, traceparent)
 VALUES (@kind, @actor, @criteria, @dry_run, @matched, 0, @state, sqlc.narg('tenant_id'), sqlc.narg('subscription_id'),
-        @spread_seconds, @now, @now, sqlc.narg('finished_at'))
+        @spread_seconds, @now, @now, sqlc.narg('finished_at'), nullif(@traceparent::text, ''))
 RETURNING *;
 
 -- name: GetReplay :one

@@ -76,7 +76,7 @@ SET state = 'in_flight', lease_expires_at = $1::timestamptz, lease_id = $2::uuid
 FROM picked p, reserved s, events e
 WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
-          d.give_up_at, d.created_at, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets
+          d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets
 `
 
 type ClaimDeliveriesParams struct {
@@ -97,6 +97,7 @@ type ClaimDeliveriesRow struct {
 	TotalAttempts  int32
 	GiveUpAt       time.Time
 	CreatedAt      time.Time
+	Traceparent    *string
 	Body           []byte
 	EventCreatedAt time.Time
 	URL            string
@@ -125,7 +126,7 @@ type ClaimDeliveriesRow struct {
 //     one row and goes half_open until the probe's outcome is recorded (or its lease runs out).
 //
 // The event body and the subscription's URL, headers and valid secrets come back with each row so sending
-// needs no more queries.
+// needs no more queries; so does the delivery's trace context, which the attempt's span continues.
 func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDeliveries,
 		arg.LeaseExpiresAt,
@@ -151,6 +152,7 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 			&i.TotalAttempts,
 			&i.GiveUpAt,
 			&i.CreatedAt,
+			&i.Traceparent,
 			&i.Body,
 			&i.EventCreatedAt,
 			&i.URL,
@@ -445,7 +447,7 @@ func (q *Queries) DiscardDelivery(ctx context.Context, arg DiscardDeliveryParams
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
 `
 
 type GetDeliveryParams struct {
@@ -480,12 +482,13 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeadAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, e.body, e.created_at AS event_created_at, s.url AS subscription_url
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -531,6 +534,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.WebhookDelivery.CreatedAt,
 		&i.WebhookDelivery.UpdatedAt,
 		&i.WebhookDelivery.DeadAt,
+		&i.WebhookDelivery.Traceparent,
 		&i.Body,
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
@@ -582,7 +586,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries
 WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
   AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
@@ -670,6 +674,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeadAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -815,17 +820,18 @@ UPDATE webhook_deliveries
 SET state = 'pending', attempt_count = 0,
     manual_retries = manual_retries + CASE WHEN $1::bool THEN 1 ELSE 0 END,
     next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL, dead_at = NULL,
-    updated_at = $2::timestamptz
-WHERE id = $4 AND tenant_id = $5 AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
-  AND total_attempts = $6::int AND updated_at = $7::timestamptz
-  AND ($8::int < 0 OR manual_retries < $8::int)
-RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at
+    traceparent = coalesce(nullif($4::text, ''), traceparent), updated_at = $2::timestamptz
+WHERE id = $5 AND tenant_id = $6 AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
+  AND total_attempts = $7::int AND updated_at = $8::timestamptz
+  AND ($9::int < 0 OR manual_retries < $9::int)
+RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent
 `
 
 type RetryDeliveryParams struct {
 	CountManual       bool
 	Now               time.Time
 	GiveUpAt          time.Time
+	Traceparent       string
 	ID                uuid.UUID
 	TenantID          uuid.UUID
 	SeenTotalAttempts int32
@@ -837,12 +843,15 @@ type RetryDeliveryParams struct {
 // the caller read (total_attempts and updated_at, which every move changes), so of several concurrent
 // calls exactly one matches: the others find it pending, or, when the first one's retry was already sent
 // and finished, a newer version than they read (without that guard an admin's second call, not held by
-// the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins).
+// the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins). A
+// @traceparent (the retry's trace context) replaces the delivery's, so the next attempt is traced under
+// the retry; ” (tracing off) keeps the one it had.
 func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (WebhookDelivery, error) {
 	row := q.db.QueryRow(ctx, retryDelivery,
 		arg.CountManual,
 		arg.Now,
 		arg.GiveUpAt,
+		arg.Traceparent,
 		arg.ID,
 		arg.TenantID,
 		arg.SeenTotalAttempts,
@@ -874,6 +883,7 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeadAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
@@ -882,17 +892,18 @@ const retryNowDelivery = `-- name: RetryNowDelivery :one
 UPDATE webhook_deliveries d
 SET next_attempt_at = least(d.next_attempt_at, $1::timestamptz),
     manual_retries = d.manual_retries + CASE WHEN $2::bool THEN 1 ELSE 0 END,
-    updated_at = $1::timestamptz
-WHERE d.id = $3 AND d.tenant_id = $4 AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
-  AND d.total_attempts = $5::int AND d.updated_at = $6::timestamptz
-  AND ($7::int < 0 OR d.manual_retries < $7::int)
+    traceparent = coalesce(nullif($3::text, ''), d.traceparent), updated_at = $1::timestamptz
+WHERE d.id = $4 AND d.tenant_id = $5 AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
+  AND d.total_attempts = $6::int AND d.updated_at = $7::timestamptz
+  AND ($8::int < 0 OR d.manual_retries < $8::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed')
-RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
 `
 
 type RetryNowDeliveryParams struct {
 	Now               time.Time
 	CountManual       bool
+	Traceparent       string
 	ID                uuid.UUID
 	TenantID          uuid.UUID
 	SeenTotalAttempts int32
@@ -903,11 +914,13 @@ type RetryNowDeliveryParams struct {
 // Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
 // to @now; attempts, schedule and deadline stay. Guarded by state and the version read like RetryDelivery,
 // by the same cap, and by the subscription's circuit: while it is open (or half open) nothing but the
-// probe is sent, so a retry now would change nothing and is refused without counting.
+// probe is sent, so a retry now would change nothing and is refused without counting. @traceparent as in
+// RetryDelivery.
 func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryParams) (WebhookDelivery, error) {
 	row := q.db.QueryRow(ctx, retryNowDelivery,
 		arg.Now,
 		arg.CountManual,
+		arg.Traceparent,
 		arg.ID,
 		arg.TenantID,
 		arg.SeenTotalAttempts,
@@ -939,6 +952,7 @@ func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryPara
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeadAt,
+		&i.Traceparent,
 	)
 	return i, err
 }

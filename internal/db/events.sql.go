@@ -80,10 +80,11 @@ WITH input AS (
            unnest($5::text[]) AS idempotency_key,
            unnest($6::bytea[]) AS request_hash,
            unnest($7::uuid[]) AS only_subscription_id,
-           unnest($8::timestamptz[]) AS created_at, unnest($9::timestamptz[]) AS give_up_at
+           unnest($8::timestamptz[]) AS created_at, unnest($9::timestamptz[]) AS give_up_at,
+           unnest($10::text[]) AS traceparent
 ), typed AS MATERIALIZED (
     -- Materialized: inlined, the patterns would be worked out again for every subscription row.
-    SELECT i.id, i.tenant_id, i.event_type, i.body, i.idempotency_key, i.request_hash, i.only_subscription_id, i.created_at, i.give_up_at, ARRAY[i.event_type] || ARRAY(
+    SELECT i.id, i.tenant_id, i.event_type, i.body, i.idempotency_key, i.request_hash, i.only_subscription_id, i.created_at, i.give_up_at, i.traceparent, ARRAY[i.event_type] || ARRAY(
                SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
                WHERE substr(i.event_type, p, 1) = '.') AS wanted_by
     FROM input i
@@ -95,7 +96,7 @@ WITH input AS (
     ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id
 ), matching AS (
-    SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, s.id AS subscription_id,
+    SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id AS subscription_id,
            s.created_at AS subscription_created_at
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
@@ -103,8 +104,9 @@ WITH input AS (
          AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
-                                    created_at, updated_at)
-    SELECT m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at, m.created_at
+                                    created_at, updated_at, traceparent)
+    SELECT m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at, m.created_at,
+           nullif(m.traceparent, '')
     FROM matching m
     RETURNING id, event_id, subscription_id
 )
@@ -126,6 +128,7 @@ type PublishEventsParams struct {
 	OnlySubscriptionIds []uuid.UUID
 	CreatedAt           []time.Time
 	GiveUpAt            []time.Time
+	Traceparents        []string
 }
 
 type PublishEventsRow struct {
@@ -139,7 +142,9 @@ type PublishEventsRow struct {
 // trip and one commit for the whole batch. Paused subscriptions get their delivery too (it waits); disabled
 // and deleted ones get none. The arrays are zipped: element i of each is event i; an empty
 // idempotency_key means none, a nil only_subscription_id means every subscription that wants the type, and
-// any other sends to that one subscription whatever its event types (the dashboard's test event).
+// any other sends to that one subscription whatever its event types (the dashboard's test event). A
+// traceparent is the publish span's trace context, kept on each of the event's deliveries (” for none:
+// tracing off).
 // The answer is one row per delivery, by event and then subscription creation order, and one row with a
 // nil delivery id for an event that matched nothing. An event whose Idempotency-Key was used before (or
 // earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads
@@ -160,6 +165,7 @@ func (q *Queries) PublishEvents(ctx context.Context, arg PublishEventsParams) ([
 		arg.OnlySubscriptionIds,
 		arg.CreatedAt,
 		arg.GiveUpAt,
+		arg.Traceparents,
 	)
 	if err != nil {
 		return nil, err

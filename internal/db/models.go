@@ -152,6 +152,7 @@ type Replay struct {
 	CursorID        *uuid.UUID
 	Error           string
 	UpdatedAt       time.Time
+	Traceparent     *string
 }
 
 type Session struct {
@@ -260,4 +261,5 @@ type WebhookDelivery struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	DeadAt         *time.Time
+	Traceparent    *string
 }

@@ -90,10 +90,10 @@ func (q *Queries) CountDeadLetters(ctx context.Context, arg CountDeadLettersPara
 
 const createReplay = `-- name: CreateReplay :one
 INSERT INTO replays (kind, actor, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
-                     spread_seconds, started_at, updated_at, finished_at)
+                     spread_seconds, started_at, updated_at, finished_at, traceparent)
 VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8,
-        $9, $10, $10, $11)
-RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at
+        $9, $10, $10, $11, nullif($12::text, ''))
+RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent
 `
 
 type CreateReplayParams struct {
@@ -108,8 +108,10 @@ type CreateReplayParams struct {
 	SpreadSeconds  int32
 	Now            time.Time
 	FinishedAt     *time.Time
+	Traceparent    string
 }
 
+// @traceparent is the trace context of the request that started it (” for none), which its chunks continue.
 func (q *Queries) CreateReplay(ctx context.Context, arg CreateReplayParams) (Replay, error) {
 	row := q.db.QueryRow(ctx, createReplay,
 		arg.Kind,
@@ -123,6 +125,7 @@ func (q *Queries) CreateReplay(ctx context.Context, arg CreateReplayParams) (Rep
 		arg.SpreadSeconds,
 		arg.Now,
 		arg.FinishedAt,
+		arg.Traceparent,
 	)
 	var i Replay
 	err := row.Scan(
@@ -144,6 +147,7 @@ func (q *Queries) CreateReplay(ctx context.Context, arg CreateReplayParams) (Rep
 		&i.CursorID,
 		&i.Error,
 		&i.UpdatedAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
@@ -392,7 +396,7 @@ UPDATE replays
 SET state = $1, error = $2, skipped = greatest(matched - scheduled, 0), finished_at = $3::timestamptz,
     updated_at = $3::timestamptz
 WHERE id = $4 AND state = 'running'
-RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at
+RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent
 `
 
 type FinishReplayParams struct {
@@ -431,12 +435,13 @@ func (q *Queries) FinishReplay(ctx context.Context, arg FinishReplayParams) (Rep
 		&i.CursorID,
 		&i.Error,
 		&i.UpdatedAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
 
 const getReplay = `-- name: GetReplay :one
-SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, o.delivered, o.dead, o.pending, o.counted
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, o.delivered, o.dead, o.pending, o.counted
 FROM replays r
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
@@ -488,6 +493,7 @@ func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplay
 		&i.Replay.CursorID,
 		&i.Replay.Error,
 		&i.Replay.UpdatedAt,
+		&i.Replay.Traceparent,
 		&i.Delivered,
 		&i.Dead,
 		&i.Pending,
@@ -497,7 +503,7 @@ func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplay
 }
 
 const listDeadLetters = `-- name: ListDeadLetters :many
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, t.name AS tenant_name, s.url AS subscription_url
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, t.name AS tenant_name, s.url AS subscription_url
 FROM webhook_deliveries d
 JOIN tenants t ON t.id = d.tenant_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -594,6 +600,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 			&i.WebhookDelivery.CreatedAt,
 			&i.WebhookDelivery.UpdatedAt,
 			&i.WebhookDelivery.DeadAt,
+			&i.WebhookDelivery.Traceparent,
 			&i.TenantName,
 			&i.SubscriptionURL,
 		); err != nil {
@@ -608,7 +615,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 }
 
 const listReplayDeliveries = `-- name: ListReplayDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries
 WHERE replay_id = $1
   AND ($2::timestamptz IS NULL
        OR (created_at, id) < ($2::timestamptz, $3::uuid))
@@ -662,6 +669,7 @@ func (q *Queries) ListReplayDeliveries(ctx context.Context, arg ListReplayDelive
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeadAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -674,7 +682,7 @@ func (q *Queries) ListReplayDeliveries(ctx context.Context, arg ListReplayDelive
 }
 
 const listReplays = `-- name: ListReplays :many
-SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, o.delivered, o.dead, o.pending, o.counted
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, o.delivered, o.dead, o.pending, o.counted
 FROM replays r
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
@@ -746,6 +754,7 @@ func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Lis
 			&i.Replay.CursorID,
 			&i.Replay.Error,
 			&i.Replay.UpdatedAt,
+			&i.Replay.Traceparent,
 			&i.Delivered,
 			&i.Dead,
 			&i.Pending,
@@ -762,7 +771,7 @@ func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Lis
 }
 
 const lockRunningReplay = `-- name: LockRunningReplay :one
-SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at FROM replays WHERE id = $1 AND state = 'running' FOR UPDATE SKIP LOCKED
+SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent FROM replays WHERE id = $1 AND state = 'running' FOR UPDATE SKIP LOCKED
 `
 
 // Takes one running replay for the length of a chunk's transaction. SKIP LOCKED: a replay another instance
@@ -789,6 +798,7 @@ func (q *Queries) LockRunningReplay(ctx context.Context, id uuid.UUID) (Replay, 
 		&i.CursorID,
 		&i.Error,
 		&i.UpdatedAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
@@ -815,7 +825,8 @@ WITH batch AS (
     SET state = 'pending', attempt_count = 0,
         next_attempt_at = $12::timestamptz + make_interval(0, 0, 0, 0, 0, 0, random() * $13::int),
         give_up_at = $14::timestamptz, dead_reason = NULL, dead_at = NULL, last_status = NULL,
-        last_error = NULL, last_response = NULL, replay_id = $15::uuid, updated_at = $12::timestamptz
+        last_error = NULL, last_response = NULL, replay_id = $15::uuid, updated_at = $12::timestamptz,
+        traceparent = coalesce(nullif($16::text, ''), d.traceparent)
     FROM batch
     WHERE d.id = batch.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
     RETURNING d.id
@@ -844,6 +855,7 @@ type ReplayChunkParams struct {
 	SpreadSeconds  int32
 	GiveUpAt       time.Time
 	ReplayID       uuid.UUID
+	Traceparent    string
 }
 
 type ReplayChunkRow struct {
@@ -857,7 +869,8 @@ type ReplayChunkRow struct {
 // pending with a fresh schedule: next_attempt_at spread at random over @spread_seconds, a new give_up_at,
 // the current schedule's error fields cleared (the attempts stay), replay_id set. Only rows that are dead
 // at this moment and were already dead when the replay started move, so overlapping replays, manual
-// retries and retention never schedule one delivery twice. FOR UPDATE (not SKIP LOCKED): a row another
+// retries and retention never schedule one delivery twice. A @traceparent (the chunk's span, when
+// tracing) becomes the moved rows' trace context, so their next attempts are traced under the replay. FOR UPDATE (not SKIP LOCKED): a row another
 // transaction is changing is waited for and re-checked, never passed over. Returns how many rows it looked
 // at (0 means the replay is done), how many it moved, and the new cursor.
 func (q *Queries) ReplayChunk(ctx context.Context, arg ReplayChunkParams) (ReplayChunkRow, error) {
@@ -877,6 +890,7 @@ func (q *Queries) ReplayChunk(ctx context.Context, arg ReplayChunkParams) (Repla
 		arg.SpreadSeconds,
 		arg.GiveUpAt,
 		arg.ReplayID,
+		arg.Traceparent,
 	)
 	var i ReplayChunkRow
 	err := row.Scan(

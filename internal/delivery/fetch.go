@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/sleep"
+	"github.com/hookline/hookline/internal/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // batchGather is how long the fetcher may wait for more free slots before claiming a small batch.
@@ -163,8 +167,50 @@ func (w *Worker) openSubscription(rawHeaders []byte, rawSecrets []string) *subsc
 }
 
 // attempt sends one claimed delivery with its subscription's prepared headers and secrets (shared with the
-// batch's other attempts, read only) and decides what comes next. It does no database work.
+// batch's other attempts, read only) and decides what comes next. It does no database work. With tracing
+// on, the attempt is a span of its own (tracedAttempt); off, nothing about tracing is touched.
 func (w *Worker) attempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID uuid.UUID, sub *subscriptionSend) attemptResult {
+	if w.o.Tracer != nil {
+		return w.tracedAttempt(ctx, row, leaseID, sub)
+	}
+	return w.sendAttempt(ctx, row, leaseID, sub)
+}
+
+// tracedAttempt is attempt in a span whose parent is the context stored with the delivery (its publish,
+// or the replay or retry that queued it again), so the attempt lands in the same trace however much
+// later, and in whichever process, it is sent. The span's context goes no further than this process: the
+// sender puts no trace header on the webhook, as receivers are not part of the platform's traces.
+func (w *Worker) tracedAttempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID uuid.UUID, sub *subscriptionSend) attemptResult {
+	if row.Traceparent != nil {
+		ctx = tracing.ContinueFrom(ctx, *row.Traceparent)
+	}
+	ctx, span := w.o.Tracer.Start(ctx, spanAttempt, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attrTenantID.String(row.TenantID.String()), attrSubscriptionID.String(row.SubscriptionID.String()),
+		attrDeliveryID.String(row.ID.String()), attrEventID.String(row.EventID.String()), attrEventType.String(row.EventType),
+		attrAttempt.Int(int(row.TotalAttempts)+1)))
+	defer span.End()
+	res := w.sendAttempt(ctx, row, leaseID, sub)
+	if res.release {
+		// Not an attempt after all (shutdown, or secrets this process cannot open): nothing is recorded.
+		span.SetAttributes(attrOutcome.String("released"))
+		return res
+	}
+	span.SetAttributes(attrOutcome.String(string(res.decision.Outcome)), attrDurationMS.Int64(res.resp.Duration.Milliseconds()))
+	if res.resp.Status != 0 {
+		span.SetAttributes(attrStatusCode.Int(res.resp.Status))
+	}
+	if res.decision.Outcome != OutcomeDelivered {
+		desc := res.resp.Err
+		if desc == "" {
+			desc = "HTTP " + strconv.Itoa(res.resp.Status)
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	return res
+}
+
+// sendAttempt is attempt's work: send, and decide.
+func (w *Worker) sendAttempt(ctx context.Context, row db.ClaimDeliveriesRow, leaseID uuid.UUID, sub *subscriptionSend) attemptResult {
 	// The outgoing rate limit was applied where the row was claimed (a token bucket on the subscription).
 	res := attemptResult{row: row, leaseID: leaseID}
 	if sub.headersErr != nil {

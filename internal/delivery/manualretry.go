@@ -10,6 +10,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,6 +22,8 @@ type Actor struct {
 }
 
 // Retry puts a delivered, failed or expired delivery back in the queue with a fresh schedule and deadline.
+// With tracing on, its next attempt is traced under the retry's request (Retry and RetryNow store ctx's
+// trace context with the delivery).
 // Of several concurrent calls on one delivery (an admin's too) exactly one succeeds; the rest get
 // INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
@@ -28,7 +31,7 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryDelivery(ctx, db.RetryDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
-				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt, Traceparent: tracing.Traceparent(ctx),
 			})
 		})
 }
@@ -56,7 +59,7 @@ func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Ac
 		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryNowDelivery(ctx, db.RetryNowDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, MaxManual: maxManual,
-				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt,
+				SeenTotalAttempts: seen.TotalAttempts, SeenUpdatedAt: seen.UpdatedAt, Traceparent: tracing.Traceparent(ctx),
 			})
 		})
 }

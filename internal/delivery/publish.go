@@ -17,8 +17,11 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // eventTypeRE is the event type syntax: letters, digits and . _ - : /, starting with a letter or digit.
@@ -78,6 +81,9 @@ type Publisher struct {
 	// the payload compacted; an error refuses the publish (the event catalogue: schemas, registered types).
 	// It must not touch the database: it runs on every publish.
 	CheckEvent func(eventType string, payload []byte) error
+	// Tracer, when set, makes a span of every publish and stores its context with the deliveries, whose
+	// attempts then join the publish's trace; nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
@@ -91,10 +97,18 @@ const maxIdempotencyKey = 255
 // Publish validates and stores an event and one pending delivery per matching subscription in one
 // transaction (shared with the publishes that arrived meanwhile: see store), then wakes the workers. With an Idempotency-Key
 // already used for the same request it returns the first answer and creates nothing.
-func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, error) {
+func (p *Publisher) Publish(ctx context.Context, in PublishInput) (out Published, err error) {
+	var span trace.Span
+	if p.Tracer != nil {
+		ctx, span = p.startPublishSpan(ctx, in)
+		defer func() { endPublishSpan(span, out, err) }()
+	}
 	ev, err := p.prepare(in)
 	if err != nil {
 		return Published{}, err
+	}
+	if span != nil {
+		ev.traceparent = tracing.Traceparent(ctx)
 	}
 	rows, err := p.store(ctx, ev)
 	if err != nil {
@@ -104,7 +118,7 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 		// The key was used before (or by a concurrent publish that committed first): answer as the first time.
 		return p.firstAnswer(ctx, db.New(p.pool), in, ev.requestHash)
 	}
-	out := Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	out = Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
 			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
@@ -124,20 +138,28 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (Published, er
 // when the rest of it commits (an outbox: incident steps and their operator notifications). It takes no
 // Idempotency-Key: the transaction is the guard. The workers are woken at commit (NOTIFY in the
 // transaction), never before the rows are visible.
-func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (Published, error) {
+func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (out Published, err error) {
 	if in.IdempotencyKey != "" {
 		return Published{}, fault.Invalid("PublishTx takes no Idempotency-Key")
+	}
+	var span trace.Span
+	if p.Tracer != nil {
+		ctx, span = p.startPublishSpan(ctx, in)
+		defer func() { endPublishSpan(span, out, err) }()
 	}
 	ev, err := p.prepare(in)
 	if err != nil {
 		return Published{}, err
+	}
+	if span != nil {
+		ev.traceparent = tracing.Traceparent(ctx)
 	}
 	q := db.New(tx)
 	rows, err := q.PublishEvents(ctx, publishParams([]storedEvent{ev}))
 	if err != nil {
 		return Published{}, fmt.Errorf("publish: store event: %w", err)
 	}
-	out := Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
+	out = Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
 			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
@@ -172,6 +194,23 @@ func (p *Publisher) SendTo(ctx context.Context, tenantID, subscriptionID uuid.UU
 		p.Metrics.EventsPublished.Inc()
 	}
 	return out, nil
+}
+
+// startPublishSpan starts a publish's span, the child of ctx's (the request's, itself the child of the
+// publisher's traceparent header).
+func (p *Publisher) startPublishSpan(ctx context.Context, in PublishInput) (context.Context, trace.Span) {
+	return p.Tracer.Start(ctx, "publish", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		attrTenantID.String(in.TenantID.String()), attrEventType.String(in.EventType)))
+}
+
+// endPublishSpan ends a publish's span with what it stored, or why it stored nothing.
+func endPublishSpan(span trace.Span, out Published, err error) {
+	if err != nil {
+		spanFailed(span, err)
+	} else {
+		span.SetAttributes(attrEventID.String(out.ID), attribute.Int("hookline.deliveries", len(out.Deliveries)))
+	}
+	span.End()
 }
 
 // prepare validates a publish and makes the event to store: its id, body and request hash.

@@ -35,6 +35,7 @@ type storedEvent struct {
 	requestHash      []byte
 	createdAt        time.Time
 	giveUpAt         time.Time
+	traceparent      string // the publish span's context, kept with the deliveries; "" when not tracing
 }
 
 // publishRequest is a publish waiting for its batch.
@@ -134,6 +135,7 @@ func publishParams(events []storedEvent) db.PublishEventsParams {
 		params.OnlySubscriptionIds = append(params.OnlySubscriptionIds, e.onlySubscription)
 		params.CreatedAt = append(params.CreatedAt, e.createdAt)
 		params.GiveUpAt = append(params.GiveUpAt, e.giveUpAt)
+		params.Traceparents = append(params.Traceparents, e.traceparent)
 	}
 	return params
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ReplayGroup is one tenant's subscription's share of the deliveries a replay matches.
@@ -149,6 +152,9 @@ type Replays struct {
 	previews previewLimiter
 	// Started, when set, is told that a replay was created so a runner can start on it now.
 	Started func()
+	// Tracer, when set, makes a span of each replay's start and of each of its chunks; the chunks and the
+	// attempts of what they move join the trace of the request that started it. nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // NewReplays returns the replay service.
@@ -253,7 +259,20 @@ func (s *Replays) Recover(ctx context.Context, tenantID, subscriptionID uuid.UUI
 	return s.create(ctx, ReplayRecover, ReplayRequest{Filter: f, Spread: spread, DryRun: dryRun, Actor: actor})
 }
 
-func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (Replay, error) {
+func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (out Replay, err error) {
+	if s.Tracer != nil {
+		var span trace.Span
+		ctx, span = s.Tracer.Start(ctx, spanReplayStart, trace.WithAttributes(attrReplayKind.String(kind),
+			attribute.Bool("hookline.replay.dry_run", req.DryRun)))
+		defer func() {
+			if err != nil {
+				spanFailed(span, err)
+			} else {
+				span.SetAttributes(attrReplayID.String(out.ID.String()), attribute.Int64("hookline.replay.matched", out.Matched))
+			}
+			span.End()
+		}()
+	}
 	now := s.now()
 	matched, err := s.count(ctx, req.Filter, &now, math.MaxInt32)
 	if err != nil {
@@ -269,7 +288,7 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (R
 	}
 	arg := db.CreateReplayParams{
 		Kind: kind, Actor: req.Actor, Criteria: criteria, DryRun: req.DryRun, Matched: int32(matched), State: state,
-		SpreadSeconds: int32(req.Spread / time.Second), Now: now, FinishedAt: finished,
+		SpreadSeconds: int32(req.Spread / time.Second), Now: now, FinishedAt: finished, Traceparent: tracing.Traceparent(ctx),
 	}
 	if kind == ReplayRecover {
 		arg.TenantID, arg.SubscriptionID = req.Filter.TenantID, req.Filter.SubscriptionID
@@ -297,7 +316,7 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (R
 	if err != nil {
 		return Replay{}, fmt.Errorf("create replay: %w", err)
 	}
-	out := replayFromRow(row)
+	out = replayFromRow(row)
 	if req.DryRun {
 		sample, err := s.list(ctx, req.Filter, &now, PreviewSampleSize, nil)
 		if err != nil {
@@ -398,6 +417,17 @@ func (s *Replays) Step(ctx context.Context, id uuid.UUID) (taken, done bool, err
 			return fmt.Errorf("lock replay: %w", err)
 		}
 		taken = true
+		var span trace.Span
+		if s.Tracer != nil {
+			// The chunk continues the trace of the request that started the replay, whichever process runs it.
+			cctx := ctx
+			if row.Traceparent != nil {
+				cctx = tracing.ContinueFrom(ctx, *row.Traceparent)
+			}
+			_, span = s.Tracer.Start(cctx, spanReplayChunk, trace.WithAttributes(attrReplayID.String(id.String()),
+				attrReplayKind.String(row.Kind)))
+			defer span.End()
+		}
 		r := replayFromRow(row)
 		f := r.Criteria
 		if f.CreatedFrom == nil || f.CreatedTo == nil {
@@ -410,9 +440,19 @@ func (s *Replays) Step(ctx context.Context, id uuid.UUID) (taken, done bool, err
 			AfterCreatedAt: row.CursorCreatedAt, AfterID: row.CursorID, Chunk: ReplayChunkSize,
 			Now: now, SpreadSeconds: row.SpreadSeconds, GiveUpAt: s.policy.GiveUpAt(now), ReplayID: id,
 		}
+		if span != nil {
+			// What this chunk moves is next attempted under it.
+			arg.Traceparent = traceparentOf(span)
+		}
 		res, err := q.ReplayChunk(ctx, arg)
 		if err != nil {
+			if span != nil {
+				spanFailed(span, err)
+			}
 			return fmt.Errorf("replay chunk: %w", err)
+		}
+		if span != nil {
+			span.SetAttributes(attribute.Int("hookline.replay.looked_at", int(res.LookedAt)), attribute.Int("hookline.replay.moved", int(res.Moved)))
 		}
 		if res.LookedAt == 0 {
 			done = true

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // WorkerOptions tune a Worker. Zero values take the defaults noted.
@@ -45,6 +46,9 @@ type WorkerOptions struct {
 	// Open decrypts a stored signing secret or custom header value (secretbox.Box.Open of
 	// HOOKLINE_SECRET_KEY's keys; default: plaintext values pass, sealed ones are refused).
 	Open func(stored string) (string, error)
+	// Tracer, when set, makes a span of every attempt in the trace stored with its delivery; nil (the
+	// default) is tracing off, which the attempt path checks once and otherwise never touches.
+	Tracer trace.Tracer
 }
 
 func (o *WorkerOptions) defaults() {

@@ -33,10 +33,12 @@ import (
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options are what tests (and the demo) may change beyond the configuration.
@@ -47,6 +49,9 @@ type Options struct {
 	AllowAddrs []string
 	// Registry receives the metrics (default a new registry).
 	Registry *prometheus.Registry
+	// TracerProvider, when set, receives the spans instead of what the OTEL_* variables configure; the
+	// caller owns it (tests record spans in memory with one).
+	TracerProvider trace.TracerProvider
 }
 
 // Server is one Hookline process.
@@ -81,6 +86,8 @@ type Server struct {
 	Keys   *secretbox.Box
 	Policy delivery.RetryPolicy
 	Now    func() time.Time
+	// Tracing is OpenTelemetry tracing, configured by the OTEL_* variables (off when none asks for it).
+	Tracing *tracing.Tracing
 
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -134,7 +141,7 @@ func Connect(ctx context.Context, url string, maxConns int32, mode PlanMode) (*p
 }
 
 // New migrates the database, connects and builds every service. It starts nothing.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Server, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_ *Server, err error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -149,6 +156,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
+	traces := tracing.With(o.TracerProvider)
+	if o.TracerProvider == nil {
+		if traces, err = tracing.FromEnv(ctx); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil { // a server that never started exports nothing: stop the exporter's goroutines
+			_ = traces.Shutdown(ctx)
+		}
+	}()
 	pool, err := Connect(ctx, cfg.DatabaseURL, 16, PlanPerCall)
 	if err != nil {
 		return nil, err
@@ -158,7 +176,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		pool.Close()
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry}
+	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
 	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
 		pool.Close()
@@ -181,7 +199,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	s.Replays = delivery.NewReplays(pool, s.Policy, o.Now)
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
+	s.Replays.Tracer = traces.Tracer()
 	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
+	s.Publisher.Tracer = traces.Tracer()
 	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
 	s.Catalogue = catalogue.New(pool, catalogue.Options{RegisteredOnly: cfg.EventTypes == config.EventTypesRegistered,
@@ -206,6 +226,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		EndpointConcurrency: cfg.EndpointConcurrency,
 		Breaker:             delivery.Breaker{Threshold: cfg.BreakerThreshold, ProbeInterval: cfg.BreakerProbeInterval, ProbeMax: cfg.RetryMaxDelay},
 		Logger:              log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
+		Tracer: traces.Tracer(),
 	})
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
@@ -335,6 +356,8 @@ func (s *Server) routes() http.Handler {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}))
 	r.Use(baseSecurityHeaders)
+	// Inside the logging middleware, which recovers panics: the span still ends (as a 500) when one passes.
+	r.Use(s.Tracing.Middleware)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
@@ -482,6 +505,8 @@ func (s *Server) Stop(ctx context.Context) error {
 		// Close waits for every borrowed connection; a request or task still stuck on the database after
 		// ctx must not hold the exit.
 		err = errors.Join(err, within(ctx, "closing the pools", func() { s.Pool.Close(); s.EnginePool.Close() }))
+		// Last, once the requests and attempts have ended their spans: exports what is still buffered.
+		err = errors.Join(err, s.Tracing.Shutdown(ctx))
 	})
 	return err
 }
