@@ -1,6 +1,6 @@
 // Command server is Hookline: API, dashboard, metrics and delivery workers in one process.
 // `server migrate` only migrates the database; `server reencrypt` re-encrypts every stored secret under
-// the first HOOKLINE_SECRET_KEY key; `server -h` lists the flags.
+// the first HOOKLINE_SECRET_KEY key; `server version` (or -version) prints the build; `server -h` lists the flags.
 package main
 
 import (
@@ -22,6 +22,10 @@ import (
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/version"
+
+	// Time zone data inside the binary: the image is built from scratch and has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 func main() {
@@ -35,6 +39,11 @@ func main() {
 }
 
 func run(args []string) error {
+	// Before the configuration is read: printing the build must work without a database or valid settings.
+	if len(args) == 1 && (args[0] == "version" || args[0] == "-version" || args[0] == "--version") {
+		fmt.Println(version.Get())
+		return nil
+	}
 	cfg, err := config.Load(args, os.Getenv)
 	if err != nil {
 		return err
