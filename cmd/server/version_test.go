@@ -2,10 +2,14 @@ package main
 
 import (
 	"debug/buildinfo"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +70,47 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	}
 	if !strings.Contains(string(out), " commit "+strings.TrimSpace(string(head))) || !strings.Contains(string(out), runtime.Version()) {
 		t.Errorf("server version printed %q, want commit %s and %s", out, head, runtime.Version())
+	}
+}
+
+// `server healthcheck` passes only on a 200 from /readyz, at HOOKLINE_ADDR's port on loopback by default.
+func TestHealthcheck(t *testing.T) {
+	ready := true
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		if !ready {
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	env := func(addr string) func(string) string {
+		return func(k string) string {
+			if k == "HOOKLINE_ADDR" {
+				return addr
+			}
+			return ""
+		}
+	}
+	if err := healthcheck(nil, env(":"+port)); err != nil {
+		t.Errorf("ready server on :%s: %v", port, err)
+	}
+	if err := healthcheck(nil, env("0.0.0.0:"+port)); err != nil {
+		t.Errorf("ready server on 0.0.0.0:%s: %v", port, err)
+	}
+	if err := healthcheck([]string{srv.URL + "/readyz"}, env("")); err != nil {
+		t.Errorf("ready server by URL: %v", err)
+	}
+	if !slices.Equal(paths, []string{"/readyz", "/readyz", "/readyz"}) {
+		t.Errorf("asked for %v, want /readyz each time", paths)
+	}
+	ready = false
+	if err := healthcheck(nil, env(":"+port)); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("unready server: %v, want a 503 error", err)
+	}
+	srv.Close()
+	if err := healthcheck(nil, env(":"+port)); err == nil {
+		t.Error("no server: passed")
 	}
 }
