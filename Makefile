@@ -102,4 +102,4 @@ stop-db:
 	$(GO) run ./cmd/devdb -stop
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
