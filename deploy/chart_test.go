@@ -274,6 +274,12 @@ func checkDeployment(d *appsv1.Deployment) []error {
 	}
 	probe("readiness", c.ReadinessProbe, "/readyz")
 	probe("liveness", c.LivenessProbe, "/healthz")
+	// A start migrates before it listens, after waiting up to 5 minutes for another replica's migration lock:
+	// liveness must not restart it meanwhile.
+	probe("startup", c.StartupProbe, "/healthz")
+	if p := c.StartupProbe; p != nil && time.Duration(p.PeriodSeconds*p.FailureThreshold)*time.Second < 5*time.Minute {
+		fail("the startup probe gives a start %d × %d s, want at least the 5 minutes a start may wait for the migration lock", p.FailureThreshold, p.PeriodSeconds)
+	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
 		fail("ports %+v, want http on 8080", c.Ports)
 	}
@@ -418,7 +424,9 @@ func TestChartChecksRefuseMistakes(t *testing.T) {
 		"no resource requests":   {"requests:\n              cpu: 100m\n              memory: 128Mi", "requests: {}"},
 		"a single replica":       {"replicas: 2", "replicas: 1"},
 		"recreate, not rolling":  {"type: RollingUpdate", "type: Recreate"},
-		"liveness on readyz too": {"path: /healthz", "path: /readyz"},
+		"liveness on readyz too": {"path: /healthz\n              port: http\n            failureThreshold: 6", "path: /readyz\n              port: http\n            failureThreshold: 6"},
+		"no startup probe":       {"\n          startupProbe:\n            httpGet:\n              path: /healthz\n              port: http\n            failureThreshold: 120\n            periodSeconds: 5\n            timeoutSeconds: 3\n", "\n"},
+		"short startup probe":    {"failureThreshold: 120", "failureThreshold: 12"},
 	} {
 		broken := strings.Replace(out, mutate[0], mutate[1], 1)
 		if broken == out {
