@@ -1,6 +1,8 @@
 // Command server is Hookline: API, dashboard, metrics and delivery workers in one process.
 // `server migrate` only migrates the database; `server reencrypt` re-encrypts every stored secret under
-// the first HOOKLINE_SECRET_KEY key; `server -h` lists the flags.
+// the first HOOKLINE_SECRET_KEY key; `server version` (or -version) prints the build; `server healthcheck`
+// asks a running server's /readyz (the container image has no shell or curl for a health check to run);
+// `server -h` lists the flags.
 package main
 
 import (
@@ -8,10 +10,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +28,10 @@ import (
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/version"
+
+	// Time zone data inside the binary: the image is built from scratch and has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 func main() {
@@ -35,6 +45,14 @@ func main() {
 }
 
 func run(args []string) error {
+	// Before the configuration is read: printing the build must work without a database or valid settings.
+	if len(args) == 1 && (args[0] == "version" || args[0] == "-version" || args[0] == "--version") {
+		fmt.Println(version.Get())
+		return nil
+	}
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheck(args[1:], os.Getenv)
+	}
 	cfg, err := config.Load(args, os.Getenv)
 	if err != nil {
 		return err
@@ -160,5 +178,41 @@ func reencrypt(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	log.Info("re-encrypted every stored secret under the first key", "key_id", box.KeyIDs()[0],
 		"signing_secrets", n.Secrets, "subscriptions_with_headers", n.Subscriptions)
+	return nil
+}
+
+// healthcheck asks the server listening on HOOKLINE_ADDR (or the URL given) for /readyz and fails unless it
+// answers 200: a container health check's command, for images with no shell or HTTP client but this binary.
+func healthcheck(args []string, getenv func(string) string) error {
+	target := ""
+	switch len(args) {
+	case 0:
+		addr := getenv("HOOKLINE_ADDR")
+		if addr == "" {
+			addr = ":8080"
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("healthcheck: HOOKLINE_ADDR %q: %w", addr, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		target = "http://" + net.JoinHostPort(host, port) + "/readyz"
+	case 1:
+		target = args[0]
+	default:
+		return errors.New("usage: server healthcheck [URL]; the URL defaults to HOOKLINE_ADDR's /readyz")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get(target)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: %s answered %s: %s", target, res.Status, strings.TrimSpace(string(body)))
+	}
 	return nil
 }

@@ -187,7 +187,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		fs.SetOutput(flagOutput)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate|reencrypt]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n  reencrypt     migrate, re-encrypt every signing secret and custom header under the first HOOKLINE_SECRET_KEY key (so older keys can be dropped), then exit\n\nEvery flag mirrors an environment variable; flags win.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate|reencrypt]\n       server version\n       server healthcheck [URL]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n  reencrypt     migrate, re-encrypt every signing secret and custom header under the first HOOKLINE_SECRET_KEY key (so older keys can be dropped), then exit\n  version       print the version, commit and Go version of this build (also -version), then exit\n  healthcheck   exit 0 if the server on HOOKLINE_ADDR (or URL) answers 200 on /readyz, else 1 (a container health check)\n\nEvery flag mirrors an environment variable; flags win.\n\n")
 		fs.PrintDefaults()
 	}
 	for _, f := range fields {
