@@ -200,13 +200,27 @@ func (c *Cluster) Kill() error {
 	}
 	// Wait until the postmaster is gone, so the port is free and a status check says stopped.
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pgdev: postmaster %d still alive 10 s after SIGKILL", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// alive says whether process pid runs. A zombie does not: the killed postmaster's parent is whichever
+// process adopted it, which may reap it late or never.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive, which only costs time
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses, so the state follows the last ')'.
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
 }
 
 // pid is the postmaster's process id (the first line of postmaster.pid).
