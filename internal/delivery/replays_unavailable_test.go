@@ -2,11 +2,6 @@ package delivery_test
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,70 +9,6 @@ import (
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
-
-// flakyProxy forwards TCP to PostgreSQL, except that it hangs up on the next Drop connections as soon as
-// they are made: a database that is away for a moment (restarting, failing over), then back.
-type flakyProxy struct {
-	ln     net.Listener
-	target string
-	Drop   atomic.Int32
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startFlakyProxy(t *testing.T, dbURL string) (*flakyProxy, string) {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &flakyProxy{ln: ln, target: u.Host}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if p.Drop.Add(-1) >= 0 {
-				c.Close()
-				continue
-			}
-			p.Drop.Store(0)
-			go p.forward(c)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	})
-	u.Host = ln.Addr().String()
-	q := u.Query()
-	q.Set("sslmode", "disable") // one connection per connect: "prefer" would retry without TLS after a drop
-	u.RawQuery = q.Encode()
-	return p, u.String()
-}
-
-func (p *flakyProxy) forward(client net.Conn) {
-	upstream, err := net.Dial("tcp", p.target)
-	if err != nil {
-		client.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns = append(p.conns, client, upstream)
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(upstream, client); upstream.Close() }()
-	_, _ = io.Copy(client, upstream)
-	client.Close()
-}
 
 // A chunk that fails because the database is away does not count against MaxFailures: a failover must not
 // fail a customer's replay for good. The replay stays running and resumes once the database answers.
