@@ -108,4 +108,3 @@ func (p *flakyProxy) pipe(dst, src net.Conn) {
 		}
 	}
 }
-
