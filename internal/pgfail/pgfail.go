@@ -16,20 +16,11 @@ import (
 // ran, rather than that the statement failed: no connection could be made (every host refused, or none
 // accepted writes), the connection broke (EOF, reset, timeout), or the server was shutting down, crashed,
 // was starting or is a read-only standby. The same statement may succeed once a primary answers again.
+// A connection refused for its settings (authentication, a missing database, no CONNECT privilege) is
+// not unavailability: waiting will not mend it.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
-	}
-	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return true
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -40,7 +31,20 @@ func Unavailable(err error) bool {
 			return true
 		case pgErr.Code == "25006": // read_only_sql_transaction: the session is on a standby
 			return true
+		case strings.HasPrefix(pgErr.Code, "28"), pgErr.Code == "3D000", pgErr.Code == "42501":
+			// invalid authorization, invalid_catalog_name (no such database), insufficient_privilege
+			return false
 		}
+		var connectErr *pgconn.ConnectError
+		return errors.As(err, &connectErr) // e.g. one host in recovery, the next one refusing TCP
 	}
-	return false
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }

@@ -79,6 +79,12 @@ func TestUnavailable(t *testing.T) {
 			_, err := conn.Exec(ctx, "CREATE TABLE pgfail_never (n int)")
 			return err
 		}, true},
+		{"no such database (a setting to fix, not to wait out)", func(t *testing.T) error {
+			v, _ := url.Parse(dbURL)
+			v.Path = "/pgfail_no_such_database"
+			_, err := pgx.Connect(ctx, v.String())
+			return err
+		}, false},
 		{"syntax error", func(t *testing.T) error {
 			_, err := connect(t, dbURL).Exec(ctx, "SELEC 1")
 			return err
