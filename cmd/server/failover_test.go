@@ -294,6 +294,13 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String is everything written so far.
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
 // Tail is the last n lines written.
 func (s *syncBuffer) Tail(n int) string {
 	s.mu.Lock()
