@@ -25,8 +25,10 @@ import (
 	"github.com/hookline/hookline/internal/demo"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/pgdev"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/sleep"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/version"
 
@@ -105,7 +107,7 @@ func run(args []string) error {
 		receiver.ConfigureOperator(&cfg, log.With("component", "demo-operator"))
 		demo.UseBrand(&cfg)
 	}
-	srv, err := server.New(ctx, cfg, log, opts)
+	srv, err := newServer(ctx, cfg, log, opts)
 	if err != nil {
 		return err
 	}
@@ -154,6 +156,26 @@ func run(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startRetry is the pause between tries at starting while no database host accepts writes.
+const startRetry = 2 * time.Second
+
+// newServer is server.New, tried again every startRetry while no database host accepts writes (all down,
+// or a failover under way): a process started then, by a deploy or its supervisor, waits for a primary
+// rather than exiting, as a running one does. Any other error (a setting, a migration that fails) ends the
+// start at once, as does SIGINT or SIGTERM.
+func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, error) {
+	for {
+		srv, err := server.New(ctx, cfg, log, opts)
+		if err == nil || !pgfail.Unavailable(err) || ctx.Err() != nil {
+			return srv, err
+		}
+		log.Warn("database unavailable at start (no host accepts writes); retrying", "err", err, "retry_in", startRetry)
+		if !sleep.For(ctx, startRetry) {
+			return nil, fmt.Errorf("stopped while waiting for the database: %w", err)
+		}
+	}
 }
 
 // reencrypt re-seals every signing secret and custom header value not under the first key (plaintext

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/sleep"
 )
 
@@ -50,23 +51,47 @@ func (w *Worker) complete() {
 // of holding the completer (and every slot of the batch) for good.
 const recordTry = 5 * time.Second
 
-// writeResults stores a batch, retrying while the database is away, each try within recordTry, until ctx
-// ends (shutdown's deadline). If the database never comes back, the leases run out and the rescuer
-// re-queues the rows: an attempt record may be lost, a delivery never is.
+// recordGiveUp is how many tries that failed with the database answering (the statement itself failing)
+// writeResults makes before giving a batch up.
+const recordGiveUp = 6
+
+// writeResults stores a batch, each try within recordTry, until ctx ends (shutdown's deadline).
+//
+// While the database is away (down, restarting, failing over to a standby: pgfail.Unavailable) it keeps
+// trying, however long that takes: the results are good, nothing can be claimed meanwhile anyway, and the
+// writes are guarded by the rows' lease ids, so one that lands late, even after the lease ran out, records
+// exactly the rows the rescuer has not taken back. Giving up after a few seconds, as it once did, had every
+// delivery in flight at a failover sent a second time once its lease ran out. A statement that fails with
+// the database answering is retried recordGiveUp times and then given up: the leases run out and the
+// rescuer re-queues the rows, so an attempt record may be lost, a delivery never is.
 func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
+	failed := 0
 	for try := 0; ; try++ {
 		tryCtx, cancel := context.WithTimeout(ctx, recordTry)
 		err := w.Record(tryCtx, batch)
 		cancel()
 		if err == nil {
+			if try > 0 {
+				w.log.Info("recorded attempts after retrying", "attempts", len(batch), "tries", try+1)
+			}
 			return
 		}
-		if try == 5 || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
+			return
+		}
+		away := pgfail.Unavailable(err)
+		if !away {
+			failed++
+		}
+		if failed == recordGiveUp {
 			w.log.Error("recording attempts failed; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
 			return
 		}
-		w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1)
-		if !sleep.For(ctx, time.Duration(100<<try)*time.Millisecond) {
+		if try < 5 || try%20 == 0 { // a long outage is logged every twentieth try, not every one
+			w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1, "database_unavailable", away)
+		}
+		if !sleep.For(ctx, min(time.Duration(100<<min(try, 5))*time.Millisecond, 2*time.Second)) {
 			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "attempts", len(batch))
 			return
 		}

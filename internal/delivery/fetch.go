@@ -114,8 +114,10 @@ func (w *Worker) idle(ctx context.Context) {
 	}
 }
 
-// claim takes up to n due deliveries under one new lease.
+// claim takes up to n due deliveries under one new lease, within ClaimTimeout.
 func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uuid.UUID, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.o.ClaimTimeout)
+	defer cancel()
 	leaseID := uuid.New()
 	now := w.o.Now()
 	rows, err := w.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{

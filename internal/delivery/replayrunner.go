@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/sleep"
 )
 
@@ -106,6 +107,13 @@ func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 		taken, done, err := r.replays.Step(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil && pgfail.Unavailable(err):
+			// The database is away (restarting, failing over): not the replay's fault, so it is not counted
+			// against MaxFailures, which a failover of a few seconds would otherwise exhaust and fail the
+			// replay for good. The chunk rolled back; the replay is still running, and the next poll resumes
+			// it from its cursor once a primary answers.
+			r.log.Warn("replay chunk failed: database unavailable; resuming when it answers", "replay_id", id, "err", err)
 			return
 		case err != nil:
 			failures++

@@ -29,6 +29,11 @@ type WorkerOptions struct {
 	Lease time.Duration
 	// PollInterval is the fallback wake-up when no notification comes (default 1 s, jittered).
 	PollInterval time.Duration
+	// ClaimTimeout bounds one claim (default 10 s; a claim takes milliseconds). A primary that vanished
+	// without closing its connections (a crashed machine, a partition) would otherwise hold the fetcher
+	// until TCP gives up, many minutes, while a promoted standby waits; cut off, the claim's connection is
+	// closed and the next claim connects to whichever host accepts writes.
+	ClaimTimeout time.Duration
 	// ShutdownGrace is how long Stop lets running attempts finish before cutting them off and releasing
 	// their rows (default AttemptTimeout).
 	ShutdownGrace time.Duration
@@ -66,6 +71,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
+	}
+	if o.ClaimTimeout <= 0 {
+		o.ClaimTimeout = 10 * time.Second
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = o.AttemptTimeout

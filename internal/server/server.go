@@ -115,11 +115,21 @@ const (
 	PlanCached
 )
 
-// Connect opens a pool with the given planning mode.
+// DefaultConnectTimeout bounds each connection attempt to each host of DATABASE_URL when it sets no
+// connect_timeout. Without a bound, a host that stopped answering without refusing (a crashed machine, a
+// network partition) holds a connection attempt for as long as TCP keeps trying, minutes, and with several
+// hosts the ones after it are never tried: the new primary of a failover would go unfound.
+const DefaultConnectTimeout = 5 * time.Second
+
+// Connect opens a pool with the given planning mode. The maintenance leader and the worker's listener
+// open their own connections with the pool's settings, so they share its hosts and timeouts.
 func Connect(ctx context.Context, url string, maxConns int32, mode PlanMode) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	if mode == PlanPerCall {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
