@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/pgfail"
 )
 
 // MaxBody is the largest request body accepted.
@@ -47,6 +48,12 @@ type errorDetail struct {
 // and shown as INTERNAL without detail.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	fe := fault.As(err)
+	if fe == nil && pgfail.Unavailable(err) {
+		// A database failover or restart: the same request will work once a primary answers again. Still
+		// INTERNAL (500), the contract's code for the server's own failures.
+		httpx.Logger(r.Context()).Warn("request failed: the database is unavailable", "err", err)
+		fe = fault.New(fault.Internal, "the database is unavailable for a moment (a restart or failover): retry the request; a publish retried with the same Idempotency-Key is stored once")
+	}
 	if fe == nil {
 		httpx.Logger(r.Context()).Error("request failed", "err", err)
 		fe = fault.New(fault.Internal, "internal error; quote the correlation id when reporting it")
