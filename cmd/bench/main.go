@@ -59,6 +59,7 @@ type options struct {
 	slowPlan      time.Duration
 	drainSlowPlan time.Duration
 	limitRate     float64
+	limitBurst    int
 	limitQuiet    float64
 	limitDur      time.Duration
 	limitIgnore   bool
@@ -102,6 +103,7 @@ func main() {
 	flag.DurationVar(&o.drainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.scaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.Float64Var(&o.limitRate, "ratelimit-rate", 100, "ratelimit: HOOKLINE_API_RATE_PER_SECOND of the limited run")
+	flag.IntVar(&o.limitBurst, "ratelimit-burst", 0, "ratelimit: HOOKLINE_API_BURST of the limited run (0: its default, twice the rate)")
 	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 50, "ratelimit: the quiet tenant's steady publishes per second")
 	flag.DurationVar(&o.limitDur, "ratelimit-time", 15*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
 	flag.BoolVar(&o.limitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")

@@ -33,6 +33,10 @@ func (b *bench) ratelimitRun(ctx context.Context, limited bool) error {
 	if limited {
 		variant = fmt.Sprintf("limit %g/s per token", b.o.limitRate)
 		env = append(env, fmt.Sprintf("HOOKLINE_API_RATE_PER_SECOND=%g", b.o.limitRate))
+		if b.o.limitBurst > 0 {
+			variant += fmt.Sprintf(", burst %d", b.o.limitBurst)
+			env = append(env, fmt.Sprintf("HOOKLINE_API_BURST=%d", b.o.limitBurst))
+		}
 	}
 	_, s, c, done, err := b.serverPhase(ctx, "ratelimit", env...)
 	if err != nil {
@@ -120,6 +124,25 @@ func (b *bench) ratelimitRun(ctx context.Context, limited bool) error {
 			return fmt.Errorf("%s: the quiet tenant's publishes failed %d times: %s", variant, r.errors, r.firstErr)
 		}
 	}
+	// With the limit, what it can best achieve: the same neighbour publishing steadily at the limit, without
+	// a flood. A flood that costs the quiet tenant what this costs has been made into a well-behaved
+	// neighbour; what is left is the neighbour's allowed load, not the flood.
+	var besideSteady *loadResult
+	if limited {
+		nc := newClient(s.base)
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.publishLoad(ctx, nc, noisy, false, int(b.o.limitRate*b.o.limitDur.Seconds()), b.o.limitDur, b.o.limitRate)
+			done <- err
+		}()
+		besideSteady, err = steady(b.o.limitDur)
+		if nerr := <-done; err == nil {
+			err = nerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s, beside a neighbour steady at the limit: %w", variant, err)
+		}
+	}
 	ratio, ratio50 := during.lat.ms(99)/alone.lat.ms(99), during.lat.ms(50)/alone.lat.ms(50)
 	fmt.Printf("ratelimit %s: quiet tenant p50 %.1f → %.1f ms, p99 %.1f → %.1f ms (%.2f×) while the noisy one had %.0f/s accepted, %.0f/s refused (429), %d other errors\n",
 		variant, alone.lat.ms(50), during.lat.ms(50), alone.lat.ms(99), during.lat.ms(99), ratio,
@@ -136,6 +159,13 @@ func (b *bench) ratelimitRun(ctx context.Context, limited bool) error {
 	b.res.add("ratelimit", variant+": flood refused (429)", float64(refused.Load())/flood, "requests/s", "")
 	if failed.Load() > 0 {
 		b.res.add("ratelimit", variant+": flood errors", float64(failed.Load()), "errors", "neither 202 nor 429")
+	}
+	if besideSteady != nil {
+		steady99 := besideSteady.lat.ms(99)
+		fmt.Printf("ratelimit %s: quiet tenant p99 beside a neighbour steady at %g/s (no flood) %.1f ms (%.2f× alone); the flood over that: %.2f×\n",
+			variant, b.o.limitRate, steady99, steady99/alone.lat.ms(99), during.lat.ms(99)/steady99)
+		b.res.add("ratelimit", variant+": quiet tenant p99 beside a neighbour steady at the limit / alone", steady99/alone.lat.ms(99), "×", "no flood: the neighbour publishes at the limit")
+		b.res.add("ratelimit", variant+": quiet tenant p99 during the flood / beside the steady neighbour", during.lat.ms(99)/steady99, "×", "1: the flood costs what a neighbour at the limit does")
 	}
 	return nil
 }
