@@ -158,19 +158,8 @@ func (h *Handler) sendExample(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := "/event-types"
-	pub, err := h.publisher.SendTo(ctx, tenantID, s.ID, t.Name, t.Example, activity.ExampleEventSent)
-	if err != nil {
-		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
-			h.setFlash(r, "error", "Example not sent: "+fe.Message+".")
-			http.Redirect(w, r, back, http.StatusSeeOther)
-			return
-		}
-		h.fail(w, r, err)
-		return
-	}
-	if len(pub.Deliveries) == 0 {
-		h.setFlash(r, "warning", "Example not sent: that subscription takes no new deliveries ("+s.State+"). Resume it on its page first.")
-		http.Redirect(w, r, back, http.StatusSeeOther)
+	deliveryID, ok := h.sendOne(w, r, tenantID, s, t.Name, t.Example, activity.ExampleEventSent, "Example", back)
+	if !ok {
 		return
 	}
 	msg := "Sent the catalogue's example of " + t.Name + " (example data, not a real event) to this subscription only."
@@ -178,7 +167,7 @@ func (h *Handler) sendExample(w http.ResponseWriter, r *http.Request) {
 		msg = "Queued the catalogue's example of " + t.Name + " (example data, not a real event) for this subscription only; it waits until you resume the subscription."
 	}
 	h.setFlash(r, "success", msg)
-	http.Redirect(w, r, "/deliveries/"+pub.Deliveries[0].ID, http.StatusSeeOther)
+	http.Redirect(w, r, "/deliveries/"+deliveryID, http.StatusSeeOther)
 }
 
 // formSubscription loads the subscription_id form field's subscription as customerSubscription loads a

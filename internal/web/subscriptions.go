@@ -195,26 +195,37 @@ func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 		"test": true, "message": "A test event sent from the Hookline dashboard.",
 		"subscription_id": s.ID.String(), "sent_at": h.now().UTC().Format(time.RFC3339),
 	})
-	pub, err := h.publisher.SendTo(r.Context(), tenantID, s.ID, TestEventType, payload, activity.TestEventSent)
-	if err != nil {
-		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
-			h.setFlash(r, "error", "Test event not sent: "+fe.Message+".")
-			http.Redirect(w, r, back, http.StatusSeeOther)
-			return
-		}
-		h.fail(w, r, err)
+	deliveryID, ok := h.sendOne(w, r, tenantID, s, TestEventType, payload, activity.TestEventSent, "Test event", back)
+	if !ok {
 		return
 	}
-	if len(pub.Deliveries) == 0 {
-		h.setFlash(r, "warning", "Test event not sent: this subscription takes no new deliveries ("+s.State+").")
-		http.Redirect(w, r, back, http.StatusSeeOther)
-		return
-	}
-	d := pub.Deliveries[0]
 	msg := "Sent a " + TestEventType + " event (a test, not a real event) to this endpoint only."
 	if s.State == subscriptions.Paused {
 		msg = "Queued a " + TestEventType + " event (a test, not a real event) for this endpoint only; it waits until you resume the subscription."
 	}
-	h.setFlashLink(r, "success", msg, "/deliveries/"+d.ID, "Open its delivery →")
+	h.setFlashLink(r, "success", msg, "/deliveries/"+deliveryID, "Open its delivery →")
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// sendOne publishes one event to s only, whatever its event types, recording action (Send test event,
+// Send example). It answers the request itself when nothing was sent: a refusal, or a subscription that
+// takes no new deliveries, is a flash on back (what names the event in it); ok is false then.
+func (h *Handler) sendOne(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription,
+	eventType string, payload []byte, action, what, back string) (deliveryID string, ok bool) {
+	pub, err := h.publisher.SendTo(r.Context(), tenantID, s.ID, eventType, payload, action)
+	if err != nil {
+		if fe := fault.As(err); fe != nil && fe.Code != fault.Internal {
+			h.setFlash(r, "error", what+" not sent: "+fe.Message+".")
+			http.Redirect(w, r, back, http.StatusSeeOther)
+			return "", false
+		}
+		h.fail(w, r, err)
+		return "", false
+	}
+	if len(pub.Deliveries) == 0 {
+		h.setFlash(r, "warning", what+" not sent: that subscription takes no new deliveries ("+s.State+"). Resume it on its page first.")
+		http.Redirect(w, r, back, http.StatusSeeOther)
+		return "", false
+	}
+	return pub.Deliveries[0].ID, true
 }
