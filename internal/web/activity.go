@@ -61,24 +61,14 @@ func (h *Handler) tenantActivity(w http.ResponseWriter, r *http.Request) {
 
 // adminTenantActivity is /admin/tenants/{id}/activity: any tenant's log, for operators.
 func (h *Handler) adminTenantActivity(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
+	t, ok := h.adminTenantPath(w, r)
+	if !ok {
 		return
 	}
-	id, err := pathID(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	t, err := h.tenants.GetTenant(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	base := "/admin/tenants/" + t.ID.String()
+	base := tenantHref(t)
 	p := templates.ActivityPage{
-		Layout: h.adminLayout(r, templates.NavOverview, "Activity of "+t.Name,
-			templates.Crumb{Label: t.Name, Href: base}, templates.Crumb{Label: "Activity"}),
-		Scope: "Activity of " + t.Name + ": every change made through its dashboard, portal sessions and the API.", FormAction: base + "/activity",
+		Layout: h.adminLayout(r, templates.NavOverview, "Activity of "+t.Name, h.tenantCrumb(t), templates.Crumb{Label: "Activity"}),
+		Scope:  "Activity of " + t.Name + ": every change made through its dashboard, portal sessions and the API.", FormAction: base + "/activity",
 	}
 	h.activityPage(w, r, t.ID, p)
 }

@@ -104,26 +104,17 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 
 // adminTenant is one tenant's subscriptions with their 24 h health, as its users see them on their home page.
 func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
-		return
-	}
-	id, err := pathID(r)
-	if err != nil {
-		h.fail(w, r, err)
+	t, ok := h.adminTenantPath(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	t, err := h.tenants.GetTenant(ctx, id)
+	subs, err := h.subscriptionsWithHealth(ctx, t.ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	subs, err := h.subscriptionsWithHealth(ctx, id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	tokens, err := h.tenants.ListTokens(ctx, id)
+	tokens, err := h.tenants.ListTokens(ctx, t.ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
