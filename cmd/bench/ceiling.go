@@ -48,50 +48,55 @@ SELECT m.id, m.tenant_id, m.subscription_id, m.total_attempts, $3, 1, 200, '', '
 FROM moved m`
 
 func (b *bench) ceiling(ctx context.Context) error {
-	rate, _, err := b.ceilingOnce(ctx, false)
+	rate, _, cpu, err := b.ceilingOnce(ctx, false)
 	if err != nil {
 		return err
 	}
+	b.addCPU("ceiling", "sql", cpu[0], cpu[1], b.o.drainN)
 	b.res.add("ceiling", "claim+record, no HTTP", rate, "deliveries/s",
 		fmt.Sprintf("%d workers × %d rows, %d deliveries", b.o.ceilWorkers, b.o.ceilBatch, b.o.drainN))
 	if !b.o.ceilHTTP {
 		return nil
 	}
-	rate, t, err := b.ceilingOnce(ctx, true)
+	rate, t, cpu, err := b.ceilingOnce(ctx, true)
 	if err != nil {
 		return err
 	}
+	b.addCPU("ceiling", "http", cpu[0], cpu[1], b.o.drainN)
 	b.res.add("ceiling", "claim+POST+record", rate, "deliveries/s", "each claimed row POSTed to the receiver, concurrently")
 	b.record("ceiling", "http", t)
 	return nil
 }
 
-func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally, error) {
+// ceilingOnce runs the loop once on a fresh database and returns its rate, what the receiver counted (with
+// HTTP) and the CPU readings around it.
+func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally, [2]cpuUse, error) {
+	var cpu [2]cpuUse
 	db, err := b.freshDB(ctx, "ceiling")
 	if err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	defer db.close()
 	ts := &tenantSetup{labels: []string{"s0"}}
 	if err := db.pool.QueryRow(ctx, "INSERT INTO tenants (name) VALUES ('bench') RETURNING id::text").Scan(&ts.tenant); err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	url := b.rc.url(0, "s0")
 	var sub string
 	if err := db.pool.QueryRow(ctx, "INSERT INTO subscriptions (tenant_id, url) VALUES ($1, $2) RETURNING id::text",
 		ts.tenant, url).Scan(&sub); err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	ts.subs = []string{sub}
 	n := b.o.drainN
 	if err := seedBacklog(ctx, db, ts, n, b.o.payload); err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	cfg := db.pool.Config()
 	cfg.MaxConns = int32(b.o.ceilWorkers)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	defer pool.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}, Timeout: 30 * time.Second}
@@ -112,33 +117,32 @@ func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally,
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpuAfter := readCPU(ctx, db)
+	cpu = [2]cpuUse{cpuBefore, readCPU(ctx, db)}
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, tally{}, err
+		return 0, tally{}, cpu, err
 	}
 	if int(done.Load()) != n {
-		return 0, tally{}, fmt.Errorf("recorded %d of %d", done.Load(), n)
+		return 0, tally{}, cpu, fmt.Errorf("recorded %d of %d", done.Load(), n)
 	}
 	rate := float64(n) / elapsed.Seconds()
-	what, key := "no HTTP", "sql"
+	what := "no HTTP"
 	if withHTTP {
-		what, key = "with a POST per row", "http"
+		what = "with a POST per row"
 		select {
 		case <-reached:
 		case <-time.After(10 * time.Second):
 		}
 	}
 	fmt.Printf("ceiling (%s): %d deliveries in %s: %.0f deliveries/s\n", what, n, elapsed.Round(time.Millisecond), rate)
-	b.addCPU("ceiling", key, cpuBefore, cpuAfter, n)
 	var t tally
 	if withHTTP {
 		if t, err = b.settle(ctx, db, n); err != nil {
-			return 0, t, err
+			return 0, t, cpu, err
 		}
 		fmt.Printf("ceiling (%s): %s\n", what, t)
 	}
-	return rate, t, nil
+	return rate, t, cpu, nil
 }
 
 func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, sub, url string, batch int, withHTTP bool, hc *http.Client, done *atomic.Int64) error {

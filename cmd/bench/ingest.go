@@ -64,11 +64,27 @@ func (b *bench) ingest(ctx context.Context) error {
 	fmt.Printf("ingest floor: %.0f committed INSERTs/s (event + 1 delivery each, %d clients, no HTTP)\n", rate, b.o.publishers)
 	b.res.add("ingest", "reference: one committed INSERT per call", rate, "events/s",
 		fmt.Sprintf("%d clients, event + 1 delivery, no HTTP", b.o.publishers))
+	// Whether a commit waits for the disk: the project-managed cluster's does not (fsync off), so the
+	// comparison that group commit is for needs DATABASE_URL pointed at one whose does.
+	var flushes bool
+	if err := db.pool.QueryRow(ctx, "SELECT current_setting('fsync') = 'on' AND current_setting('synchronous_commit') <> 'off'").
+		Scan(&flushes); err != nil {
+		return err
+	}
+	flushValue, what := 0.0, "fsync or synchronous_commit off: commits do not wait for the disk"
+	if flushes {
+		flushValue, what = 1, "fsync and synchronous_commit on: every commit waits for the disk"
+	}
+	b.res.add("ingest", "database flushes commits", flushValue, "yes/no", what)
+	if in, ok := b.res.get("ingest", "fan-out 1"); ok && rate > 0 {
+		b.res.add("ingest", ratioIngestFloor, in/rate, "×", what)
+	}
 	return nil
 }
 
 type loadResult struct {
 	events   map[string]time.Time // event id -> when its 202 arrived
+	sent     map[string]time.Time // event id -> when its publish request started
 	lat      latencies
 	elapsed  time.Duration
 	errors   int
@@ -78,7 +94,7 @@ type loadResult struct {
 // publishLoad publishes up to n events to ts's tenant for at most d with -publishers goroutines; with
 // rate > 0 the events are spread at that many per second instead of as fast as they go.
 func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, keyed bool, n int, d time.Duration, rate float64) (*loadResult, error) {
-	res := &loadResult{events: map[string]time.Time{}}
+	res := &loadResult{events: map[string]time.Time{}, sent: map[string]time.Time{}}
 	var mu sync.Mutex
 	var seq atomic.Int64
 	start := time.Now()
@@ -120,6 +136,7 @@ func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, key
 					}
 				} else {
 					res.events[p.ID] = t1
+					res.sent[p.ID] = t0
 					res.lat = append(res.lat, t1.Sub(t0))
 				}
 				mu.Unlock()

@@ -22,7 +22,7 @@ import (
 )
 
 // allPhases in the order they run; pages-10m only with -pages-10m.
-var allPhases = []string{"ingest", "drain", "ceiling", "latency", "idle", "retry", "pages", "rss", "scaling", "ratelimit", "catalogue", "tracing"}
+var allPhases = []string{"ingest", "drain", "ceiling", "goals", "latency", "idle", "retry", "pages", "rss", "scaling", "ratelimit", "catalogue", "tracing"}
 
 type options struct {
 	only          map[string]bool
@@ -64,6 +64,7 @@ type options struct {
 	limitDur      time.Duration
 	limitIgnore   bool
 	timeout       time.Duration
+	goalRounds    int
 }
 
 func main() {
@@ -107,6 +108,7 @@ func main() {
 	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 50, "ratelimit: the quiet tenant's steady publishes per second")
 	flag.DurationVar(&o.limitDur, "ratelimit-time", 15*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
 	flag.BoolVar(&o.limitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")
+	flag.IntVar(&o.goalRounds, "goal-rounds", 3, "goals: rounds of drain (a), the loop with a POST per row and drain (c), back to back")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()
@@ -184,7 +186,7 @@ func run(ctx context.Context, o options) error {
 		b.res.Machine.Cores, b.res.Machine.MemoryMiB, b.res.Machine.PostgreSQL, b.res.Machine.Go, b.res.Machine.Commit)
 
 	phases := map[string]func(context.Context) error{
-		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "latency": b.latency, "idle": b.idle,
+		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "goals": b.goals, "latency": b.latency, "idle": b.idle,
 		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling, "ratelimit": b.ratelimit,
 		"catalogue": b.catalogue, "tracing": b.tracing,
 	}
@@ -206,6 +208,7 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("(%s took %s)\n", p, time.Since(t).Round(time.Second))
 	}
 	b.res.derive()
+	b.res.markGoals()
 	b.res.sortFigures()
 	b.res.DurationS = time.Since(started).Seconds()
 	fmt.Println()

@@ -98,6 +98,7 @@ func (r *Results) sortFigures() {
 	}
 	order["ratio"] = order["ceiling"] + 1
 	order["rss"] = 1000
+	order["goal"] = 1001
 	slices.SortStableFunc(r.Figures, func(a, b Figure) int { return order[a.Phase] - order[b.Phase] })
 }
 
@@ -212,4 +213,60 @@ func diffResults(w io.Writer, beforePath, afterPath string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Phase, f.Name, bs, formatValue(f.Value), f.Unit, ratio)
 	}
 	return tw.Flush()
+}
+
+// goal is one of the performance goals `make bench` checks: a figure against a target.
+type goal struct {
+	name          string
+	phase, figure string
+	atMost        bool // the figure must be at most target (else at least)
+	target        float64
+	// onlyIf, when set, says whether this run can check the goal at all, and why not.
+	onlyIf func(r *Results) (bool, string)
+}
+
+func flushes(r *Results) bool {
+	v, ok := r.get("ingest", "database flushes commits")
+	return ok && v == 1
+}
+
+var goals = []goal{
+	{name: "drain (a) ≥ 0.8 × the loop with a POST per row", phase: "goals", figure: ratioDrainLoop, target: 0.8},
+	{name: "database CPU per delivery, drain (a) ≤ the loop's", phase: "goals", figure: ratioDrainLoopDB, atMost: true, target: 1},
+	{name: "drain over 100 subscriptions ≥ 0.8 × one endpoint", phase: "goals", figure: ratioManyOne, target: 0.8},
+	{name: "ingest, fan-out 1 ≥ 3,000 events/s", phase: "ingest", figure: "fan-out 1", target: 3000,
+		onlyIf: func(r *Results) (bool, string) {
+			return !flushes(r), "set for the project-managed PostgreSQL (fsync off); this database flushes"
+		}},
+	{name: "ingest with a database that flushes ≥ 1.3 × one committed INSERT per call", phase: "ingest", figure: ratioIngestFloor, target: 1.3,
+		onlyIf: func(r *Results) (bool, string) {
+			return flushes(r), "this database does not flush; run with DATABASE_URL pointed at one that does"
+		}},
+	{name: "latency at half the drain rate: publish → receiver p99 < 50 ms", phase: "latency", figure: "publish → receiver p99", atMost: true, target: 50},
+	{name: "idle pickup: publish → receiver p50 ≤ 3 ms", phase: "idle", figure: "publish → receiver p50", atMost: true, target: 3},
+}
+
+// markGoals adds a "goal" figure for every goal this run measured: the figure, and met or not in the note.
+func (r *Results) markGoals() {
+	for _, g := range goals {
+		v, ok := r.get(g.phase, g.figure)
+		if !ok {
+			continue
+		}
+		if g.onlyIf != nil {
+			if can, why := g.onlyIf(r); !can {
+				r.add("goal", g.name, 0, "", "not checked: "+why)
+				continue
+			}
+		}
+		met := v >= g.target
+		if g.atMost {
+			met = v <= g.target
+		}
+		verdict := "met"
+		if !met {
+			verdict = "NOT met"
+		}
+		r.add("goal", g.name, v, "", verdict)
+	}
 }

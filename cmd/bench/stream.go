@@ -37,11 +37,20 @@ func (b *bench) latency(ctx context.Context) error {
 	behind, _, _ := b.rc.counts()
 	behind = len(r.events) - behind
 	lat, missing := b.arrivals(ctx, r.events, ts.labels[0], 30*time.Second)
+	var fromStart latencies // every arrival is in by now (or missing)
+	for id, sent := range r.sent {
+		if at, ok := b.rc.arrival(id + "/" + ts.labels[0]); ok {
+			fromStart = append(fromStart, at.Sub(sent))
+		}
+	}
 	b.recordPeak("latency", "", s)
 	got := float64(len(r.events)) / r.elapsed.Seconds()
 	fmt.Printf("latency: %d events at %.0f/s (asked %.0f/s, %s): 202 → receiver p50 %.1f ms, p99 %.1f ms; %d not yet delivered when the stream ended\n",
 		len(r.events), got, rate, note, lat.ms(50), lat.ms(99), behind)
 	b.res.add("latency", "steady stream rate", got, "events/s", note)
+	fmt.Printf("latency: publish → receiver p50 %.1f ms, p99 %.1f ms\n", fromStart.ms(50), fromStart.ms(99))
+	b.res.add("latency", "publish → receiver p50", fromStart.ms(50), "ms", "from the start of the publish request")
+	b.res.add("latency", "publish → receiver p99", fromStart.ms(99), "ms", "")
 	b.res.add("latency", "202 → receiver p50", lat.ms(50), "ms", "")
 	b.res.add("latency", "202 → receiver p99", lat.ms(99), "ms", "")
 	b.res.add("latency", "not yet delivered when the stream ended", float64(behind), "deliveries",
@@ -88,10 +97,14 @@ func (b *bench) idle(ctx context.Context) error {
 	time.Sleep(time.Second) // let the server settle into idle
 	var lat latencies
 	accepted := 0
+	var fromStart latencies
 	for i := range b.o.idleN {
 		var p published
 		body := map[string]any{"event_type": "bench.idle", "payload": rawJSON(payload(b.o.payload, i))}
-		if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, nil, &p); err != nil {
+		sent := time.Now()
+		// With a tenant token, as a publisher in production (ingest's publishers do too).
+		hdr := map[string]string{"Authorization": "Bearer " + ts.token}
+		if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, hdr, &p); err != nil {
 			return err
 		}
 		answered := time.Now()
@@ -99,6 +112,7 @@ func (b *bench) idle(ctx context.Context) error {
 		select {
 		case at := <-b.rc.await(p.ID + "/" + ts.labels[0]):
 			lat = append(lat, at.Sub(answered))
+			fromStart = append(fromStart, at.Sub(sent))
 		case <-time.After(10 * time.Second):
 			return fmt.Errorf("event %s not delivered within 10 s on an idle server", p.ID)
 		case <-ctx.Done():
@@ -106,8 +120,12 @@ func (b *bench) idle(ctx context.Context) error {
 		}
 		time.Sleep(b.o.idleGap)
 	}
-	fmt.Printf("idle pickup: %d events: 202 → receiver p50 %.1f ms, p99 %.1f ms\n", len(lat), lat.ms(50), lat.ms(99))
-	b.res.add("idle", "202 → receiver p50", lat.ms(50), "ms", fmt.Sprintf("%d events, %s apart", b.o.idleN, b.o.idleGap))
+	fmt.Printf("idle pickup: %d events: publish → receiver p50 %.1f ms, p99 %.1f ms; 202 → receiver p50 %.1f ms, p99 %.1f ms\n",
+		len(lat), fromStart.ms(50), fromStart.ms(99), lat.ms(50), lat.ms(99))
+	b.res.add("idle", "publish → receiver p50", fromStart.ms(50), "ms",
+		fmt.Sprintf("%d events, %s apart; from the start of the publish request", b.o.idleN, b.o.idleGap))
+	b.res.add("idle", "publish → receiver p99", fromStart.ms(99), "ms", "")
+	b.res.add("idle", "202 → receiver p50", lat.ms(50), "ms", "")
 	b.res.add("idle", "202 → receiver p99", lat.ms(99), "ms", "")
 	time.Sleep(200 * time.Millisecond)
 	t := b.rc.tally(accepted)

@@ -9,7 +9,10 @@
 --   * picked: up to each candidate's quota of its due rows (FOR UPDATE SKIP LOCKED, so any number of workers
 --     and processes claim at once), taken in turns: every candidate's first row before anyone's second, so
 --     a fresh event of a quiet subscription is never queued behind another's backlog. No candidate locks
---     more rows than the claim can take.
+--     more than its share, ceil(@max / candidates) rows: taken in turns, the claim can use no more of any
+--     one, and locking up to @max of each (as it once did) had a claim over 100 busy subscriptions lock
+--     ten times the rows it took, each lock a write, and the rows it left locked were skipped by every
+--     other claim meanwhile.
 --   * reserved: the slots are taken on each subscription's row (claimed + n), in id order (no deadlock
 --     between claims), guarded by claimed + n - finished <= @cap on the row's newest version: a claim in
 --     another process that took the slots first makes the guard fail, and this claim then takes none of that
@@ -21,33 +24,41 @@
 -- The event body and the subscription's URL, headers and valid secrets come back with each row so sending
 -- needs no more queries; so does the delivery's trace context, which the attempt's span continues.
 WITH candidates AS (
-    SELECT s.id, s.claimed - coalesce(f.finished, 0) AS in_flight, coalesce(f.finished, 0) AS finished, s.circuit_state,
+    SELECT s.id, s.claimed - fin.finished AS in_flight, fin.finished, s.circuit_state,
            coalesce(floor(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz))::int,
                     sqlc.arg('cap')::int) AS tokens,
-           first.next_attempt_at AS first_due
+           first.next_attempt_at AS first_due,
+           -- each candidate's share of the claim: with k candidates, ceil(max / k) rows each is every turn
+           -- the claim can take (k is at most max; count(*) over () counts the candidates before the LIMIT)
+           (sqlc.arg('max')::int + least(count(*) OVER (), sqlc.arg('max')::int)::int - 1)
+               / least(count(*) OVER (), sqlc.arg('max')::int)::int AS share
     FROM subscriptions s
-    LEFT JOIN subscription_finished f ON f.subscription_id = s.id
+    -- a scalar subquery is one primary-key lookup per subscription whatever the statistics say (a join
+    -- planned on a stale estimate of subscription_finished scanned it once per subscription)
+    CROSS JOIN LATERAL (
+        SELECT coalesce((SELECT f.finished FROM subscription_finished f WHERE f.subscription_id = s.id), 0) AS finished
+    ) fin
     CROSS JOIN LATERAL (
         SELECT d.next_attempt_at FROM webhook_deliveries d
         WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
         ORDER BY d.next_attempt_at, d.id
         LIMIT 1
     ) first
-    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed - coalesce(f.finished, 0) < sqlc.arg('cap')::int
+    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed - fin.finished < sqlc.arg('cap')::int
       AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= sqlc.arg('now')::timestamptz)
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= 1, true)
     ORDER BY first.next_attempt_at, s.id
     LIMIT sqlc.arg('max')::int
 ), picked AS (
-    SELECT p.id, p.subscription_id FROM (
-        SELECT d.id, c.id AS subscription_id, c.first_due,
+    SELECT p.id, p.subscription_id, p.finished FROM (
+        SELECT d.id, c.id AS subscription_id, c.first_due, c.finished,
                row_number() OVER (PARTITION BY c.id ORDER BY d.next_attempt_at, d.id) AS turn
         FROM candidates c
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
             WHERE d.subscription_id = c.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
             ORDER BY d.next_attempt_at, d.id
-            LIMIT greatest(0, least(sqlc.arg('cap')::int - c.in_flight, c.tokens, sqlc.arg('max')::int,
+            LIMIT greatest(0, least(sqlc.arg('cap')::int - c.in_flight, c.tokens, c.share,
                                     CASE WHEN c.circuit_state = 'closed' THEN sqlc.arg('cap')::int ELSE 1 END))
             FOR UPDATE OF d SKIP LOCKED
         ) d
@@ -55,23 +66,30 @@ WITH candidates AS (
     ORDER BY p.turn, p.first_due, p.subscription_id
     LIMIT sqlc.arg('max')::int
 ), wanted AS (
-    SELECT p.subscription_id, count(*)::int AS n, min(c.finished) AS finished
-    FROM picked p JOIN candidates c ON c.id = p.subscription_id GROUP BY p.subscription_id
+    -- each subscription's picked rows travel as one array from here on, so that no step joins two of
+    -- this statement's intermediate results (which the planner cannot size, and paired row by row)
+    SELECT p.subscription_id, count(*)::int AS n, min(p.finished) AS finished, array_agg(p.id) AS ids
+    FROM picked p GROUP BY p.subscription_id
 ), ordered AS (
-    SELECT s.id FROM subscriptions s JOIN wanted w ON w.subscription_id = s.id ORDER BY s.id FOR NO KEY UPDATE OF s
-), reserved AS (
-    UPDATE subscriptions s
-    SET claimed = s.claimed + w.n,
-        circuit_state = CASE WHEN s.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
-        circuit_probe_at = CASE WHEN s.circuit_state = 'closed' THEN s.circuit_probe_at ELSE sqlc.arg('lease_expires_at')::timestamptz END,
-        rate_tokens = rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) - w.n,
-        rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE sqlc.arg('now')::timestamptz END
-    FROM wanted w, ordered o
-    WHERE s.id = w.subscription_id AND o.id = s.id
-      AND s.state = 'active' AND s.deleted_at IS NULL AND s.claimed + w.n - w.finished <= sqlc.arg('cap')::int
+    SELECT s.id, w.n, w.ids FROM subscriptions s JOIN wanted w ON w.subscription_id = s.id
+    WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed + w.n - w.finished <= sqlc.arg('cap')::int
       AND (s.circuit_state = 'closed' OR (s.circuit_probe_at <= sqlc.arg('now')::timestamptz AND w.n = 1))
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= w.n, true)
-    RETURNING s.id, s.url, s.headers,
+    ORDER BY s.id
+    FOR NO KEY UPDATE OF s
+), reserved AS (
+    -- The guards above were checked on each row's newest version as it was locked (a row changed since
+    -- this statement's snapshot is read again and checked again before it is locked), and the lock holds
+    -- that version until the claim commits, so the update needs no guard of its own.
+    UPDATE subscriptions s
+    SET claimed = s.claimed + o.n,
+        circuit_state = CASE WHEN s.circuit_state = 'closed' THEN 'closed' ELSE 'half_open' END,
+        circuit_probe_at = CASE WHEN s.circuit_state = 'closed' THEN s.circuit_probe_at ELSE sqlc.arg('lease_expires_at')::timestamptz END,
+        rate_tokens = rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) - o.n,
+        rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE sqlc.arg('now')::timestamptz END
+    FROM ordered o
+    WHERE s.id = o.id
+    RETURNING s.id, s.url, s.headers, o.ids,
               -- once per subscription, not per claimed row
               array(SELECT ss.secret FROM subscription_secrets ss
                     WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
@@ -80,8 +98,8 @@ WITH candidates AS (
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timestamptz, lease_id = sqlc.arg('lease_id')::uuid,
     updated_at = sqlc.arg('now')::timestamptz
-FROM picked p, reserved s, events e
-WHERE d.id = p.id AND s.id = p.subscription_id AND e.id = d.event_id
+FROM reserved s CROSS JOIN LATERAL unnest(s.ids) AS p(id), events e
+WHERE d.id = p.id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets;
 

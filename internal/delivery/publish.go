@@ -84,6 +84,9 @@ type Publisher struct {
 	// Tracer, when set, makes a span of every publish and stores its context with the deliveries, whose
 	// attempts then join the publish's trace; nil is tracing off.
 	Tracer trace.Tracer
+	// WakeLocal, when set, wakes this process's own worker at once after a publish commits (Worker.Wake);
+	// the NOTIFY still wakes every process's, this one's included, a round trip through PostgreSQL later.
+	WakeLocal func()
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
@@ -305,6 +308,9 @@ const wakeEvery = 5 * time.Millisecond
 // within wakeEvery of the last one, when the gap is over; a publish that finds one already scheduled
 // relies on it: that NOTIFY is sent after this publish committed, so no publish's rows go unannounced.
 func (p *Publisher) wake(ctx context.Context) {
+	if p.WakeLocal != nil {
+		p.WakeLocal() // a channel send that never blocks: not throttled
+	}
 	p.wakeMu.Lock()
 	defer p.wakeMu.Unlock()
 	if p.wakeScheduled {

@@ -19,6 +19,8 @@ const (
 	// than one, so one slow batch (say, one waiting on another transaction's Idempotency-Key) does not hold
 	// up the rest.
 	publishWriters = 4
+	// PublishConns is the most connections a Publisher holds at once: its writers and a NOTIFY.
+	PublishConns = publishWriters + 1
 	// maxPublishBatch bounds the events of one statement.
 	maxPublishBatch = 100
 	// publishTimeout bounds a batch's statement: the publishes waiting on it are answered either way.

@@ -58,9 +58,11 @@ type Options struct {
 type Server struct {
 	Config config.Config
 	Log    *slog.Logger
-	// Pool serves the API and dashboard (plans per call); EnginePool the publisher and workers (cached plans).
+	// Pool serves the API and dashboard (plans per call), EnginePool the workers (cached plans) and
+	// PublishPool the publisher (generic plans).
 	Pool          *pgxpool.Pool
 	EnginePool    *pgxpool.Pool
+	PublishPool   *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
@@ -113,6 +115,11 @@ const (
 	// made on an empty table: TestClaimGenericPlanUsesPendingIndex), and planning them on every call cost
 	// about a third of the drain rate.
 	PlanCached
+	// PlanGeneric always uses the generic plan (plan_cache_mode = force_generic_plan). For the publish:
+	// left to choose, PostgreSQL planned its statement afresh on every call (0.65 ms, longer than it takes
+	// to run), and the generic plan is the same one: the batch's arrays are joined to one tenant's
+	// subscriptions through their index whatever their length.
+	PlanGeneric
 )
 
 // DefaultConnectTimeout bounds each connection attempt to each host of DATABASE_URL when it sets no
@@ -131,8 +138,11 @@ func Connect(ctx context.Context, url string, maxConns int32, mode PlanMode) (*p
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
-	if mode == PlanPerCall {
+	switch mode {
+	case PlanPerCall:
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	case PlanGeneric:
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "hookline"
 	cfg.AfterConnect = pgxuuid.AfterConnect // uuids in binary, not through their string forms
@@ -186,11 +196,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		pool.Close()
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}
-	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
-	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
+	// The publisher's statements and its NOTIFYs: delivery.PublishConns writers at a time, and one more
+	// for an Idempotency-Key's first answer.
+	publishPool, err := Connect(ctx, cfg.DatabaseURL, delivery.PublishConns+1, PlanGeneric)
+	if err != nil {
 		pool.Close()
 		enginePool.Close()
+		return nil, err
+	}
+	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, PublishPool: publishPool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}
+	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
+	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
+		s.closePools()
 		return nil, err
 	}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
@@ -201,8 +218,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	s.Subscriptions.LimitPerTenant(cfg.MaxSubscriptions)
 	s.Subscriptions.UseKeys(box)
 	if err := sealAtRest(ctx, pool, box, log); err != nil {
-		pool.Close()
-		enginePool.Close()
+		s.closePools()
 		return nil, err
 	}
 	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
@@ -210,15 +226,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Replays.Tracer = traces.Tracer()
-	s.Publisher = delivery.NewPublisher(enginePool, s.Policy, o.Now)
+	s.Publisher = delivery.NewPublisher(publishPool, s.Policy, o.Now)
 	s.Publisher.Tracer = traces.Tracer()
 	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
 	s.Catalogue = catalogue.New(pool, catalogue.Options{RegisteredOnly: cfg.EventTypes == config.EventTypesRegistered,
 		Now: o.Now, Log: log.With("component", "catalogue")})
 	if err := s.Catalogue.Load(ctx); err != nil {
-		pool.Close()
-		enginePool.Close()
+		s.closePools()
 		return nil, err
 	}
 	s.Publisher.CheckEvent = s.Catalogue.CheckEvent
@@ -238,6 +253,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		Logger:              log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
 		Tracer: traces.Tracer(),
 	})
+	s.Publisher.WakeLocal = s.Worker.Wake
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
 	})
@@ -254,8 +270,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if cfg.OperatorWebhookURL != "" {
 		if operator, err = incidents.EnsureOperator(ctx, pool, s.Subscriptions, s.Publisher, cfg.OperatorWebhookURL, cfg.OperatorWebhookSecret,
 			log.With("component", "incidents")); err != nil {
-			pool.Close()
-			enginePool.Close()
+			s.closePools()
 			return nil, err
 		}
 	}
@@ -265,8 +280,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
 	smtp, err := notify.Configured(cfg.SMTPURL)
 	if err != nil {
-		pool.Close()
-		enginePool.Close()
+		s.closePools()
 		return nil, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 	}
 	s.Maintainer.Register(notify.New(pool, notify.Options{SMTP: smtp, Brand: s.Brand.Name, Now: o.Now, Log: log.With("component", "notify")}).Task())
@@ -298,8 +312,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}})
 	if cfg.AdminEmail != "" || cfg.AdminPassword != "" {
 		if err := s.Tenants.EnsureAdminUser(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
-			pool.Close()
-			enginePool.Close()
+			s.closePools()
 			return nil, fmt.Errorf("HOOKLINE_ADMIN_EMAIL/PASSWORD: %w", err)
 		}
 	}
@@ -514,7 +527,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		wg.Wait()
 		// Close waits for every borrowed connection; a request or task still stuck on the database after
 		// ctx must not hold the exit.
-		err = errors.Join(err, within(ctx, "closing the pools", func() { s.Pool.Close(); s.EnginePool.Close() }))
+		err = errors.Join(err, within(ctx, "closing the pools", s.closePools))
 		// Last, once the requests and attempts have ended their spans: exports what is still buffered.
 		err = errors.Join(err, s.Tracing.Shutdown(ctx))
 	})
@@ -545,3 +558,9 @@ func within(ctx context.Context, what string, stop func()) error {
 
 // Err reports a failure of the HTTP server after Serve.
 func (s *Server) Err() <-chan error { return s.serveErr }
+
+func (s *Server) closePools() {
+	s.Pool.Close()
+	s.EnginePool.Close()
+	s.PublishPool.Close()
+}
