@@ -9,10 +9,14 @@
 --   * picked: up to each candidate's quota of its due rows (FOR UPDATE SKIP LOCKED, so any number of workers
 --     and processes claim at once), taken in turns: every candidate's first row before anyone's second, so
 --     a fresh event of a quiet subscription is never queued behind another's backlog. No candidate locks
---     more than its share, ceil(@max / candidates) rows: taken in turns, the claim can use no more of any
---     one, and locking up to @max of each (as it once did) had a claim over 100 busy subscriptions lock
---     ten times the rows it took, each lock a write, and the rows it left locked were skipped by every
---     other claim meanwhile.
+--     more than its share, ceil(@max / candidates) rows, which is all the turns take while every candidate
+--     has that many due (when some have fewer the claim comes back short, and the worker claims again as
+--     its attempts finish). Locking up to @max of each, as it once did, had a claim over 100 busy
+--     subscriptions lock up to ten times the rows it took, each lock a write.
+--   * wanted, ordered: each subscription's picked rows as one array, so that no later step joins two of
+--     this statement's intermediate results: the planner cannot size those, and on statistics taken while
+--     the subscriptions were paused it paired them row by row (100 × 100 comparisons, three times, in
+--     every claim over 100 subscriptions).
 --   * reserved: the slots are taken on each subscription's row (claimed + n), in id order (no deadlock
 --     between claims), guarded by claimed + n - finished <= @cap on the row's newest version: a claim in
 --     another process that took the slots first makes the guard fail, and this claim then takes none of that
@@ -66,8 +70,6 @@ WITH candidates AS (
     ORDER BY p.turn, p.first_due, p.subscription_id
     LIMIT sqlc.arg('max')::int
 ), wanted AS (
-    -- each subscription's picked rows travel as one array from here on, so that no step joins two of
-    -- this statement's intermediate results (which the planner cannot size, and paired row by row)
     SELECT p.subscription_id, count(*)::int AS n, min(p.finished) AS finished, array_agg(p.id) AS ids
     FROM picked p GROUP BY p.subscription_id
 ), ordered AS (

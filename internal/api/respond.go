@@ -3,6 +3,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,10 +88,10 @@ func decode(r *http.Request, v any) error {
 }
 
 func decodeBytes(body []byte, v any) error {
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return fault.Invalid("request body must be a JSON object")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body)) // read in place: a publish's body is not copied again
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fault.Invalid("request body is not valid: %s", jsonProblem(err))
