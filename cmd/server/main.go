@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,9 @@ import (
 	// Time zone data inside the binary: the image is built from scratch and has no /usr/share/zoneinfo.
 	_ "time/tzdata"
 )
+
+// defaultGCPercent is the server's GOGC unless the environment sets one (see run).
+const defaultGCPercent = 400
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -90,6 +94,13 @@ func run(args []string) error {
 		return reencrypt(ctx, cfg, log)
 	}
 
+	// The server keeps little alive (tens of MiB) and allocates with every request and attempt, so at
+	// Go's default (GOGC=100) it collected garbage many times a second: 400 took ingest from 1,913-2,021 to
+	// 2,276-2,476 events/s on 2 cores, for a peak of about 60 MiB instead of 45. GOGC set in the
+	// environment wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	var opts server.Options
 	var receiver *demo.Receiver
 	if cfg.Demo {
