@@ -167,7 +167,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_PUBLIC_URL", "public base URL of the dashboard (default http:// + the listen address)", "", str(&c.PublicURL)},
 		{"HOOKLINE_METRICS_ADDR", "serve /metrics on this address instead of the main one", "", str(&c.MetricsAddr)},
 		{"HOOKLINE_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-* headers are believed", "", str(&c.TrustedProxies)},
-		{"HOOKLINE_WORKERS", "concurrent delivery attempts in this process", "256", num(&c.Workers, 1)},
+		{"HOOKLINE_WORKERS", "concurrent delivery attempts in this process", "512", num(&c.Workers, 1)},
 		{"HOOKLINE_LOG_FORMAT", "json or text", "json", str(&c.LogFormat)},
 		{"HOOKLINE_DEMO", "seed a demo tenant with a built-in demo receiver and a trickle of events", "false", boolean(&c.Demo)},
 		{"HOOKLINE_DATA_DIR", "directory of the project-managed PostgreSQL (when DATABASE_URL is empty)", ".data", str(&c.DataDir)},
