@@ -35,9 +35,16 @@ func (b *bench) ingest(ctx context.Context) error {
 				name += ", Idempotency-Key"
 			}
 			_ = s.resetPeak()
+			cpuBefore := readCPU(ctx, db, s)
 			r, err := b.publishLoad(ctx, c, ts, keyed, b.o.ingestN, b.o.ingestDur, 0)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
+			}
+			if sv, d, h, ok := cpuBefore.perDelivery(readCPU(ctx, db, s), len(r.events)); ok {
+				b.res.add("ingest", name+" CPU per event: server", sv, "µs", "")
+				b.res.add("ingest", name+" CPU per event: database", d, "µs", "PostgreSQL backends of the phase's database")
+				b.res.add("ingest", name+" CPU per event: harness", h, "µs", "the publishers")
+				fmt.Printf("ingest %s: CPU per event: server %.0f µs, database %.0f µs, harness %.0f µs\n", name, sv, d, h)
 			}
 			b.recordPeak("ingest", name, s)
 			rate := float64(len(r.events)) / r.elapsed.Seconds()

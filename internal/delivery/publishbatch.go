@@ -17,8 +17,11 @@ import (
 const (
 	// publishWriters bounds the statements storing publishes at once (and the connections they hold); more
 	// than one, so one slow batch (say, one waiting on another transaction's Idempotency-Key) does not hold
-	// up the rest.
-	publishWriters = 4
+	// up the rest. Few, because the statement's fixed cost dominates: starting its executor was a quarter of
+	// PostgreSQL's CPU in ingest. With 4 writers and 16 publishers batches averaged 2.5 events; 2 writers
+	// took ingest up about a tenth and PostgreSQL's CPU per event down a sixth, in alternating runs of
+	// make bench -only ingest (one writer another 5 %, but nothing then runs beside a batch that waits).
+	publishWriters = 2
 	// PublishConns is the most connections a Publisher holds at once: its writers and a NOTIFY.
 	PublishConns = publishWriters + 1
 	// maxPublishBatch bounds the events of one statement.
