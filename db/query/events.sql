@@ -8,7 +8,8 @@
 -- traceparent is the publish span's trace context, kept on each of the event's deliveries ('' for none:
 -- tracing off).
 -- The answer is one row per delivery, by event and then subscription creation order, and one row with a
--- nil delivery id for an event that matched nothing. An event whose Idempotency-Key was used before (or
+-- nil delivery id for an event that matched nothing. sendable says whether the delivery's subscription is
+-- active (a paused one's waits): only those are worth waking the workers for. An event whose Idempotency-Key was used before (or
 -- earlier in this batch) inserts nothing, event or deliveries, and has no row at all; its caller then reads
 -- the first answer (PublishedDeliveries). Keys are inserted in (tenant, key) order, so two batches that
 -- share keys wait for each other instead of deadlocking.
@@ -40,7 +41,7 @@ WITH input AS (
     RETURNING id
 ), matching AS (
     SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id AS subscription_id,
-           s.created_at AS subscription_created_at
+           s.created_at AS subscription_created_at, s.state = 'active' AS sendable
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
@@ -55,7 +56,8 @@ WITH input AS (
 )
 SELECT ev.id AS event_id,
        coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
-       coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id
+       coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id,
+       coalesce(m.sendable, false)::bool AS sendable
 FROM ev
 LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
 ORDER BY ev.id, m.subscription_created_at, m.subscription_id;

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -378,5 +379,28 @@ func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
 	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "subscription.failing",
 		Payload: json.RawMessage(`{"bad": true}`), Internal: true}); err != nil {
 		t.Errorf("an internal event was checked: %v", err)
+	}
+}
+
+// A publish wakes this process's worker (WakeLocal) when one of its deliveries can be sent now, and not
+// when every one waits on a paused subscription: a claim then would find nothing.
+func TestPublishWakesTheLocalWorkerOnlyForSendableDeliveries(t *testing.T) {
+	e := setup(t)
+	paused, _ := e.subscribe("http://127.0.0.1:1/paused", subscriptions.Input{EventTypes: &[]string{"wake.paused", "wake.both"}})
+	if _, err := e.subs.Pause(e.ctx, e.tenant, paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.subscribe("http://127.0.0.1:1/active", subscriptions.Input{EventTypes: &[]string{"wake.active", "wake.both"}})
+	var wakes atomic.Int32
+	e.pub.WakeLocal = func() { wakes.Add(1) }
+	for _, c := range []struct {
+		eventType string
+		wake      bool
+	}{{"wake.paused", false}, {"wake.active", true}, {"wake.both", true}, {"wake.nobody", false}} {
+		before := wakes.Load()
+		p := e.publish(c.eventType, `{}`)
+		if woke := wakes.Load() > before; woke != c.wake {
+			t.Errorf("%s (%d deliveries): woke the worker %t, want %t", c.eventType, len(p.Deliveries), woke, c.wake)
+		}
 	}
 }
