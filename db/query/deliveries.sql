@@ -128,7 +128,9 @@ WITH r AS (
            unnest(sqlc.arg('status')::int[]) AS status, unnest(sqlc.arg('snippet')::text[]) AS snippet, unnest(sqlc.arg('error')::text[]) AS error,
            unnest(sqlc.arg('outcome')::text[]) AS outcome, unnest(sqlc.arg('new_state')::text[]) AS new_state,
            unnest(sqlc.arg('next_attempt_at')::timestamptz[]) AS next_attempt_at, unnest(sqlc.arg('dead_reason')::text[]) AS dead_reason,
-           unnest(sqlc.arg('request_url')::text[]) AS request_url, unnest(sqlc.arg('request_headers')::jsonb[]) AS request_headers
+           unnest(sqlc.arg('request_url')::text[]) AS request_url, unnest(sqlc.arg('request_headers')::jsonb[]) AS request_headers,
+           -- the state every row must still be in; compared through r (see moved)
+           'in_flight'::text AS from_state
 ), moved AS (
     UPDATE webhook_deliveries d
     SET state = r.new_state, attempt_count = d.attempt_count + 1, total_attempts = d.total_attempts + 1,
@@ -137,8 +139,11 @@ WITH r AS (
         last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
         dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN sqlc.arg('now')::timestamptz END, updated_at = sqlc.arg('now')::timestamptz
     FROM r
-    -- = ANY leads the plan to the primary key whatever the generic plan guesses of r's size.
-    WHERE d.id = ANY (sqlc.arg('delivery_ids')::uuid[]) AND d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+    -- = ANY leads the plan to the primary key. The state is compared with r's column, not with a constant,
+    -- so that the partial index of in-flight rows never matches: on statistics taken while nothing was in
+    -- flight, the planner scanned it for "one" row and then scanned r once for each of the batch's rows
+    -- (16 of 25 ms at 126 rows, over 100 subscriptions).
+    WHERE d.id = ANY (sqlc.arg('delivery_ids')::uuid[]) AND d.id = r.delivery_id AND d.state = r.from_state AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
 ), inserted AS (
     INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status,

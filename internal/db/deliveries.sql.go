@@ -197,7 +197,9 @@ WITH r AS (
            unnest($5::int[]) AS status, unnest($6::text[]) AS snippet, unnest($7::text[]) AS error,
            unnest($8::text[]) AS outcome, unnest($9::text[]) AS new_state,
            unnest($10::timestamptz[]) AS next_attempt_at, unnest($11::text[]) AS dead_reason,
-           unnest($12::text[]) AS request_url, unnest($13::jsonb[]) AS request_headers
+           unnest($12::text[]) AS request_url, unnest($13::jsonb[]) AS request_headers,
+           -- the state every row must still be in; compared through r (see moved)
+           'in_flight'::text AS from_state
 ), moved AS (
     UPDATE webhook_deliveries d
     SET state = r.new_state, attempt_count = d.attempt_count + 1, total_attempts = d.total_attempts + 1,
@@ -206,8 +208,11 @@ WITH r AS (
         last_error = nullif(r.error, ''), dead_reason = nullif(r.dead_reason, ''),
         dead_at = CASE WHEN r.new_state IN ('failed', 'expired') THEN $14::timestamptz END, updated_at = $14::timestamptz
     FROM r
-    -- = ANY leads the plan to the primary key whatever the generic plan guesses of r's size.
-    WHERE d.id = ANY ($1::uuid[]) AND d.id = r.delivery_id AND d.state = 'in_flight' AND d.lease_id = r.lease_id
+    -- = ANY leads the plan to the primary key. The state is compared with r's column, not with a constant,
+    -- so that the partial index of in-flight rows never matches: on statistics taken while nothing was in
+    -- flight, the planner scanned it for "one" row and then scanned r once for each of the batch's rows
+    -- (16 of 25 ms at 126 rows, over 100 subscriptions).
+    WHERE d.id = ANY ($1::uuid[]) AND d.id = r.delivery_id AND d.state = r.from_state AND d.lease_id = r.lease_id
     RETURNING d.id, d.tenant_id, d.subscription_id, d.total_attempts
 ), inserted AS (
     INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status,
