@@ -108,7 +108,7 @@ func main() {
 	flag.Float64Var(&o.limitQuiet, "ratelimit-quiet", 50, "ratelimit: the quiet tenant's steady publishes per second")
 	flag.DurationVar(&o.limitDur, "ratelimit-time", 15*time.Second, "ratelimit: length of the quiet stream, alone and during the flood")
 	flag.BoolVar(&o.limitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")
-	flag.IntVar(&o.goalRounds, "goal-rounds", 3, "goals: rounds of drain (a), the loop with a POST per row and drain (c), back to back")
+	flag.IntVar(&o.goalRounds, "goal-rounds", 5, "goals: rounds of drain (a), the loop with a POST per row and drain (c), back to back")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest wait for one drain")
 	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()
