@@ -44,6 +44,7 @@ type options struct {
 	publishers    int
 	payload       int
 	latencyDur    time.Duration
+	latencyRate   float64
 	idleN         int
 	idleGap       time.Duration
 	retryRate     float64
@@ -89,6 +90,7 @@ func main() {
 	flag.IntVar(&o.publishers, "publishers", 16, "ingest: concurrent keep-alive publishers")
 	flag.IntVar(&o.payload, "payload", 1024, "payload size in bytes")
 	flag.DurationVar(&o.latencyDur, "latency-time", 15*time.Second, "latency: length of the steady stream")
+	flag.Float64Var(&o.latencyRate, "latency-rate", 500, "latency: the stream's events/s when neither drain (a) nor ingest ran in this run (with them, half the lower)")
 	flag.IntVar(&o.idleN, "idle-n", 200, "idle pickup: events published one at a time")
 	flag.DurationVar(&o.idleGap, "idle-gap", 20*time.Millisecond, "idle pickup: pause between events")
 	flag.Float64Var(&o.retryRate, "retry-rate", 5, "retry under load: retries per second")

@@ -10,8 +10,8 @@ import (
 // else -latency-rate) for -latency-time to one endpoint whose cap does not bind, instant receiver:
 // p50/p99 of the receiver's first arrival − the publish's 202.
 func (b *bench) latency(ctx context.Context) error {
-	rate := 500.0
-	note := "fixed rate (drain (a) and ingest not measured in this run)"
+	rate := b.o.latencyRate
+	note := "-latency-rate (drain (a) and ingest not measured in this run)"
 	if a, ok := b.res.get("drain", "a: 1 endpoint, instant receiver"); ok {
 		rate, note = a/2, "half drain (a)"
 		if in, ok := b.res.get("ingest", "fan-out 1"); ok && in < a {

@@ -79,3 +79,8 @@ SELECT * FROM events WHERE id = @id AND tenant_id = @tenant_id;
 -- name: NotifyDeliveriesReady :exec
 -- Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible.
 SELECT pg_notify('hookline_deliveries', '');
+
+-- name: NotifyDeliveriesReadyFrom :exec
+-- NotifyDeliveriesReady from a publish whose own process's worker was already woken: the payload names
+-- that worker, whose listener skips it (Worker.Origin); every other process's worker claims on it.
+SELECT pg_notify('hookline_deliveries', @origin::text);

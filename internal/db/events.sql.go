@@ -72,6 +72,17 @@ func (q *Queries) NotifyDeliveriesReady(ctx context.Context) error {
 	return err
 }
 
+const notifyDeliveriesReadyFrom = `-- name: NotifyDeliveriesReadyFrom :exec
+SELECT pg_notify('hookline_deliveries', $1::text)
+`
+
+// NotifyDeliveriesReady from a publish whose own process's worker was already woken: the payload names
+// that worker, whose listener skips it (Worker.Origin); every other process's worker claims on it.
+func (q *Queries) NotifyDeliveriesReadyFrom(ctx context.Context, origin string) error {
+	_, err := q.db.Exec(ctx, notifyDeliveriesReadyFrom, origin)
+	return err
+}
+
 const publishEvents = `-- name: PublishEvents :many
 WITH input AS (
     -- Several unnest calls in one select list are zipped row by row.

@@ -84,3 +84,7 @@ func (s *Service) AfterRead(f func()) { s.afterRead = f }
 func (r *ReplayRunner) SetPaceClock(now func() time.Time, sleep func(context.Context, time.Duration)) {
 	r.pace.now, r.pace.sleep = now, sleep
 }
+
+// OnNotification calls f with every notification the worker's listener gets and whether it woke the
+// fetcher for it. Set before Start.
+func (w *Worker) OnNotification(f func(payload string, wake bool)) { w.onNotification = f }

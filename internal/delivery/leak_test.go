@@ -16,6 +16,7 @@ func TestStoppedWorkerLeavesNoGoroutines(t *testing.T) {
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
+	e.genericPool() // the server's pool, which outlives its worker
 	before := goleak.IgnoreCurrent()
 
 	w := e.worker(delivery.WorkerOptions{}, nil)

@@ -32,9 +32,16 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 	}
 	w.Wake() // anything published while we were not listening
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		w.Wake()
+		wake := n.Payload != w.origin // this process's publishes woke the worker already (Origin)
+		if wake {
+			w.Wake()
+		}
+		if w.onNotification != nil {
+			w.onNotification(n.Payload, wake)
+		}
 	}
 }

@@ -72,6 +72,23 @@ type env struct {
 	subs   *subscriptions.Service
 	pub    *delivery.Publisher
 	svc    *delivery.Service
+	// plannedCompletions leaves the env's workers without a GenericPool, so every completion is planned
+	// with its batch (BenchmarkRecordSmallBatch's baseline).
+	plannedCompletions bool
+	generic            *pgxpool.Pool
+}
+
+// genericPool is the env's pool with generic plans (the server's GenericPool), opened on first use.
+func (e *env) genericPool() *pgxpool.Pool {
+	if e.generic == nil {
+		gp, err := server.Connect(context.Background(), dbURL, server.GenericConns, server.PlanGeneric)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(gp.Close)
+		e.generic = gp
+	}
+	return e.generic
 }
 
 var testPolicy = delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hour, MaxAttempts: 10, Window: 24 * time.Hour}
@@ -155,6 +172,9 @@ func (e *env) worker(o delivery.WorkerOptions, so *delivery.SenderOptions) *deli
 	}
 	if o.AttemptTimeout == 0 {
 		o.AttemptTimeout = so.Timeout
+	}
+	if o.GenericPool == nil && !e.plannedCompletions {
+		o.GenericPool = e.genericPool() // as the server runs it: small batches' completions on their generic plan
 	}
 	return delivery.NewWorker(e.pool, delivery.NewSender(*so), e.policy, o)
 }

@@ -84,9 +84,15 @@ type Publisher struct {
 	// Tracer, when set, makes a span of every publish and stores its context with the deliveries, whose
 	// attempts then join the publish's trace; nil is tracing off.
 	Tracer trace.Tracer
-	// WakeLocal, when set, wakes this process's own worker at once after a publish commits (Worker.Wake);
-	// the NOTIFY still wakes every process's, this one's included, a round trip through PostgreSQL later.
-	WakeLocal func()
+	// Local, when set, is this process's own worker: woken at once after a publish commits, and named in
+	// the NOTIFY that wakes every other process's, so that its listener skips it (Worker.Origin).
+	Local LocalWorker
+}
+
+// LocalWorker is what a Publisher needs of its own process's worker (a *Worker).
+type LocalWorker interface {
+	Wake()
+	Origin() string
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
@@ -314,8 +320,10 @@ const wakeEvery = 5 * time.Millisecond
 // within wakeEvery of the last one, when the gap is over; a publish that finds one already scheduled
 // relies on it: that NOTIFY is sent after this publish committed, so no publish's rows go unannounced.
 func (p *Publisher) wake(ctx context.Context) {
-	if p.WakeLocal != nil {
-		p.WakeLocal() // a channel send that never blocks: not throttled
+	origin := ""
+	if p.Local != nil {
+		p.Local.Wake() // a channel send that never blocks: not throttled
+		origin = p.Local.Origin()
 	}
 	p.wakeMu.Lock()
 	defer p.wakeMu.Unlock()
@@ -329,7 +337,7 @@ func (p *Publisher) wake(ctx context.Context) {
 		p.wakeScheduled, p.wokeAt = false, time.Now()
 		p.wakeMu.Unlock()
 		// A failed NOTIFY only delays pickup until the workers' poll; the event is stored.
-		_ = db.New(p.pool).NotifyDeliveriesReady(ctx)
+		_ = db.New(p.pool).NotifyDeliveriesReadyFrom(ctx, origin)
 	})
 }
 

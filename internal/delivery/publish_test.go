@@ -382,8 +382,17 @@ func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
 	}
 }
 
-// A publish wakes this process's worker (WakeLocal) when one of its deliveries can be sent now, and not
-// when every one waits on a paused subscription: a claim then would find nothing.
+// stubLocal stands for a process's own worker (Publisher.Local): it counts wakes.
+type stubLocal struct {
+	wakes  atomic.Int32
+	origin string
+}
+
+func (l *stubLocal) Wake()          { l.wakes.Add(1) }
+func (l *stubLocal) Origin() string { return l.origin }
+
+// A publish wakes this process's worker (Publisher.Local) when one of its deliveries can be sent now, and
+// not when every one waits on a paused subscription: a claim then would find nothing.
 func TestPublishWakesTheLocalWorkerOnlyForSendableDeliveries(t *testing.T) {
 	e := setup(t)
 	paused, _ := e.subscribe("http://127.0.0.1:1/paused", subscriptions.Input{EventTypes: &[]string{"wake.paused", "wake.both"}})
@@ -391,8 +400,9 @@ func TestPublishWakesTheLocalWorkerOnlyForSendableDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.subscribe("http://127.0.0.1:1/active", subscriptions.Input{EventTypes: &[]string{"wake.active", "wake.both"}})
-	var wakes atomic.Int32
-	e.pub.WakeLocal = func() { wakes.Add(1) }
+	local := &stubLocal{}
+	e.pub.Local = local
+	wakes := &local.wakes
 	for _, c := range []struct {
 		eventType string
 		wake      bool

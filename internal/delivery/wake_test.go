@@ -3,11 +3,13 @@ package delivery_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/jackc/pgx/v5"
 )
 
 // An idle worker must not wait for its poll interval: a new event wakes it through LISTEN/NOTIFY, and a
@@ -63,4 +65,81 @@ func TestConcurrentPublishesWakeIdleWorker(t *testing.T) {
 		want := (round + 1) * 16
 		eventually(t, 5*time.Second, "every event of the burst delivered", func() bool { return rc.hits() == want })
 	}
+}
+
+// A publish's NOTIFY names its own process's worker (Publisher.Local), which that worker's listener skips,
+// having been woken directly; every other process's worker claims on it. Here the publisher's "own" worker
+// is a stand-in, so only the NOTIFY can wake the real one (its poll is a minute): the event is delivered at
+// once, and the NOTIFY carried the stand-in's origin, not the real worker's.
+func TestPublishNotifiesOtherProcessesWorkersWithItsOrigin(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	conn, err := pgx.ConnectConfig(e.ctx, e.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(e.ctx, "LISTEN hookline_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute}, nil)
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	local := &stubLocal{origin: "another-process-worker"}
+	e.pub.Local = local
+	e.publishOne(`{}`)
+	eventually(t, 5*time.Second, "the other worker to deliver on the NOTIFY", func() bool { return rc.hits() == 1 })
+	if local.wakes.Load() != 1 {
+		t.Errorf("the publisher's own worker was woken %d times, want 1", local.wakes.Load())
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Payload != local.origin || n.Payload == w.Origin() {
+		t.Errorf("NOTIFY payload %q, want the publisher's own worker's origin %q (the real worker's is %q)", n.Payload, local.origin, w.Origin())
+	}
+}
+
+// A worker's listener skips a NOTIFY carrying its own origin (its process's publish woke it already) and
+// wakes for any other: here the only way the event can be delivered within the test is a NOTIFY without
+// the worker's origin, sent after one with it.
+func TestListenerSkipsItsOwnOrigin(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute}, nil)
+	var woken atomic.Int32
+	w.OnNotification(func(payload string, wake bool) {
+		if payload == w.Origin() && wake {
+			t.Errorf("the worker woke for its own origin")
+		}
+		if payload != w.Origin() && !wake {
+			t.Errorf("the worker skipped a NOTIFY from elsewhere (%q)", payload)
+		}
+		woken.Add(1)
+	})
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	eventually(t, 5*time.Second, "the listener to be listening", func() bool {
+		var n int
+		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE '%LISTEN hookline_deliveries%'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	e.pub.Local = w
+	e.publishOne(`{}`) // wakes w directly, and NOTIFYs with w's origin
+	eventually(t, 5*time.Second, "the local wake's delivery", func() bool { return rc.hits() == 1 })
+	eventually(t, 5*time.Second, "the NOTIFY with the worker's own origin", func() bool { return woken.Load() == 1 })
+	if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify('hookline_deliveries', 'elsewhere')"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the NOTIFY from elsewhere", func() bool { return woken.Load() == 2 })
 }

@@ -54,6 +54,9 @@ type WorkerOptions struct {
 	// Open decrypts a stored signing secret or custom header value (secretbox.Box.Open of
 	// HOOKLINE_SECRET_KEY's keys; default: plaintext values pass, sealed ones are refused).
 	Open func(stored string) (string, error)
+	// GenericPool, when set, runs the completions of small batches (at most genericCompletionMax results)
+	// on its connections, which must plan with plan_cache_mode = force_generic_plan (see recordQueries).
+	GenericPool *pgxpool.Pool
 	// Tracer, when set, makes a span of every attempt in the trace stored with its delivery; nil (the
 	// default) is tracing off, which the attempt path checks once and otherwise never touches.
 	Tracer trace.Tracer
@@ -110,6 +113,11 @@ type Worker struct {
 	policy RetryPolicy
 	o      WorkerOptions
 	log    *slog.Logger
+	// origin names this worker in the NOTIFYs of its own process's publishes, which its listener skips
+	// (see Origin).
+	origin string
+	// onNotification, set by tests before Start, sees each notification and whether it woke the fetcher.
+	onNotification func(payload string, wake bool)
 
 	slots     chan struct{} // one token per running attempt
 	slotFreed chan struct{}
@@ -137,7 +145,7 @@ type Worker struct {
 func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerOptions) *Worker {
 	o.defaults()
 	return &Worker{
-		pool: pool, q: db.New(pool), sender: sender, policy: policy, o: o, log: o.Logger,
+		pool: pool, q: db.New(pool), sender: sender, policy: policy, o: o, log: o.Logger, origin: uuid.NewString(),
 		slots:       make(chan struct{}, o.Concurrency),
 		slotFreed:   make(chan struct{}, 1),
 		wake:        make(chan struct{}, 1),
@@ -216,6 +224,12 @@ func (w *Worker) Wake() {
 	default:
 	}
 }
+
+// Origin is the NOTIFY payload by which this worker's own process announces a publish it has already woken
+// the worker for (Publisher.Local). The listener skips such a notification: the claim it would start finds
+// nothing the local wake's claim has not taken, and at idle that second claim ran beside the first's
+// POST on the same cores. Every other process's worker claims on it as on any other.
+func (w *Worker) Origin() string { return w.origin }
 
 // RunOnce claims up to BatchSize due deliveries, attempts them all concurrently and records the results,
 // then returns how many it attempted. Tests and benchmarks use it to drive the engine step by step.

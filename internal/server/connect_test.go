@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +79,23 @@ func TestConnectSkipsASilentHostAfterTheDefaultTimeout(t *testing.T) {
 	defer own.Close()
 	if got := own.Config().ConnConfig.ConnectTimeout; got != 2*time.Second {
 		t.Errorf("ConnectTimeout %s with connect_timeout=2, want 2s", got)
+	}
+}
+
+// Operators size max_connections from the documented count of connections per process: it must be the
+// code's.
+func TestDocumentedConnectionsPerProcessAreTheCodes(t *testing.T) {
+	for file, want := range map[string]string{
+		"../../README.md":         fmt.Sprintf("replicas × %d", server.MaxConns),
+		"../../docs/scaling.md":   fmt.Sprintf("at most **%d connections**", server.MaxConns),
+		"../../docs/scaling.md#2": fmt.Sprintf("fixed at %d per process", server.MaxConns),
+	} {
+		text, err := os.ReadFile(strings.TrimSuffix(file, "#2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(text), want) {
+			t.Errorf("%s does not say %q", file, want)
+		}
 	}
 }

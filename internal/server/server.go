@@ -59,10 +59,10 @@ type Server struct {
 	Config config.Config
 	Log    *slog.Logger
 	// Pool serves the API and dashboard (plans per call), EnginePool the workers (cached plans) and
-	// PublishPool the publisher (generic plans).
+	// GenericPool the publisher and the completions of small batches (generic plans).
 	Pool          *pgxpool.Pool
 	EnginePool    *pgxpool.Pool
-	PublishPool   *pgxpool.Pool
+	GenericPool   *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
@@ -120,6 +120,15 @@ const (
 	// to run), and the generic plan is the same one: the batch's arrays are joined to one tenant's
 	// subscriptions through their index whatever their length.
 	PlanGeneric
+)
+
+// Connections per process: Pool's and EnginePool's 16 each, GenericPool's, and two sessions of their own
+// (the worker's LISTEN and the maintenance leader's advisory lock). The README and docs/scaling.md size
+// max_connections by MaxConns.
+const (
+	PoolConns    = 16 // Pool's and EnginePool's, each
+	GenericConns = delivery.PublishConns + 2
+	MaxConns     = 2*PoolConns + GenericConns + 2
 )
 
 // DefaultConnectTimeout bounds each connection attempt to each host of DATABASE_URL when it sets no
@@ -187,24 +196,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 			_ = traces.Shutdown(ctx)
 		}
 	}()
-	pool, err := Connect(ctx, cfg.DatabaseURL, 16, PlanPerCall)
+	pool, err := Connect(ctx, cfg.DatabaseURL, PoolConns, PlanPerCall)
 	if err != nil {
 		return nil, err
 	}
-	enginePool, err := Connect(ctx, cfg.DatabaseURL, 16, PlanCached)
+	enginePool, err := Connect(ctx, cfg.DatabaseURL, PoolConns, PlanCached)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	// The publisher's statements and its NOTIFYs: delivery.PublishConns writers at a time, and one more
-	// for an Idempotency-Key's first answer.
-	publishPool, err := Connect(ctx, cfg.DatabaseURL, delivery.PublishConns+1, PlanGeneric)
+	// The publisher's statements and its NOTIFYs (delivery.PublishConns at a time), one more for an
+	// Idempotency-Key's first answer, and one for the worker's completer (WorkerOptions.GenericPool).
+	genericPool, err := Connect(ctx, cfg.DatabaseURL, GenericConns, PlanGeneric)
 	if err != nil {
 		pool.Close()
 		enginePool.Close()
 		return nil, err
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, PublishPool: publishPool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}
+	s := &Server{Config: cfg, Log: log, Pool: pool, EnginePool: enginePool, GenericPool: genericPool, Now: o.Now, Keys: box, registry: o.Registry, Tracing: traces}
 	s.Policy = delivery.RetryPolicy{Base: cfg.RetryBase, MaxDelay: cfg.RetryMaxDelay, MaxAttempts: cfg.RetryMaxAttempts, Window: cfg.RetryWindow}
 	if s.Brand, err = brand.Load(cfg.BrandName, cfg.BrandLogo, cfg.BrandColor); err != nil {
 		s.closePools()
@@ -226,7 +235,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Replays.Tracer = traces.Tracer()
-	s.Publisher = delivery.NewPublisher(publishPool, s.Policy, o.Now)
+	s.Publisher = delivery.NewPublisher(genericPool, s.Policy, o.Now)
 	s.Publisher.Tracer = traces.Tracer()
 	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
 	s.Publisher.Metrics = s.Metrics
@@ -251,9 +260,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		EndpointConcurrency: cfg.EndpointConcurrency,
 		Breaker:             delivery.Breaker{Threshold: cfg.BreakerThreshold, ProbeInterval: cfg.BreakerProbeInterval, ProbeMax: cfg.RetryMaxDelay},
 		Logger:              log.With("component", "worker"), Metrics: s.Metrics, Open: s.Keys.Open,
-		Tracer: traces.Tracer(),
+		Tracer: traces.Tracer(), GenericPool: genericPool,
 	})
-	s.Publisher.WakeLocal = s.Worker.Wake
+	s.Publisher.Local = s.Worker
 	s.Maintainer = maintenance.New(maintenance.Options{
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
 	})
@@ -562,5 +571,5 @@ func (s *Server) Err() <-chan error { return s.serveErr }
 func (s *Server) closePools() {
 	s.Pool.Close()
 	s.EnginePool.Close()
-	s.PublishPool.Close()
+	s.GenericPool.Close()
 }
