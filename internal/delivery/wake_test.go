@@ -131,7 +131,7 @@ func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 	eventually(t, 5*time.Second, "the listener to be listening", func() bool {
 		var n int
 		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE '%LISTEN hookline_deliveries%'`).Scan(&n)
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%LISTEN hookline_deliveries%'`).Scan(&n)
 		return err == nil && n > 0
 	})
 	e.pub.Local = w

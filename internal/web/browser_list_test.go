@@ -3,6 +3,7 @@ package web_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/hookline/hookline/internal/delivery"
@@ -46,7 +47,11 @@ func TestBrowserListAtLaptopAndPhone(t *testing.T) {
 		e.waitState(tn, id, delivery.Delivered)
 	}
 	b.login(e.base, tn.Email)
-	page := e.base + "/deliveries?event_type=invoice.payment_succeeded&range=24h&since=2026-11-25T14:02&until=2026-11-26T09:45&status=2xx"
+	// Every filter field holds a value, From and Until around now (a fixed date would filter today's
+	// deliveries out once it has passed).
+	now := time.Now().UTC()
+	page := e.base + "/deliveries?event_type=invoice.payment_succeeded&range=24h&since=" + now.Add(-time.Hour).Format("2006-01-02T15:04") +
+		"&until=" + now.Add(time.Hour).Format("2006-01-02T15:04") + "&status=2xx"
 
 	b.run("laptop", chromedp.EmulateViewport(1366, 900))
 	b.run("open list", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=filter-form]`)))
