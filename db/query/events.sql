@@ -77,10 +77,7 @@ SELECT * FROM events WHERE tenant_id = @tenant_id AND idempotency_key = @idempot
 SELECT * FROM events WHERE id = @id AND tenant_id = @tenant_id;
 
 -- name: NotifyDeliveriesReady :exec
--- Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible.
-SELECT pg_notify('hookline_deliveries', '');
-
--- name: NotifyDeliveriesReadyFrom :exec
--- NotifyDeliveriesReady from a publish whose own process's worker was already woken: the payload names
--- that worker, whose listener skips it (Worker.Origin); every other process's worker claims on it.
+-- Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible. An
+-- empty origin wakes every worker; a publish whose own process's worker was already woken names that
+-- worker, whose listener skips it (Worker.Origin), and every other process's worker claims on it.
 SELECT pg_notify('hookline_deliveries', @origin::text);

@@ -63,23 +63,14 @@ func (q *Queries) GetEventByIdempotencyKey(ctx context.Context, arg GetEventById
 }
 
 const notifyDeliveriesReady = `-- name: NotifyDeliveriesReady :exec
-SELECT pg_notify('hookline_deliveries', '')
-`
-
-// Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible.
-func (q *Queries) NotifyDeliveriesReady(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, notifyDeliveriesReady)
-	return err
-}
-
-const notifyDeliveriesReadyFrom = `-- name: NotifyDeliveriesReadyFrom :exec
 SELECT pg_notify('hookline_deliveries', $1::text)
 `
 
-// NotifyDeliveriesReady from a publish whose own process's worker was already woken: the payload names
-// that worker, whose listener skips it (Worker.Origin); every other process's worker claims on it.
-func (q *Queries) NotifyDeliveriesReadyFrom(ctx context.Context, origin string) error {
-	_, err := q.db.Exec(ctx, notifyDeliveriesReadyFrom, origin)
+// Wakes idle workers; sent at commit (or after it), so they never look before the rows are visible. An
+// empty origin wakes every worker; a publish whose own process's worker was already woken names that
+// worker, whose listener skips it (Worker.Origin), and every other process's worker claims on it.
+func (q *Queries) NotifyDeliveriesReady(ctx context.Context, origin string) error {
+	_, err := q.db.Exec(ctx, notifyDeliveriesReady, origin)
 	return err
 }
 

@@ -120,7 +120,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 		if err := activity.Record(ctx, q, tenantID, row.UpdatedAt, action, deliveryObject(id), nil); err != nil {
 			return err
 		}
-		return q.NotifyDeliveriesReady(ctx)
+		return q.NotifyDeliveriesReady(ctx, "")
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := s.get(ctx, tenantID, id)

@@ -181,7 +181,7 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (
 		}
 	}
 	if len(out.Deliveries) > 0 {
-		if err := q.NotifyDeliveriesReady(ctx); err != nil {
+		if err := q.NotifyDeliveriesReady(ctx, ""); err != nil {
 			return Published{}, fmt.Errorf("publish: notify: %w", err)
 		}
 	}
@@ -337,7 +337,7 @@ func (p *Publisher) wake(ctx context.Context) {
 		p.wakeScheduled, p.wokeAt = false, time.Now()
 		p.wakeMu.Unlock()
 		// A failed NOTIFY only delays pickup until the workers' poll; the event is stored.
-		_ = db.New(p.pool).NotifyDeliveriesReadyFrom(ctx, origin)
+		_ = db.New(p.pool).NotifyDeliveriesReady(ctx, origin)
 	})
 }
 

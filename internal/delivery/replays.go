@@ -464,7 +464,7 @@ func (s *Replays) Step(ctx context.Context, id uuid.UUID) (taken, done bool, err
 			return fmt.Errorf("advance replay: %w", err)
 		}
 		if res.Moved > 0 {
-			return q.NotifyDeliveriesReady(ctx)
+			return q.NotifyDeliveriesReady(ctx, "")
 		}
 		return nil
 	})

@@ -25,7 +25,7 @@ func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	}
 	if len(rows) > 0 {
 		w.Wake()
-		if err := w.q.NotifyDeliveriesReady(ctx); err != nil {
+		if err := w.q.NotifyDeliveriesReady(ctx, ""); err != nil {
 			// The rows are queued either way; other workers find them at their next poll.
 			w.log.Warn("notify rescued deliveries", "err", err)
 		}

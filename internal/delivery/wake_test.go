@@ -107,8 +107,8 @@ func TestPublishNotifiesOtherProcessesWorkersWithItsOrigin(t *testing.T) {
 }
 
 // A worker's listener skips a NOTIFY carrying its own origin (its process's publish woke it already) and
-// wakes for any other: here the only way the event can be delivered within the test is a NOTIFY without
-// the worker's origin, sent after one with it.
+// wakes for any other: the publish wakes the worker directly and its NOTIFY is skipped; a NOTIFY from
+// elsewhere, sent after it, wakes it.
 func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 	e := setup(t)
 	rc := newReceiver(t, nil)

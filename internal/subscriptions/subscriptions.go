@@ -654,7 +654,7 @@ func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reas
 			return err
 		}
 		if to == Active {
-			return q.NotifyDeliveriesReady(ctx) // its waiting deliveries are claimable now
+			return q.NotifyDeliveriesReady(ctx, "") // its waiting deliveries are claimable now
 		}
 		return nil
 	})
