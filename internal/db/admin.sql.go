@@ -93,7 +93,7 @@ type TenantOverviewRow struct {
 // statistics; when one tenant owns most rows, PostgreSQL would pick a sequential scan that finds its
 // @up_to rows at once but reads the whole table for each of the others. Each subquery therefore orders by
 // its index's key, which makes the index the only cheap plan: pending walks
-// webhook_deliveries_tenant_state_idx, retrying webhook_deliveries_retrying_idx, dead the dead-letter
+// webhook_deliveries_tenant_pending_idx, retrying webhook_deliveries_retrying_idx, dead the dead-letter
 // partial index webhook_deliveries_dead_idx, and attempts webhook_attempts_sub_started_idx once per
 // subscription of the tenant (deleted ones included: their recent attempts happened).
 func (q *Queries) TenantOverview(ctx context.Context, arg TenantOverviewParams) ([]TenantOverviewRow, error) {
