@@ -88,3 +88,22 @@ func (r *ReplayRunner) SetPaceClock(now func() time.Time, sleep func(context.Con
 // OnNotification calls f with every notification the worker's listener gets and whether it woke the
 // fetcher for it. Set before Start.
 func (w *Worker) OnNotification(f func(payload string, wake bool)) { w.onNotification = f }
+
+// ReserveForPublish takes the worker's free slots for a publish's claim, as a publish stored alone does
+// when it finds the worker idle; PublishAndClaim then stores a publish with that claim.
+func (w *Worker) ReserveForPublish() (any, bool) { return w.reserveForPublish() }
+
+// PublishAndClaim stores one event of in with the claim reserved by ReserveForPublish and returns the
+// ids of the deliveries the claim took.
+func (p *Publisher) PublishAndClaim(ctx context.Context, w *Worker, reserved any, in PublishInput) ([]uuid.UUID, error) {
+	ev, err := p.prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	_, claimed, _, err := p.publishAndClaim(ctx, w, reserved.(publishClaim), publishParams([]storedEvent{ev}))
+	ids := make([]uuid.UUID, 0, len(claimed))
+	for id := range claimed {
+		ids = append(ids, id)
+	}
+	return ids, err
+}

@@ -72,15 +72,16 @@ func (w *Worker) fetch(ctx context.Context) {
 
 // idle waits for a notification, the soonest retry this worker scheduled, or the jittered poll interval.
 // A retry scheduled while it waits (by the completer) shortens the wait. While this worker's own attempts
-// run, a finished one ends the wait too: a claim that came back short may have been held back by an
-// endpoint's concurrency cap, and a finished attempt frees a slot under that cap.
+// run (its claims' or a publish's: see claimForPublish), a finished one ends the wait too: a claim that
+// came back short may have been held back by an endpoint's concurrency cap, and a finished attempt frees
+// a slot under that cap.
 func (w *Worker) idle(ctx context.Context) {
 	pollAt := time.Now().Add(time.Duration(float64(w.o.PollInterval) * (0.8 + 0.4*rand.Float64())))
-	var freed <-chan struct{}
-	if len(w.slots) > 0 {
-		freed = w.slotFreed
-	}
 	for {
+		var freed <-chan struct{}
+		if len(w.slots) > 0 {
+			freed = w.slotFreed
+		}
 		wait := time.Until(pollAt)
 		w.soonestMu.Lock()
 		if !w.soonest.IsZero() {

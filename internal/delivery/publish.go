@@ -119,28 +119,38 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (out Published
 	if span != nil {
 		ev.traceparent = tracing.Traceparent(ctx)
 	}
-	rows, err := p.store(ctx, ev)
+	st, err := p.store(ctx, ev)
 	if err != nil {
 		return Published{}, fmt.Errorf("publish: store event: %w", err)
 	}
+	rows := st.rows
 	if len(rows) == 0 && ev.idempotencyKey != "" {
 		// The key was used before (or by a concurrent publish that committed first): answer as the first time.
 		return p.firstAnswer(ctx, db.New(p.pool), in, ev.requestHash)
 	}
 	out = Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
-	sendable := false
+	waiting := false // a delivery that can be sent now and that no worker has claimed yet
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
-			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
-			sendable = sendable || r.Sendable
+			state := Pending
+			if st.inFlight[r.DeliveryID] { // claimed in the publish's transaction: in flight as it committed
+				state = InFlight
+			}
+			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(state)})
+			waiting = waiting || (r.Sendable && state == Pending)
 		}
 	}
 	// Deliveries of paused subscriptions wait for the resume, which wakes the workers itself: a claim now
 	// would find nothing (with every subscription paused, ingest spent a twentieth of the server's CPU
 	// and a claim per publish on it). A resume that commits while this publish is being stored may find
-	// its deliveries not yet visible; the workers' poll then picks them up within about a second.
-	if sendable {
-		p.wake(ctx)
+	// its deliveries not yet visible; the workers' poll then picks them up within about a second. Nor is
+	// anyone woken for deliveries the local worker claimed with the publish, unless that claim filled every
+	// slot it had (more may be due).
+	switch {
+	case waiting:
+		p.wake(ctx, !st.localDone)
+	case st.inFlight != nil && !st.localDone:
+		p.Local.Wake()
 	}
 	// Counted after the commit: a rolled-back publish accepted nothing.
 	if p.Metrics != nil {
@@ -319,10 +329,15 @@ const wakeEvery = 5 * time.Millisecond
 // that notify, which made every publisher wait on every other. It is sent in the background, at once or,
 // within wakeEvery of the last one, when the gap is over; a publish that finds one already scheduled
 // relies on it: that NOTIFY is sent after this publish committed, so no publish's rows go unannounced.
-func (p *Publisher) wake(ctx context.Context) {
+//
+// The local worker is woken at once unless wakeLocal is false: it claimed with the publish and took all
+// that it could.
+func (p *Publisher) wake(ctx context.Context, wakeLocal bool) {
 	origin := ""
 	if p.Local != nil {
-		p.Local.Wake() // a channel send that never blocks: not throttled
+		if wakeLocal {
+			p.Local.Wake() // a channel send that never blocks: not throttled
+		}
 		origin = p.Local.Origin()
 	}
 	p.wakeMu.Lock()

@@ -47,16 +47,27 @@ type storedEvent struct {
 type publishRequest struct {
 	ctx   context.Context
 	event storedEvent
-	rows  []db.PublishEventsRow
-	err   error
 	done  chan struct{}
+	stored
+	err error
+}
+
+// stored is what storing a publish did: PublishEvents' rows for it, and the deliveries the local worker
+// claimed with it (see publishAndClaim), with whether that claim left the worker anything to look for.
+type stored struct {
+	rows []db.PublishEventsRow
+	// inFlight are the deliveries claimed in the publish's own transaction.
+	inFlight map[uuid.UUID]bool
+	// localDone says the local worker claimed with the publish and had slots left over: everything it
+	// could take was taken, so it need not be woken to look again.
+	localDone bool
 }
 
 // store writes the event and its deliveries, in a batch with whatever other publishes are waiting, and
 // returns its rows of PublishEvents' answer: none when its Idempotency-Key was used before. Writers are
 // goroutines started here while fewer than publishWriters run; each stores batches until none is waiting,
 // then ends, so nothing runs while nobody publishes.
-func (p *Publisher) store(ctx context.Context, ev storedEvent) ([]db.PublishEventsRow, error) {
+func (p *Publisher) store(ctx context.Context, ev storedEvent) (stored, error) {
 	r := &publishRequest{ctx: ctx, event: ev, done: make(chan struct{})}
 	p.batchMu.Lock()
 	p.waiting = append(p.waiting, r)
@@ -67,11 +78,11 @@ func (p *Publisher) store(ctx context.Context, ev storedEvent) ([]db.PublishEven
 	p.batchMu.Unlock()
 	select {
 	case <-r.done:
-		return r.rows, r.err
+		return r.stored, r.err
 	case <-ctx.Done():
 		// The batch may still store it, as a statement cut off by a vanished client may have committed;
 		// a retry with the same Idempotency-Key gets the first answer either way.
-		return nil, ctx.Err()
+		return stored{}, ctx.Err()
 	}
 }
 
@@ -109,6 +120,18 @@ func (p *Publisher) writeBatch(batch []*publishRequest) {
 	events := make([]storedEvent, len(batch))
 	for i, r := range batch {
 		events[i] = r.event
+	}
+	if len(batch) == 1 {
+		if w, ok := p.Local.(*Worker); ok {
+			if c, ok := w.reserveForPublish(); ok {
+				r := batch[0]
+				var full bool
+				r.rows, r.inFlight, full, r.err = p.publishAndClaim(ctx, w, c, publishParams(events))
+				r.localDone = r.inFlight != nil && !full
+				close(r.done)
+				return
+			}
+		}
 	}
 	rows, err := db.New(p.pool).PublishEvents(ctx, publishParams(events))
 	if err != nil && len(batch) > 1 {

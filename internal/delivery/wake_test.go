@@ -107,8 +107,9 @@ func TestPublishNotifiesOtherProcessesWorkersWithItsOrigin(t *testing.T) {
 }
 
 // A worker's listener skips a NOTIFY carrying its own origin (its process's publish woke it already) and
-// wakes for any other: the publish wakes the worker directly and its NOTIFY is skipped; a NOTIFY from
-// elsewhere, sent after it, wakes it.
+// wakes for any other: the NOTIFY with its origin is skipped; a NOTIFY from elsewhere, sent after it,
+// wakes it and its claim finds the delivery. (A publish that claims for its idle local worker sends no
+// NOTIFY when it claimed every delivery it made: see TestPublishClaimsForTheIdleLocalWorker.)
 func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 	e := setup(t)
 	rc := newReceiver(t, nil)
@@ -134,12 +135,14 @@ func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%LISTEN hookline_deliveries%'`).Scan(&n)
 		return err == nil && n > 0
 	})
-	e.pub.Local = w
-	e.publishOne(`{}`) // wakes w directly, and NOTIFYs with w's origin
-	eventually(t, 5*time.Second, "the local wake's delivery", func() bool { return rc.hits() == 1 })
+	// The publisher's local worker stands in for w, under w's origin: the publish wakes the stand-in, and
+	// its NOTIFY names w, which skips it, so the delivery waits (the poll is a minute away).
+	e.pub.Local = &stubLocal{origin: w.Origin()}
+	e.publishOne(`{}`)
 	eventually(t, 5*time.Second, "the NOTIFY with the worker's own origin", func() bool { return woken.Load() == 1 })
 	if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify('hookline_deliveries', 'elsewhere')"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the NOTIFY from elsewhere", func() bool { return woken.Load() == 2 })
+	eventually(t, 5*time.Second, "the delivery the NOTIFY from elsewhere woke the worker for", func() bool { return rc.hits() == 1 })
 }

@@ -122,7 +122,8 @@ type Worker struct {
 	slots     chan struct{} // one token per running attempt
 	slotFreed chan struct{}
 	wake      chan struct{}
-	// rescheduled tells an idle fetcher that a sooner retry was scheduled.
+	// rescheduled tells an idle fetcher to look at its wait again: a sooner retry was scheduled, or a
+	// publish started attempts for it (see claimForPublish).
 	rescheduled chan struct{}
 	results     chan attemptResult
 
@@ -139,6 +140,11 @@ type Worker struct {
 	attempts      sync.WaitGroup
 	completerDone chan struct{}
 	stopOnce      sync.Once
+	// runMu guards running and publishClaiming: a publish's claim for this worker starts its attempts only
+	// while the worker runs, counted before Stop waits for them (see claimForPublish).
+	runMu           sync.Mutex
+	running         bool
+	publishClaiming bool
 }
 
 // NewWorker returns a Worker; Start runs it.
@@ -172,6 +178,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stopClaiming, w.stopSending, w.sendCtx = stopClaiming, stopSending, sendCtx
 	w.recordCtx, w.stopRecording = context.WithCancel(context.WithoutCancel(ctx))
 	w.completerDone = make(chan struct{})
+	w.runMu.Lock()
+	w.running = true
+	w.runMu.Unlock()
 	go w.complete()
 	w.loops.Add(2)
 	go func() { defer w.loops.Done(); w.fetch(claimCtx) }()
@@ -190,6 +199,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 			return
 		}
 		defer context.AfterFunc(ctx, w.stopRecording)()
+		w.runMu.Lock()
+		w.running = false // a publish's claim that ends from now on gives its rows back
+		w.runMu.Unlock()
 		w.stopClaiming() // a claim waiting on the database is cancelled with it
 		w.loops.Wait()
 		done := make(chan struct{})
