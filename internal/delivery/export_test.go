@@ -63,7 +63,7 @@ func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
 		batch = append(batch, &publishRequest{ctx: context.Background(), event: ev, done: make(chan struct{})})
 		at = append(at, i)
 	}
-	p.writeBatch(batch)
+	p.writeBatch(batch, false)
 	for k, r := range batch {
 		o := &out[at[k]]
 		o.Err, o.Stored = r.err, len(r.rows) > 0

@@ -95,6 +95,10 @@ func (p *Publisher) writeBatches() {
 			return
 		}
 		n := min(len(p.waiting), maxPublishBatch)
+		// A quiet moment: this publish is the only one waiting and no other writer is storing any. Only
+		// then may it claim for the local worker (publishAndClaim); under load, when publishes queue up,
+		// that claim would find nothing new most of the time (say, ingest to paused subscriptions).
+		quiet := len(p.waiting) == 1 && p.executors == 1
 		batch := make([]*publishRequest, 0, n)
 		for _, r := range p.waiting[:n] {
 			if r.ctx.Err() != nil { // its caller is gone and was told so: store nothing for it
@@ -107,21 +111,22 @@ func (p *Publisher) writeBatches() {
 		p.waiting = append(p.waiting[:0], p.waiting[n:]...)
 		p.batchMu.Unlock()
 		if len(batch) > 0 {
-			p.writeBatch(batch)
+			p.writeBatch(batch, quiet)
 		}
 	}
 }
 
 // writeBatch stores a batch in one statement. When that fails and the batch holds several publishes, each
-// is tried alone, so one that cannot be stored (its tenant deleted meanwhile, say) fails by itself.
-func (p *Publisher) writeBatch(batch []*publishRequest) {
+// is tried alone, so one that cannot be stored (its tenant deleted meanwhile, say) fails by itself. A
+// publish stored alone at a quiet moment claims for the local worker if it is idle (publishAndClaim).
+func (p *Publisher) writeBatch(batch []*publishRequest, quiet bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	events := make([]storedEvent, len(batch))
 	for i, r := range batch {
 		events[i] = r.event
 	}
-	if len(batch) == 1 {
+	if quiet && len(batch) == 1 {
 		if w, ok := p.Local.(*Worker); ok {
 			if c, ok := w.reserveForPublish(); ok {
 				r := batch[0]
@@ -136,7 +141,7 @@ func (p *Publisher) writeBatch(batch []*publishRequest) {
 	rows, err := db.New(p.pool).PublishEvents(ctx, publishParams(events))
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
-			p.writeBatch([]*publishRequest{r})
+			p.writeBatch([]*publishRequest{r}, false)
 		}
 		return
 	}
