@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,4 +142,48 @@ func TestPublishClaimForAStoppedWorkerGivesTheRowsBack(t *testing.T) {
 	if rc.hits() != 0 {
 		t.Errorf("a stopped worker sent %d requests", rc.hits())
 	}
+}
+
+// A publish's claim for the idle local worker is the worker's own claim, with every guard: a subscription
+// at its concurrency cap, held by another process's worker, gets nothing claimed with the publish (the
+// answer says pending), and the delivery goes out once that worker's attempt has finished.
+func TestPublishClaimKeepsTheEndpointCap(t *testing.T) {
+	e := setup(t)
+	release := make(chan struct{})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-release // the other process's attempt holds the subscription's only slot
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	o := delivery.WorkerOptions{Now: time.Now, PollInterval: 50 * time.Millisecond, EndpointConcurrency: 1}
+	other := e.worker(o, nil) // another process's worker
+	if err := other.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop(context.Background())
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // before the workers stop, which would wait for the held attempt
+
+	e.publish("order.created", `{}`) // e.pub has no local worker yet: the other worker claims it
+	eventually(t, 5*time.Second, "the other worker's attempt under way", func() bool { return rc.hits() == 1 })
+	local := e.worker(o, nil) // started only now, so the first delivery was surely the other's
+	if err := local.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer local.Stop(context.Background())
+	e.pub.Local = local
+	if p := e.publish("order.created", `{}`); p.Deliveries[0].State != "pending" {
+		t.Errorf("a publish to a subscription at its cap answered %q, want pending", p.Deliveries[0].State)
+	}
+	var inFlight int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'in_flight'`).Scan(&inFlight); err != nil {
+		t.Fatal(err)
+	}
+	if inFlight != 1 {
+		t.Errorf("%d deliveries in flight to a subscription capped at 1", inFlight)
+	}
+	releaseOnce()
+	eventually(t, 5*time.Second, "the second delivery, once the slot was free", func() bool { return rc.hits() == 2 })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/testdb"
 )
 
 // /admin's "Operator notifications" card: off without HOOKLINE_OPERATOR_WEBHOOK_URL; with it, the internal
@@ -20,7 +21,19 @@ import (
 // its last error and its dead notification.
 func TestAdminOperatorCard(t *testing.T) {
 	t.Parallel()
-	off := setup(t, withAdmin)
+	// A database of its own: the card counts every dead operator notification, and on the package's
+	// shared database this test's server, when it led maintenance, also told the operator about other
+	// tests' disabled subscriptions and expired deliveries, dead against the failing endpoint before the
+	// card was first read.
+	ownDB, drop, err := testdb.Create(context.Background(), "web_operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop) // after the servers stop (cleanups run last first)
+	off := setup(t, func(cfg *config.Config) {
+		withAdmin(cfg)
+		cfg.DatabaseURL = ownDB
+	})
 	c := off.client()
 	c.login(adminEmail)
 	p := c.get("/admin")
@@ -35,6 +48,7 @@ func TestAdminOperatorCard(t *testing.T) {
 	defer failing.Close()
 	e := setup(t, func(cfg *config.Config) {
 		withAdmin(cfg)
+		cfg.DatabaseURL = ownDB
 		cfg.OperatorWebhookURL = failing.URL + "/operator"
 		cfg.OperatorWebhookSecret = delivery.NewSecret()
 	})
