@@ -58,10 +58,7 @@ func (w *Worker) fetch(ctx context.Context) {
 		for i, row := range rows {
 			w.slots <- struct{}{}
 			w.attempts.Add(1)
-			go func() {
-				defer w.attempts.Done()
-				w.results <- w.attempt(w.sendCtx, row, leaseID, subs[i])
-			}()
+			w.goAttempt(row, leaseID, subs[i])
 		}
 		if len(rows) == n {
 			continue // there may be more due right now
@@ -72,7 +69,7 @@ func (w *Worker) fetch(ctx context.Context) {
 
 // idle waits for a notification, the soonest retry this worker scheduled, or the jittered poll interval.
 // A retry scheduled while it waits (by the completer) shortens the wait. While this worker's own attempts
-// run (its claims' or a publish's: see claimForPublish), a finished one ends the wait too: a claim that
+// run (its claims' or a publish's: see publishclaim.go), a finished one ends the wait too: a claim that
 // came back short may have been held back by an endpoint's concurrency cap, and a finished attempt frees
 // a slot under that cap.
 func (w *Worker) idle(ctx context.Context) {
@@ -128,6 +125,15 @@ func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uui
 		return nil, leaseID, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return rows, leaseID, nil
+}
+
+// goAttempt sends a claimed row in a goroutine of its own and hands the result to the completer. The
+// caller holds a slot for it and has counted it in w.attempts.
+func (w *Worker) goAttempt(row db.ClaimDeliveriesRow, leaseID uuid.UUID, sub *subscriptionSend) {
+	go func() {
+		defer w.attempts.Done()
+		w.results <- w.attempt(w.sendCtx, row, leaseID, sub)
+	}()
 }
 
 // subscriptionSend is what every attempt of one subscription in a claimed batch sends with: its custom

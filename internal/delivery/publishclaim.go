@@ -75,10 +75,7 @@ func (w *Worker) startClaimed(c publishClaim, rows []db.ClaimDeliveriesRow) {
 	}
 	subs := w.prepare(rows)
 	for i, row := range rows {
-		go func() {
-			defer w.attempts.Done()
-			w.results <- w.attempt(w.sendCtx, row, c.params.LeaseID, subs[i])
-		}()
+		w.goAttempt(row, c.params.LeaseID, subs[i])
 	}
 	// The fetcher idled with nothing in flight; now that it has, a finished attempt should end its wait.
 	select {

@@ -123,7 +123,7 @@ type Worker struct {
 	slotFreed chan struct{}
 	wake      chan struct{}
 	// rescheduled tells an idle fetcher to look at its wait again: a sooner retry was scheduled, or a
-	// publish started attempts for it (see claimForPublish).
+	// publish started attempts for it (see publishclaim.go).
 	rescheduled chan struct{}
 	results     chan attemptResult
 
@@ -141,7 +141,7 @@ type Worker struct {
 	completerDone chan struct{}
 	stopOnce      sync.Once
 	// runMu guards running and publishClaiming: a publish's claim for this worker starts its attempts only
-	// while the worker runs, counted before Stop waits for them (see claimForPublish).
+	// while the worker runs, counted before Stop waits for them (see publishclaim.go).
 	runMu           sync.Mutex
 	running         bool
 	publishClaiming bool
