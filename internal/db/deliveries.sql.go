@@ -24,9 +24,12 @@ WITH candidates AS (
                / least(count(*) OVER (), $5::int)::int AS share
     FROM subscriptions s
     -- a scalar subquery is one primary-key lookup per subscription whatever the statistics say (a join
-    -- planned on a stale estimate of subscription_finished scanned it once per subscription)
+    -- planned on a stale estimate of subscription_finished scanned it once per subscription). OFFSET 0
+    -- keeps it a subquery evaluated once per subscription: pulled up into the outer query, its lookup was
+    -- copied into each of the three places that name fin.finished, three lookups per candidate.
     CROSS JOIN LATERAL (
         SELECT coalesce((SELECT f.finished FROM subscription_finished f WHERE f.subscription_id = s.id), 0) AS finished
+        OFFSET 0
     ) fin
     CROSS JOIN LATERAL (
         SELECT d.next_attempt_at FROM webhook_deliveries d
@@ -222,22 +225,24 @@ WITH r AS (
     FROM moved m JOIN r ON r.delivery_id = m.id
     RETURNING delivery_id
 ), outcomes AS (
-    SELECT m.subscription_id, r.started_at, r.outcome, r.status
+    -- Each subscription's last answer and last success in the batch come with every one of its rows, as
+    -- window aggregates: joined back to a grouped copy of this CTE (estimated at one row) instead, they
+    -- were planned as a nested loop that grouped the batch again for each of its rows.
+    SELECT m.subscription_id, r.started_at, r.outcome, r.status,
+           max(r.started_at) FILTER (WHERE r.outcome <> 'retry') OVER per_subscription AS answered_at,
+           max(r.started_at) FILTER (WHERE r.outcome = 'delivered') OVER per_subscription AS ok_at
     FROM moved m JOIN r ON r.delivery_id = m.id
-), answers AS (
-    SELECT subscription_id,
-           max(started_at) FILTER (WHERE outcome <> 'retry') AS answered_at,
-           max(started_at) FILTER (WHERE outcome = 'delivered') AS ok_at
-    FROM outcomes GROUP BY subscription_id
+    WINDOW per_subscription AS (PARTITION BY m.subscription_id)
 ), per_sub AS (
-    SELECT o.subscription_id, count(*)::int AS finished, a.answered_at, a.ok_at,
+    -- answered_at and ok_at are the same on all of a subscription's rows
+    SELECT o.subscription_id, count(*)::int AS finished, o.answered_at, o.ok_at,
            -- transient failures after the batch's last answer (all of them when nothing answered)
-           count(*) FILTER (WHERE o.outcome = 'retry' AND o.started_at > coalesce(a.answered_at, '-infinity'))::int AS transient,
+           count(*) FILTER (WHERE o.outcome = 'retry' AND o.started_at > coalesce(o.answered_at, '-infinity'))::int AS transient,
            max(o.started_at) FILTER (WHERE o.outcome <> 'delivered') AS failed_at,
-           min(o.started_at) FILTER (WHERE o.outcome <> 'delivered' AND o.started_at > coalesce(a.ok_at, '-infinity')) AS failing_from,
+           min(o.started_at) FILTER (WHERE o.outcome <> 'delivered' AND o.started_at > coalesce(o.ok_at, '-infinity')) AS failing_from,
            bool_or(o.status = 410) AS gone
-    FROM outcomes o JOIN answers a ON a.subscription_id = o.subscription_id
-    GROUP BY o.subscription_id, a.answered_at, a.ok_at
+    FROM outcomes o
+    GROUP BY o.subscription_id, o.answered_at, o.ok_at
 ), freed AS (
     INSERT INTO subscription_finished AS f (subscription_id, finished)
     SELECT subscription_id, finished FROM per_sub ORDER BY subscription_id
@@ -647,7 +652,7 @@ type ListDeliveriesParams struct {
 
 // Newest first, keyset-paginated on (created_at, id). NULL filters are folded away at plan time (the pool
 // plans every statement with its parameters), so each combination uses its index; an event_id finds its
-// few rows (one per subscription) through webhook_deliveries_event_idx. event_type_prefix matches types
+// few rows (one per subscription) through webhook_deliveries_event_id_idx. event_type_prefix matches types
 // starting with it (invoice. matches invoice.paid). status_min..status_max is the last HTTP status (one
 // code, or a class such as 400..499); like event_type it filters the newest-first walk of the index the
 // other filters pick, and the page's LIMIT (the counts' @up_to) ends it.

@@ -20,12 +20,23 @@ func (w *Worker) Claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uui
 // the worker's policy as a real attempt would be.
 func (w *Worker) RecordStatus(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, status int) error {
 	now := w.o.Now()
+	statuses, started := make([]int, len(rows)), make([]time.Time, len(rows))
+	for i := range rows {
+		statuses[i], started[i] = status, now
+	}
+	return w.RecordStatuses(ctx, rows, leaseID, statuses, started)
+}
+
+// RecordStatuses is RecordStatus with a status and a start time of its
+// own for each row, all in one batch.
+func (w *Worker) RecordStatuses(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, statuses []int, startedAt []time.Time) error {
+	now := w.o.Now()
 	batch := make([]attemptResult, len(rows))
 	for i, row := range rows {
-		resp := Response{StartedAt: now, Duration: time.Millisecond, Status: status, Snippet: "ok",
+		resp := Response{StartedAt: startedAt[i], Duration: time.Millisecond, Status: statuses[i], Snippet: "ok",
 			Headers: map[string]string{"webhook-id": row.EventID.String()}}
 		batch[i] = attemptResult{row: row, leaseID: leaseID, resp: resp,
-			decision: w.policy.Decide(Result{Status: status}, int(row.AttemptCount)+1, row.GiveUpAt, now, w.o.Jitter())}
+			decision: w.policy.Decide(Result{Status: statuses[i]}, int(row.AttemptCount)+1, row.GiveUpAt, now, w.o.Jitter())}
 	}
 	return w.Record(ctx, batch)
 }

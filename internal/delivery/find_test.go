@@ -12,7 +12,7 @@ import (
 )
 
 // TestListByEventUsesEventIndex: one event's deliveries (the dashboard's event page and search, the API's
-// ?event_id=) are found through webhook_deliveries_event_idx, not by reading the tenant's whole history,
+// ?event_id=) are found through webhook_deliveries_event_id_idx, not by reading the tenant's whole history,
 // with the dashboard's and API's planning (every statement planned with its values).
 func TestListByEventUsesEventIndex(t *testing.T) {
 	e := setup(t)
@@ -76,8 +76,8 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 	for _, name := range []string{"ListDeliveries", "CountDeliveries"} {
 		sql, args := tr.Last(t, name)
 		plan := testdb.Explain(t, conn.Conn(), sql, args...)
-		if !strings.Contains(plan, "webhook_deliveries_event_idx") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
-			t.Errorf("%s by event does not use webhook_deliveries_event_idx:\n%s", name, plan)
+		if !strings.Contains(plan, "webhook_deliveries_event_id_idx") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
+			t.Errorf("%s by event does not use webhook_deliveries_event_id_idx:\n%s", name, plan)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -62,3 +63,75 @@ func Explain(t testing.TB, conn *pgx.Conn, statement string, args ...any) string
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Plan is a plan PostgreSQL ran (EXPLAIN (ANALYZE, FORMAT JSON)): its root node and the text form.
+type Plan struct {
+	root PlanNode
+	text string
+}
+
+// PlanNode is one node of a Plan, as EXPLAIN's JSON gives it.
+type PlanNode map[string]any
+
+// ExplainAnalyze runs the statement under EXPLAIN (ANALYZE, FORMAT JSON) and returns its plan. The statement
+// really runs: call it inside a transaction that is rolled back.
+func ExplainAnalyze(t testing.TB, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, statement string, args ...any) Plan {
+	t.Helper()
+	var out []struct {
+		Plan PlanNode `json:"Plan"`
+	}
+	if err := q.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+statement, args...).Scan(&out); err != nil {
+		t.Fatalf("explain analyze: %v", err)
+	}
+	if len(out) != 1 {
+		t.Fatalf("explain analyze: %d plans", len(out))
+	}
+	text, _ := json.MarshalIndent(out[0].Plan, "", "  ")
+	return Plan{root: out[0].Plan, text: string(text)}
+}
+
+// Rows is how many rows the statement returned (its root node's).
+func (p Plan) Rows() int { return int(p.root.num("Actual Rows")) }
+
+// Nodes lists every node of the plan, InitPlans and CTEs included.
+func (p Plan) Nodes() []PlanNode {
+	var all []PlanNode
+	var walk func(PlanNode)
+	walk = func(n PlanNode) {
+		all = append(all, n)
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			if m, ok := c.(map[string]any); ok {
+				walk(m)
+			}
+		}
+	}
+	walk(p.root)
+	return all
+}
+
+// Loops adds up the loops of the nodes that match: how often they ran.
+func (p Plan) Loops(match func(PlanNode) bool) int {
+	n := 0
+	for _, node := range p.Nodes() {
+		if match(node) {
+			n += node.Loops()
+		}
+	}
+	return n
+}
+
+func (p Plan) String() string { return p.text }
+
+// Type is the node's type ("Seq Scan", "Aggregate", ...).
+func (n PlanNode) Type() string { s, _ := n["Node Type"].(string); return s }
+
+// Relation is the table the node reads or writes, if any.
+func (n PlanNode) Relation() string { s, _ := n["Relation Name"].(string); return s }
+
+// Loops is how many times the node ran.
+func (n PlanNode) Loops() int { return int(n.num("Actual Loops")) }
+
+func (n PlanNode) num(key string) float64 { v, _ := n[key].(float64); return v }

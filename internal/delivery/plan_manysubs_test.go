@@ -1,0 +1,267 @@
+package delivery_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"github.com/hookline/hookline/internal/testdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The per-subscription steps of a claim and a completion are what a drain over many subscriptions pays
+// on top of one over a single endpoint, so each must run once per subscription, not once per row or
+// three times per subscription. These tests run the statements as the worker ran them (same SQL and
+// arguments) under EXPLAIN ANALYZE, inside a transaction that is rolled back, and count.
+func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
+	e := setup(t)
+	const subs, events = 5, 20
+	for range subs {
+		e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
+	}
+	for range events {
+		e.publish("order.created", `{}`)
+	}
+	tr := testdb.RecordStatements("ClaimDeliveries", "CompleteAttempts")
+	cfg := e.pool.Config()
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	traced := *e
+	traced.pool = pool
+	// Two rows of each subscription per claim; the completion of 10 runs on the generic-plan pool in the
+	// server, here the traced one (its plans are taken below both ways).
+	w := traced.worker(delivery.WorkerOptions{BatchSize: 2 * subs, GenericPool: pool}, nil)
+	for range 2 { // the second claim finds subscription_finished rows from the first's completion
+		if n, err := w.ClaimAndRecord(e.ctx, 200); err != nil || n != 2*subs {
+			t.Fatalf("claimed and recorded %d, want %d: %v", n, 2*subs, err)
+		}
+	}
+	if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, subscriptions, subscription_finished"); err != nil {
+		t.Fatal(err)
+	}
+	claimSQL, claimArgs := tr.Last(t, "ClaimDeliveries")
+	completeSQL, completeArgs := tr.Last(t, "CompleteAttempts")
+	claimArgs, completeArgs = withoutExecMode(claimArgs), withoutExecMode(completeArgs)
+
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			tx, err := e.pool.Begin(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(e.ctx) }()
+			if _, err := tx.Exec(e.ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			// The claim, explained (it claims, in this transaction), then run for the rows the completion
+			// is explained on.
+			if _, err := tx.Exec(e.ctx, "SAVEPOINT explained"); err != nil {
+				t.Fatal(err)
+			}
+			plan := testdb.ExplainAnalyze(t, tx, claimSQL, claimArgs...)
+			if got := plan.Rows(); got != 2*subs {
+				t.Fatalf("explained claim took %d rows, want %d", got, 2*subs)
+			}
+			// one primary-key lookup of subscription_finished per candidate (it once was three)
+			if got := plan.Loops(func(n testdb.PlanNode) bool { return n.Relation() == "subscription_finished" }); got != subs {
+				t.Errorf("the claim looked subscription_finished up %d times for %d candidates, want %d:\n%s", got, subs, subs, plan)
+			}
+			if _, err := tx.Exec(e.ctx, "ROLLBACK TO SAVEPOINT explained"); err != nil {
+				t.Fatal(err)
+			}
+			leaseID := uuid.New()
+			args := append([]any{}, claimArgs...)
+			args[1] = leaseID // ClaimDeliveries' lease_id
+			rows, err := tx.Query(e.ctx, claimSQL, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (uuid.UUID, error) {
+				var id uuid.UUID
+				vals, err := r.Values()
+				if err == nil {
+					id = uuid.UUID(vals[0].([16]byte))
+				}
+				return id, err
+			})
+			if err != nil || len(ids) != 2*subs {
+				t.Fatalf("claimed %d rows (%v), want %d", len(ids), err, 2*subs)
+			}
+			leases := make([]uuid.UUID, len(ids))
+			for i := range leases {
+				leases[i] = leaseID
+			}
+			args = append([]any{}, completeArgs...)
+			args[0], args[1] = ids, leases // CompleteAttempts' delivery_ids and lease_ids; the rest is per row alike
+			plan = testdb.ExplainAnalyze(t, tx, completeSQL, args...)
+			if got := plan.Rows(); got != 2*subs {
+				t.Fatalf("explained completion recorded %d attempts, want %d", got, 2*subs)
+			}
+			// the batch is grouped by subscription once (a join to a grouped copy of it regrouped it for
+			// every row)
+			for _, n := range plan.Nodes() {
+				if n.Type() == "Aggregate" && n.Loops() > 1 {
+					t.Errorf("the completion ran an aggregate %d times:\n%s", n.Loops(), plan)
+				}
+			}
+		})
+	}
+}
+
+// withoutExecMode drops the query exec mode that customPlans passes as the first argument.
+func withoutExecMode(args []any) []any {
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			return args[1:]
+		}
+	}
+	return args
+}
+
+// One completion over several subscriptions keeps each one's health from its own rows, in the order they
+// started: the run of transient failures after its last answer, its last success and failure, and
+// failing_since, the first failure after its last success (or the run that was already going on).
+func TestCompletionHealthPerSubscriptionInOneBatch(t *testing.T) {
+	e := setup(t)
+	var subs []uuid.UUID
+	for range 4 {
+		s, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
+		subs = append(subs, s.ID)
+	}
+	for range 4 {
+		e.publish("order.created", `{}`)
+	}
+	w := e.worker(delivery.WorkerOptions{Breaker: delivery.Breaker{Threshold: 10}}, nil)
+	rows, lease, err := w.Claim(e.ctx, 16)
+	if err != nil || len(rows) != 16 {
+		t.Fatalf("claim: %d rows, %v", len(rows), err)
+	}
+	base := e.clock.Now()
+	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) }
+	// Each subscription's four attempts, in the order they started (503 and 500 are transient failures,
+	// 400 an answer that fails the delivery for good, 200 a success).
+	plan := map[uuid.UUID][]int{
+		subs[0]: {503, 200, 503, 500}, // answered and succeeded at 2 s, then two transient failures
+		subs[1]: {503, 503, 503, 503}, // no answer at all
+		subs[2]: {503, 400, 503, 200}, // succeeded last
+		subs[3]: {503, 400, 503, 503}, // answered at 2 s without success
+	}
+	seen := map[uuid.UUID]int{}
+	statuses, started := make([]int, len(rows)), make([]time.Time, len(rows))
+	for i, r := range rows {
+		k := seen[r.SubscriptionID]
+		seen[r.SubscriptionID] = k + 1
+		statuses[i], started[i] = plan[r.SubscriptionID][k], at(k+1)
+	}
+	if err := w.RecordStatuses(e.ctx, rows, lease, statuses, started); err != nil {
+		t.Fatal(err)
+	}
+	type health struct {
+		failures                        int
+		lastSuccess, lastFailure, since *time.Time
+	}
+	want := map[uuid.UUID]health{
+		subs[0]: {2, ptr(at(2)), ptr(at(4)), ptr(at(3))},
+		subs[1]: {4, nil, ptr(at(4)), ptr(at(1))},
+		subs[2]: {0, ptr(at(4)), ptr(at(3)), nil},
+		subs[3]: {2, nil, ptr(at(4)), ptr(at(1))},
+	}
+	for i, id := range subs {
+		var got health
+		if err := e.pool.QueryRow(e.ctx, `SELECT consecutive_failures, last_success_at, last_failure_at, failing_since
+			FROM subscriptions WHERE id = $1`, id).Scan(&got.failures, &got.lastSuccess, &got.lastFailure, &got.since); err != nil {
+			t.Fatal(err)
+		}
+		if got.failures != want[id].failures || !sameTime(got.lastSuccess, want[id].lastSuccess) ||
+			!sameTime(got.lastFailure, want[id].lastFailure) || !sameTime(got.since, want[id].since) {
+			t.Errorf("subscription %d (%v): failures %d, last success %v, last failure %v, failing since %v; want %+v",
+				i, plan[id], got.failures, got.lastSuccess, got.lastFailure, got.since, want[id])
+		}
+	}
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+// A claim updates each claimed subscription's row and a completion its subscription_finished row. Those
+// updates stay on the row's page (heap-only, adding no index entries) while statements that started
+// before them still see the old version, as claims and completions running side by side do: the tables
+// keep room on each page for that (their fillfactor). Here a transaction holds its snapshot across each
+// claim and completion, and no row may leave its page.
+func TestSubscriptionRowsStayOnTheirPages(t *testing.T) {
+	e := setup(t)
+	const subs = 200
+	for range subs {
+		e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
+	}
+	for range 6 {
+		e.publish("order.created", `{}`)
+	}
+	w := e.worker(delivery.WorkerOptions{BatchSize: subs}, nil)
+	if n, err := w.ClaimAndRecord(e.ctx, 200); err != nil || n != subs { // every subscription_finished row exists
+		t.Fatalf("claimed and recorded %d: %v", n, err)
+	}
+	pages := func() map[string]int {
+		rows, err := e.pool.Query(e.ctx, `
+			SELECT 'subscriptions ' || id, (ctid::text::point)[0]::int FROM subscriptions
+			UNION ALL SELECT 'subscription_finished ' || subscription_id, (ctid::text::point)[0]::int FROM subscription_finished`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int{}
+		for rows.Next() {
+			var k string
+			var page int
+			if err := rows.Scan(&k, &page); err != nil {
+				t.Fatal(err)
+			}
+			m[k] = page
+		}
+		return m
+	}
+	before := pages()
+	if len(before) != 2*subs {
+		t.Fatalf("%d rows, want %d", len(before), 2*subs)
+	}
+	reader, err := e.pool.Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Release()
+	for i := range 5 {
+		tx, err := reader.BeginTx(e.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(e.ctx, "SELECT count(*) FROM subscriptions"); err != nil { // takes the snapshot
+			t.Fatal(err)
+		}
+		if n, err := w.ClaimAndRecord(e.ctx, 200); err != nil || n != subs {
+			t.Fatalf("round %d: claimed and recorded %d: %v", i, n, err)
+		}
+		if err := tx.Commit(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved := 0
+	for k, page := range pages() {
+		if page != before[k] {
+			moved++
+			t.Logf("%s moved from page %d to %d", k, before[k], page)
+		}
+	}
+	if moved > 0 {
+		t.Errorf("%d of %d rows left their page", moved, 2*subs)
+	}
+}
