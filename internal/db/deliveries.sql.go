@@ -80,19 +80,25 @@ WITH candidates AS (
         rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE $3::timestamptz END
     FROM ordered o
     WHERE s.id = o.id
-    RETURNING s.id, s.url, s.headers, o.ids,
-              -- once per subscription, not per claimed row
-              array(SELECT ss.secret FROM subscription_secrets ss
-                    WHERE ss.subscription_id = s.id AND (ss.expires_at IS NULL OR ss.expires_at > $3::timestamptz)
-                    ORDER BY ss.created_at DESC)::text[] AS secrets
+    RETURNING s.id, s.url, s.headers, o.ids
+), signing AS (
+    -- The valid secrets of the claimed subscriptions, newest first, once per subscription and in one pass
+    -- for the whole claim: a subquery per subscription was planned, on a small table, as a scan of all of
+    -- it for each subscription (a sixth of a claim over 100 subscriptions).
+    SELECT ss.subscription_id, array_agg(ss.secret ORDER BY ss.created_at DESC)::text[] AS secrets
+    FROM subscription_secrets ss
+    WHERE ss.subscription_id IN (SELECT o.id FROM ordered o)
+      AND (ss.expires_at IS NULL OR ss.expires_at > $3::timestamptz)
+    GROUP BY ss.subscription_id
 )
 UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = $1::timestamptz, lease_id = $2::uuid,
     updated_at = $3::timestamptz
-FROM reserved s CROSS JOIN LATERAL unnest(s.ids) AS p(id), events e
+FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATERAL unnest(s.ids) AS p(id), events e
 WHERE d.id = p.id AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
-          d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers, s.secrets
+          d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
+          coalesce(k.secrets, '{}')::text[] AS secrets
 `
 
 type ClaimDeliveriesParams struct {

@@ -66,8 +66,9 @@ func Explain(t testing.TB, conn *pgx.Conn, statement string, args ...any) string
 
 // Plan is a plan PostgreSQL ran (EXPLAIN (ANALYZE, FORMAT JSON)): its root node and the text form.
 type Plan struct {
-	root PlanNode
-	text string
+	root   PlanNode
+	text   string
+	execMS float64
 }
 
 // PlanNode is one node of a Plan, as EXPLAIN's JSON gives it.
@@ -80,7 +81,8 @@ func ExplainAnalyze(t testing.TB, q interface {
 }, statement string, args ...any) Plan {
 	t.Helper()
 	var out []struct {
-		Plan PlanNode `json:"Plan"`
+		Plan   PlanNode `json:"Plan"`
+		ExecMS float64  `json:"Execution Time"`
 	}
 	if err := q.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+statement, args...).Scan(&out); err != nil {
 		t.Fatalf("explain analyze: %v", err)
@@ -89,11 +91,14 @@ func ExplainAnalyze(t testing.TB, q interface {
 		t.Fatalf("explain analyze: %d plans", len(out))
 	}
 	text, _ := json.MarshalIndent(out[0].Plan, "", "  ")
-	return Plan{root: out[0].Plan, text: string(text)}
+	return Plan{root: out[0].Plan, text: string(text), execMS: out[0].ExecMS}
 }
 
 // Rows is how many rows the statement returned (its root node's).
 func (p Plan) Rows() int { return int(p.root.num("Actual Rows")) }
+
+// ExecMS is how long the statement ran, in milliseconds (EXPLAIN's Execution Time).
+func (p Plan) ExecMS() float64 { return p.execMS }
 
 // Nodes lists every node of the plan, InitPlans and CTEs included.
 func (p Plan) Nodes() []PlanNode {
