@@ -81,10 +81,12 @@ WITH candidates AS (
     FROM ordered o
     WHERE s.id = o.id
     RETURNING s.id, s.url, s.headers, o.ids
-), signing AS (
+), signing AS MATERIALIZED (
     -- The valid secrets of the claimed subscriptions, newest first, once per subscription and in one pass
     -- for the whole claim: a subquery per subscription was planned, on a small table, as a scan of all of
-    -- it for each subscription (a sixth of a claim over 100 subscriptions).
+    -- it for each subscription (a sixth of a claim over 100 subscriptions). Materialized, because joined
+    -- to the reserved subscriptions (estimated at one row) by a nested loop, inlined it was grouped again
+    -- for each of them.
     SELECT ss.subscription_id, array_agg(ss.secret ORDER BY ss.created_at DESC)::text[] AS secrets
     FROM subscription_secrets ss
     WHERE ss.subscription_id IN (SELECT o.id FROM ordered o)

@@ -81,6 +81,13 @@ func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
 			}); got > 1 {
 				t.Errorf("the claim read all of subscription_secrets %d times for %d subscriptions:\n%s", got, subs, plan)
 			}
+			// Nothing is grouped more than once: the secrets' aggregate, joined by a nested loop to the
+			// reserved subscriptions (estimated at one row), once ran again for each of them.
+			for _, n := range plan.Nodes() {
+				if n.Type() == "Aggregate" && n.Loops() > 1 {
+					t.Errorf("the claim ran an aggregate %d times:\n%s", n.Loops(), plan)
+				}
+			}
 			if _, err := tx.Exec(e.ctx, "ROLLBACK TO SAVEPOINT explained"); err != nil {
 				t.Fatal(err)
 			}
