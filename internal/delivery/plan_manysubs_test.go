@@ -48,7 +48,6 @@ func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
 	}
 	claimSQL, claimArgs := tr.Last(t, "ClaimDeliveries")
 	completeSQL, completeArgs := tr.Last(t, "CompleteAttempts")
-	claimArgs, completeArgs = withoutExecMode(claimArgs), withoutExecMode(completeArgs)
 
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		t.Run(mode, func(t *testing.T) {
@@ -83,11 +82,7 @@ func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
 			}
 			// Nothing is grouped more than once: the secrets' aggregate, joined by a nested loop to the
 			// reserved subscriptions (estimated at one row), once ran again for each of them.
-			for _, n := range plan.Nodes() {
-				if n.Type() == "Aggregate" && n.Loops() > 1 {
-					t.Errorf("the claim ran an aggregate %d times:\n%s", n.Loops(), plan)
-				}
-			}
+			groupsOnce(t, "claim", plan)
 			if _, err := tx.Exec(e.ctx, "ROLLBACK TO SAVEPOINT explained"); err != nil {
 				t.Fatal(err)
 			}
@@ -121,23 +116,19 @@ func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
 			}
 			// the batch is grouped by subscription once (a join to a grouped copy of it regrouped it for
 			// every row)
-			for _, n := range plan.Nodes() {
-				if n.Type() == "Aggregate" && n.Loops() > 1 {
-					t.Errorf("the completion ran an aggregate %d times:\n%s", n.Loops(), plan)
-				}
-			}
+			groupsOnce(t, "completion", plan)
 		})
 	}
 }
 
-// withoutExecMode drops the query exec mode that customPlans passes as the first argument.
-func withoutExecMode(args []any) []any {
-	if len(args) > 0 {
-		if _, ok := args[0].(pgx.QueryExecMode); ok {
-			return args[1:]
+// groupsOnce fails the test for every aggregate of the plan that ran more than once.
+func groupsOnce(t *testing.T, statement string, plan testdb.Plan) {
+	t.Helper()
+	for _, n := range plan.Nodes() {
+		if n.Type() == "Aggregate" && n.Loops() > 1 {
+			t.Errorf("the %s ran an aggregate %d times:\n%s", statement, n.Loops(), plan)
 		}
 	}
-	return args
 }
 
 // One completion over several subscriptions keeps each one's health from its own rows, in the order they

@@ -25,10 +25,18 @@ func RecordStatements(names ...string) *Statements {
 }
 
 func (s *Statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	args := d.Args
+	// A query exec mode passed as the first argument (the engine's per-call plans) is pgx's option, not
+	// the statement's: dropped, the arguments are the statement's own, ready to EXPLAIN.
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			args = args[1:]
+		}
+	}
 	for _, name := range s.names {
 		if strings.HasPrefix(d.SQL, "-- name: "+name+" ") {
 			s.mu.Lock()
-			s.sql[name], s.args[name] = d.SQL, d.Args
+			s.sql[name], s.args[name] = d.SQL, args
 			s.mu.Unlock()
 		}
 	}
