@@ -23,8 +23,11 @@ build:
 
 ## image: the container image as an OCI layout tarball, dist/hookline-image.tar (linux/amd64 and linux/arm64,
 ## from scratch, reproducible), built without a container daemon: `docker load -i` or `podman load -i` it
+# The image builder and the deployment checks are a module of their own (deploy/go.mod), so the server's
+# go.mod carries none of what only they need (go-containerregistry, Prometheus' rule parser, Kubernetes' types).
+DEPLOY_GO := $(GO) -C deploy
 image:
-	$(GO) run ./cmd/image -o dist/hookline-image.tar
+	$(DEPLOY_GO) run ./image -root $(CURDIR) -o $(CURDIR)/dist/hookline-image.tar
 
 ## helm: lint the Helm chart and render it with its default values (helm is a Go tool pinned in tools/go.mod;
 ## deploy/deploy_test.go decodes the rendered manifests into their Kubernetes types)
@@ -38,10 +41,12 @@ helm:
 	$(HELM) template hookline $(CHART) --kube-version $(KUBE_VERSION) >/dev/null
 	$(HELM) template hookline $(CHART) --kube-version $(KUBE_VERSION) --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
 
-## test: generated code up to date, vet, the Helm chart, and every test with the race detector (cmd/image's
-## test builds the image twice: a minute or more of cross-compiling on a fresh machine)
+## test: generated code up to date, vet, the Helm chart, and every test with the race detector, the server's
+## module then deploy/'s (deploy/image's test builds the image twice: a minute or more of cross-compiling on a
+## fresh machine)
 test: browser check-generated vet helm
 	$(GO) test -race -count=1 ./...
+	$(DEPLOY_GO) test -race -count=1 ./...
 ifeq ($(CI),true)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME)
 endif
@@ -60,6 +65,7 @@ fuzz:
 
 vet:
 	$(GO) vet ./...
+	$(DEPLOY_GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*') | grep -v '_templ.go$$' || true); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 

@@ -1,5 +1,5 @@
 // Package version tells which build of Hookline is running: the version and commit a release build stamps
-// in with -ldflags -X (the image builder, cmd/image, does), else what the Go toolchain recorded on its own
+// in with -ldflags -X (the image builder, deploy/image, does), else what the Go toolchain recorded on its own
 // (the module version and the VCS revision of a `go build` inside a git checkout).
 package version
 

@@ -238,7 +238,7 @@ func platformImage(p v1.Platform, bin string, ca []byte, created time.Time, labe
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "cmd/image: the hookline server binary and the CA bundle, from scratch",
+			CreatedBy: "deploy/image: the hookline server binary and the CA bundle, from scratch",
 		},
 	})
 	if err != nil {
