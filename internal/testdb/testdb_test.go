@@ -2,12 +2,17 @@ package testdb
 
 import (
 	"context"
+	"encoding/hex"
+	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/db/schema"
 )
 
 var dbURL string
@@ -100,5 +105,63 @@ func TestWithDatabase(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("withDatabase(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// Databases are copies of one migrated template per set of migrations: packages creating theirs at the
+// same moment (as go test's parallel processes do) all get a fully migrated database, and the template
+// is built once.
+func TestCreateCopiesOneMigratedTemplate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	admin, err := AdminURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.Glob(schema.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	urls := make([]string, 4)
+	errs := make([]error, 4)
+	for i := range urls {
+		wg.Go(func() {
+			var drop func()
+			urls[i], drop, errs[i] = Create(ctx, "template_copy")
+			if errs[i] == nil {
+				t.Cleanup(drop)
+			}
+		})
+	}
+	wg.Wait()
+	for i, u := range urls {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var applied int
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM goose_db_version WHERE version_id > 0 AND is_applied").Scan(&applied)
+		conn.Close(ctx)
+		if err != nil || applied != len(entries) {
+			t.Fatalf("database %d: %d migrations applied of %d (%v)", i, applied, len(entries), err)
+		}
+	}
+	sum, err := migrationsHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var templates int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname LIKE $1",
+		"hookline_template_"+hex.EncodeToString(sum[:8])+"%").Scan(&templates); err != nil || templates != 1 {
+		t.Fatalf("%d templates for these migrations (%v), want 1 and none left building", templates, err)
 	}
 }
