@@ -466,3 +466,62 @@ func TestCatalogueEmpty(t *testing.T) {
 		t.Errorf("operator's hint %q", got)
 	}
 }
+
+// A field's bounds are its allowed values ("≥ 1", not "any"), and a group is one whatever its
+// capitalisation: a type stored in another spelling of a group is listed with the group's other types,
+// under one spelling, on the catalogue page and in the subscription form alike.
+func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	m := "bnd" + uuid.NewString()[:8]
+	group := "Money " + m
+	if _, err := e.srv.Catalogue.Create(ctx, catalogue.Input{Name: m + ".a", Group: &group, Schema: json.RawMessage(`{"type":"object","properties":{
+	  "qty":{"type":"integer","minimum":1},"code":{"type":"string","maxLength":8},"n":{"type":"integer"}}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Stored before groups were one whatever their case: the same group in lower case.
+	if _, err := e.srv.Pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, created_at, updated_at)
+	  VALUES ($1, 'Stored in another spelling.', $2, now() - interval '1 hour', now() - interval '1 hour')`, m+".b", strings.ToLower(group)); err != nil {
+		t.Fatal(err)
+	}
+	tn := e.newTenant("bounds and groups")
+	e.newSubscription(tn, "/good/bounds", "Bounds endpoint")
+	c := e.client()
+	c.login(tn.Email)
+
+	p := c.get("/event-types?q=" + url.QueryEscape(m))
+	var groups []string
+	for _, g := range byTestID(p.Doc, "type-group") {
+		var names []string
+		for _, n := range byTestID(g, "type-name") {
+			names = append(names, text(n))
+		}
+		groups = append(groups, text(findAll(g, tag("h2"))[0])+": "+strings.Join(names, ", "))
+	}
+	if want := []string{group + ": " + m + ".a, " + m + ".b"}; !slices.Equal(groups, want) {
+		t.Errorf("groups %q, want %q", groups, want)
+	}
+	allowed := map[string]string{}
+	for _, r := range byTestID(typeCards(p)[m+".a"], "field") {
+		allowed[text(one(t, r, "field-path"))] = strings.Join(strings.Fields(text(one(t, r, "field-enum"))), " ")
+	}
+	for path, want := range map[string]string{"data.qty": "≥ 1", "data.code": "at most 8 characters", "data.n": "any"} {
+		if allowed[path] != want {
+			t.Errorf("allowed values of %s: %q, want %q", path, allowed[path], want)
+		}
+	}
+
+	form := c.get("/subscriptions/new")
+	offered := map[string][]string{}
+	for _, g := range byTestID(form.Doc, "event-group") {
+		for _, in := range findAll(g, tag("input")) {
+			if v := attr(in, "value"); strings.HasPrefix(v, m+".") {
+				offered[attr(g, "data-group")] = append(offered[attr(g, "data-group")], v)
+			}
+		}
+	}
+	if want := map[string][]string{group: {m + ".a", m + ".b"}}; !reflect.DeepEqual(offered, want) {
+		t.Errorf("the form offers %v, want %v", offered, want)
+	}
+}
