@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -523,5 +524,40 @@ func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
 	}
 	if want := map[string][]string{group: {m + ".a", m + ".b"}}; !reflect.DeepEqual(offered, want) {
 		t.Errorf("the form offers %v, want %v", offered, want)
+	}
+}
+
+// A schema stored before the catalogue's limits whose $refs multiply (the issue's chain of 24 anyOfs of two
+// $refs made this page take 16 s) is listed in part, and the page says so.
+func TestCataloguePageOfACostlyStoredSchema(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	m := "chain" + uuid.NewString()[:8]
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := range 24 {
+		fmt.Fprintf(&b, `"a%d":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d"}]},`, i, i+1, i+1)
+	}
+	b.WriteString(`"a24":{"type":"object","properties":{"leaf":{"type":"integer"}}}},"type":"object","properties":{"id":{"type":"string"},"node":{"$ref":"#/$defs/a0"}}}`)
+	if _, err := e.srv.Pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, schema, created_at, updated_at) VALUES ($1, '', 'chains', $2, now(), now())`, m+".costly", b.String()); err != nil {
+		t.Fatal(err)
+	}
+	tn := e.newTenant("costly schema")
+	c := e.client()
+	c.login(tn.Email)
+	p := c.get("/event-types?q=" + url.QueryEscape(m))
+	if p.Status != http.StatusOK {
+		t.Fatalf("/event-types: %s", p)
+	}
+	card := typeCards(p)[m+".costly"]
+	if card == nil {
+		t.Fatal("the type is not listed")
+	}
+	if note := text(one(t, card, "fields-note")); !strings.Contains(note, "larger than this page lists") {
+		t.Errorf("fields note %q", note)
+	}
+	if rows := byTestID(card, "field"); len(rows) == 0 || text(one(t, rows[0], "field-path")) != "data.id" {
+		t.Errorf("%d field rows, want the first ones from data.id", len(rows))
 	}
 }
