@@ -73,7 +73,7 @@ const (
 func patternWeight(size int) int { return 8 + size }
 
 // MaxPatternSize bounds one regular expression of a schema (pattern, patternProperties), in instructions
-// of its compiled program: a repeat {n} copies what it repeats n times, so `[a-z]{1,64}` is about 64 and
+// of its compiled program: a repeat {n} copies what it repeats n times, so `[a-z]{1,64}` is about 130 and
 // a few dozen bytes of pattern can compile to megabytes. About 6 MiB at the limit.
 const MaxPatternSize = 5000
 
@@ -387,14 +387,22 @@ func rest(s *jsonschema.Schema) []*jsonschema.Schema {
 }
 
 // analysis finds the most (sub)schemas that can apply to one value of any payload the limits allow, and
-// refuses a schema where that passes MaxEvaluations. It follows the payload's shape symbolically: the
-// schemas that apply at the root, then for each property name (and "any other") and array position
-// those that apply one level down, and so on to MaxPayloadDepth, merging identical situations.
+// refuses a schema where that passes MaxEvaluations. For each schema s and depth d it bounds E(s, d): how
+// many evaluations a value d levels below one that s is evaluated against can meet. E(s, 0) is s with
+// everything it applies in place ($ref, allOf, anyOf, oneOf...), each as many times as it is reached;
+// E(s, d) is, over the property names (and "any other") and array positions one level down, the most that
+// the schemas of that place bring, each with its own E(·, d-1). Summing each schema's own worst case makes
+// it an upper bound, and memoizing by (schema, depth) keeps the work to about schemas × depth.
 type analysis struct {
-	g     *graph
-	ids   map[*jsonschema.Schema]int
-	seen  map[string]int // a situation's signature → the shallowest depth it was explored at
-	steps int
+	g        *graph
+	closures map[*jsonschema.Schema][]bound
+	memo     map[depthKey]int
+	steps    int
+}
+
+type depthKey struct {
+	s *jsonschema.Schema
+	d int
 }
 
 // bound is one (sub)schema and how many times it applies to the value.
@@ -404,16 +412,24 @@ type bound struct {
 }
 
 func analyse(root *jsonschema.Schema, g *graph) error {
-	a := &analysis{g: g, ids: map[*jsonschema.Schema]int{}, seen: map[string]int{}}
-	return a.explore([]bound{{root, 1}}, 1, "")
-}
-
-func (a *analysis) id(s *jsonschema.Schema) int {
-	if id, ok := a.ids[s]; ok {
-		return id
+	a := &analysis{g: g, closures: map[*jsonschema.Schema][]bound{}, memo: map[depthKey]int{}}
+	for d := range MaxPayloadDepth {
+		e, err := a.evaluations(root, d)
+		if err != nil {
+			return err
+		}
+		if e > MaxEvaluations {
+			where := "the payload itself"
+			if d > 0 {
+				where = fmt.Sprintf("a value %d levels below the payload's top", d)
+			}
+			return limitError("schema applies more than %d subschemas to one value of a payload (%s: each $ref, allOf, anyOf, oneOf, not, if, then and else branch counts, and branches that refer to branches multiply); the limit is %d", MaxEvaluations, where, MaxEvaluations)
+		}
+		if e == 0 {
+			return nil // nothing applies this deep, nor deeper
+		}
 	}
-	a.ids[s] = len(a.ids)
-	return len(a.ids) - 1
+	return nil
 }
 
 func (a *analysis) step(n int) error {
@@ -424,176 +440,134 @@ func (a *analysis) step(n int) error {
 	return nil
 }
 
-// explore checks the value at path (depth levels down, the root object being 1) against which entry
-// applies, then the values below it.
-func (a *analysis) explore(entry []bound, depth int, path string) error {
-	sig := a.signature(entry)
-	if d, ok := a.seen[sig]; ok && d <= depth {
-		return nil
-	}
-	a.seen[sig] = depth
-	all, err := a.closure(entry, path)
+// saturated caps a count just past MaxEvaluations: past it, only "too many" matters.
+func saturated(n int) int { return min(n, MaxEvaluations+1) }
+
+// evaluations is E(s, d), saturated.
+func (a *analysis) evaluations(s *jsonschema.Schema, d int) (int, error) {
+	closure, err := a.closure(s)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if depth >= MaxPayloadDepth {
-		return nil
-	}
-	// Objects: each property any of them names, then any other property.
-	var names []string
-	for _, b := range all {
-		for name := range b.s.Properties {
-			names = append(names, name)
+	if d == 0 {
+		total := 0
+		for _, b := range closure {
+			total = saturated(total + b.n)
 		}
+		return total, nil
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	for _, name := range names {
-		var next []bound
-		for _, b := range all {
-			if c := b.s.Properties[name]; c != nil {
-				next = append(next, bound{c, b.n})
-			}
-			for re, c := range b.s.PatternProperties {
-				if re.MatchString(name) {
-					next = append(next, bound{c, b.n})
-				}
-			}
-			if c := schemaOf(b.s.AdditionalProperties); c != nil && b.s.Properties[name] == nil {
-				next = append(next, bound{c, b.n})
-			}
-			next = appendBound(next, b.n, b.s.UnevaluatedProperties, b.s.PropertyNames)
-		}
-		if err := a.descend(next, depth, path+"/"+escapeToken(name)); err != nil {
-			return err
-		}
+	key := depthKey{s, d}
+	if e, ok := a.memo[key]; ok {
+		return e, nil
 	}
-	var other []bound
-	for _, b := range all {
+	e := func(c *jsonschema.Schema) (int, error) {
+		if c == nil {
+			return 0, nil
+		}
+		if err := a.step(1); err != nil {
+			return 0, err
+		}
+		return a.evaluations(c, d-1)
+	}
+	// Objects: what applies to any property, plus the most that one named property adds.
+	anyProperty, named := 0, map[string]int{}
+	// Arrays: what applies to any element, plus the most that one position adds.
+	anyElement, position := 0, map[int]int{}
+	for _, b := range closure {
+		for name, c := range b.s.Properties {
+			n, err := e(c)
+			if err != nil {
+				return 0, err
+			}
+			named[name] = saturated(named[name] + b.n*n)
+		}
+		general := []*jsonschema.Schema{schemaOf(b.s.AdditionalProperties), b.s.UnevaluatedProperties, b.s.PropertyNames}
 		for _, c := range b.s.PatternProperties {
-			other = append(other, bound{c, b.n})
+			general = append(general, c)
 		}
-		other = appendBound(other, b.n, schemaOf(b.s.AdditionalProperties), b.s.UnevaluatedProperties, b.s.PropertyNames)
-	}
-	if err := a.descend(other, depth, path+"/*"); err != nil {
-		return err
-	}
-	// Arrays: each position a prefix names, then the rest.
-	positions := 0
-	for _, b := range all {
-		positions = max(positions, len(prefix(b.s)))
-	}
-	for i := 0; i <= positions; i++ {
-		var next []bound
-		for _, b := range all {
-			if p := prefix(b.s); i < len(p) {
-				next = append(next, bound{p[i], b.n})
-			} else {
-				next = appendBound(next, b.n, rest(b.s)...)
+		for _, c := range general {
+			n, err := e(c)
+			if err != nil {
+				return 0, err
 			}
-			next = appendBound(next, b.n, b.s.Contains, b.s.UnevaluatedItems)
+			anyProperty = saturated(anyProperty + b.n*n)
 		}
-		where := path + "/" + strconv.Itoa(i)
-		if i == positions {
-			where = path + "/*"
-		}
-		if err := a.descend(next, depth, where); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func appendBound(out []bound, n int, schemas ...*jsonschema.Schema) []bound {
-	for _, c := range schemas {
-		if c != nil {
-			out = append(out, bound{c, n})
-		}
-	}
-	return out
-}
-
-func (a *analysis) descend(next []bound, depth int, path string) error {
-	if len(next) == 0 {
-		return nil
-	}
-	if err := a.step(len(next)); err != nil {
-		return err
-	}
-	return a.explore(next, depth+1, path)
-}
-
-// signature names a situation: which schemas apply, how many times each.
-func (a *analysis) signature(entry []bound) string {
-	counts := map[int]int{}
-	for _, b := range entry {
-		counts[a.id(b.s)] += b.n
-	}
-	keys := slices.Sorted(func(yield func(int) bool) {
-		for k := range counts {
-			if !yield(k) {
-				return
+		for i, c := range prefix(b.s) {
+			n, err := e(c)
+			if err != nil {
+				return 0, err
 			}
+			position[i] = saturated(position[i] + b.n*n)
 		}
-	})
-	var sb strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&sb, "%d:%d,", k, counts[k])
+		for _, c := range append(rest(b.s), b.s.Contains, b.s.UnevaluatedItems) {
+			n, err := e(c)
+			if err != nil {
+				return 0, err
+			}
+			anyElement = saturated(anyElement + b.n*n)
+		}
 	}
-	return sb.String()
+	most := func(m map[string]int) int {
+		out := 0
+		for _, n := range m {
+			out = max(out, n)
+		}
+		return out
+	}
+	mostAt := 0
+	for _, n := range position {
+		mostAt = max(mostAt, n)
+	}
+	total := saturated(max(anyProperty+most(named), anyElement+mostAt))
+	a.memo[key] = total
+	return total, nil
 }
 
-// closure is every (sub)schema evaluated against one value that entry applies to, with how many times;
-// more than MaxEvaluations in all, or a $ref that comes back to itself without going down a level
-// (the validator would stop there and refuse every payload), refuses the schema.
-func (a *analysis) closure(entry []bound, path string) ([]bound, error) {
+// closure is every (sub)schema evaluated against a value that s is evaluated against, s included, with
+// how many times. More than MaxEvaluations in all, or a $ref that comes back to itself without going down
+// a level (the validator would stop there and refuse every payload), refuses the schema.
+func (a *analysis) closure(s *jsonschema.Schema) ([]bound, error) {
+	if c, ok := a.closures[s]; ok {
+		return c, nil
+	}
 	counts := map[*jsonschema.Schema]int{}
 	var order []*jsonschema.Schema
 	total := 0
 	onPath := map[*jsonschema.Schema]bool{}
-	var visit func(s *jsonschema.Schema, n int) error
-	visit = func(s *jsonschema.Schema, n int) error {
+	var visit func(s *jsonschema.Schema) error
+	visit = func(s *jsonschema.Schema) error {
 		if onPath[s] {
-			return limitError("schema refers back to itself without going down into a property or an item (%s), so no payload could satisfy it", s.Location)
+			return limitError("schema refers back to itself without going down into a property or an item (%s), so no payload could satisfy it", strings.Replace(s.Location, schemaURL, "", 1))
 		}
 		if err := a.step(1); err != nil {
 			return err
 		}
-		total += n
+		total++
 		if total > MaxEvaluations {
-			where := path
-			if where == "" {
-				where = "the payload itself"
-			}
-			return limitError("schema applies more than %d subschemas to one value of a payload (at %s: each $ref, allOf, anyOf, oneOf, not, if, then and else branch counts, and branches that refer to branches multiply); the limit is %d", MaxEvaluations, where, MaxEvaluations)
+			return limitError("schema applies more than %d subschemas to one value of a payload (each $ref, allOf, anyOf, oneOf, not, if, then and else branch counts, and branches that refer to branches multiply); the limit is %d", MaxEvaluations, MaxEvaluations)
 		}
 		if _, ok := counts[s]; !ok {
 			order = append(order, s)
 		}
-		counts[s] += n
+		counts[s]++
 		onPath[s] = true
 		defer delete(onPath, s)
 		for _, c := range a.g.sameValue(s, nil) {
-			if err := visit(c, n); err != nil {
+			if err := visit(c); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for _, b := range entry {
-		if err := visit(b.s, b.n); err != nil {
-			return nil, err
-		}
+	if err := visit(s); err != nil {
+		return nil, err
 	}
 	out := make([]bound, 0, len(order))
-	for _, s := range order {
-		out = append(out, bound{s, counts[s]})
+	for _, x := range order {
+		out = append(out, bound{x, counts[x]})
 	}
+	a.closures[s] = out
 	return out, nil
-}
-
-func escapeToken(t string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
 // meter counts what checking one payload against a schema will cost, before the validator does it, by

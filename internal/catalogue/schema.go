@@ -100,7 +100,7 @@ func (c *compiledSchema) check(payload []byte, what string) (details []fault.Det
 		return nil, err
 	}
 	tooCostly := func() error {
-		return limitError("%s is too large to check against this schema: checking it would take more than %d steps (a step for each subschema that applies to each value, more for long strings, long enums and large objects), the most one check may take", what, MaxCheckSteps)
+		return limitError("%s would take more than %d steps to check against this schema (a step for each subschema that applies to each of its values, more for long strings, long enums, large objects and arrays and deep values), the most one check may take", what, MaxCheckSteps)
 	}
 	m := &meter{g: c.g, left: MaxCheckSteps - sh.tokens/2}
 	if m.left < 0 {
