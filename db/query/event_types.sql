@@ -23,11 +23,25 @@ RETURNING *;
 SELECT * FROM event_types WHERE name = sqlc.arg('name');
 
 -- name: ListEventTypes :many
--- The catalogue by group and name, case aside (and byte order, so it reads the same whatever the
--- database's collation); archived types only when asked.
+-- The catalogue by group and name, the group's case aside (one group whatever its capitalisation; in byte
+-- order, so it reads the same whatever the database's collation); archived types only when asked.
 SELECT * FROM event_types
  WHERE sqlc.arg('include_archived')::boolean OR archived_at IS NULL
- ORDER BY lower(group_name) COLLATE "C", group_name COLLATE "C", name COLLATE "C";
+ ORDER BY lower(group_name) COLLATE "C", name COLLATE "C";
+
+-- name: EventTypeGroupSpelling :one
+-- How the catalogue spells a group (groups are one whatever their case): as its most recently changed type
+-- does, live types first; except_name leaves one type out (the one being changed). No row: a new group.
+SELECT group_name FROM event_types
+ WHERE lower(group_name) = lower(sqlc.arg('group_name')) AND name <> sqlc.arg('except_name')
+ ORDER BY archived_at IS NULL DESC, updated_at DESC, name COLLATE "C"
+ LIMIT 1;
+
+-- name: SpellEventTypeGroup :exec
+-- Gives every type of a group (whatever its case) this spelling of it: an admin who names a group as
+-- "Billing" renames "billing" for all of its types.
+UPDATE event_types SET group_name = sqlc.arg('group_name'), updated_at = sqlc.arg('now')::timestamptz
+ WHERE lower(group_name) = lower(sqlc.arg('group_name')) AND group_name <> sqlc.arg('group_name');
 
 -- name: UpdateEventType :one
 -- Replaces a type's fields (the caller merged the change into what it read, under the catalogue's lock);

@@ -96,6 +96,8 @@ type Service struct {
 	// snap is the compiled catalogue this process checks events against; loadMu makes one load at a time.
 	snap   atomic.Pointer[snapshot]
 	loadMu sync.Mutex
+	// compiles counts the schemas loads compiled (tests read it).
+	compiles atomic.Int64
 
 	stopMu sync.Mutex
 	stop   context.CancelFunc
@@ -122,16 +124,44 @@ func New(pool *pgxpool.Pool, o Options) *Service {
 func (s *Service) RegisteredOnly() bool { return s.o.RegisteredOnly }
 
 // List returns the catalogue sorted by group and name; archived types too when includeArchived.
+// Groups are one whatever their capitalisation ("Billing" and "billing" are one group), spelled as the
+// catalogue spells them: a change that names a group gives all of its types that spelling, a type whose
+// group is its default takes the spelling the group has, and types stored before (or by hand) in
+// another capitalisation are shown in the spelling of the group's most recently changed type, live
+// types first, as EventTypeGroupSpelling finds it.
+
+// List returns the catalogue sorted by group and name; archived types too when includeArchived.
 func (s *Service) List(ctx context.Context, includeArchived bool) ([]EventType, error) {
 	rows, err := s.q.ListEventTypes(ctx, includeArchived)
 	if err != nil {
 		return nil, fmt.Errorf("list event types: %w", err)
 	}
+	spelling := map[string]db.EventType{} // lower-case group → the type whose spelling it takes
+	for _, r := range rows {
+		key := strings.ToLower(r.GroupName)
+		if cur, ok := spelling[key]; !ok || spellsBefore(r, cur) {
+			spelling[key] = r
+		}
+	}
 	out := make([]EventType, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, fromRow(r))
+		t := fromRow(r)
+		t.Group = spelling[strings.ToLower(r.GroupName)].GroupName
+		out = append(out, t)
 	}
 	return out, nil
+}
+
+// spellsBefore says whether a's spelling of its group wins over b's: live first, then the most recently
+// changed, then the name (EventTypeGroupSpelling's order).
+func spellsBefore(a, b db.EventType) bool {
+	if (a.ArchivedAt == nil) != (b.ArchivedAt == nil) {
+		return a.ArchivedAt == nil
+	}
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.After(b.UpdatedAt)
+	}
+	return a.Name < b.Name
 }
 
 // Get returns one type, archived or not.
@@ -143,7 +173,31 @@ func (s *Service) Get(ctx context.Context, name string) (EventType, error) {
 	if err != nil {
 		return EventType{}, fmt.Errorf("get event type: %w", err)
 	}
-	return fromRow(r), nil
+	t := fromRow(r)
+	g, err := s.q.EventTypeGroupSpelling(ctx, db.EventTypeGroupSpellingParams{GroupName: r.GroupName})
+	if err != nil {
+		return EventType{}, fmt.Errorf("get event type: its group: %w", err)
+	}
+	t.Group = g
+	return t, nil
+}
+
+// spellGroup makes f's group the catalogue's spelling of it, before the type name is stored with it: a
+// group the change names is given to every type of the group; a default or unchanged one takes the
+// spelling the group has.
+func spellGroup(ctx context.Context, q *db.Queries, name string, f *fields, now time.Time) error {
+	if f.groupGiven {
+		return q.SpellEventTypeGroup(ctx, db.SpellEventTypeGroupParams{GroupName: f.group, Now: now})
+	}
+	g, err := q.EventTypeGroupSpelling(ctx, db.EventTypeGroupSpellingParams{GroupName: f.group, ExceptName: name})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	f.group = g
+	return nil
 }
 
 // DefaultGroup is a type's group when none is given: its name up to the first dot (all of it without one).
@@ -157,6 +211,8 @@ type fields struct {
 	description, group string
 	schema, example    []byte // nil: none
 	deprecated         bool
+	// groupGiven: the change named the group (rather than leaving it, or its default).
+	groupGiven bool
 }
 
 // merge applies in to cur (a type's stored fields, or zero ones for a new type) and checks the result:
@@ -177,6 +233,8 @@ func merge(name string, cur fields, in Input) (fields, error) {
 		g := strings.TrimSpace(*in.Group)
 		if g == "" {
 			g = DefaultGroup(name)
+		} else {
+			out.groupGiven = true
 		}
 		if len(g) > maxGroup || !utf8.ValidString(g) || strings.ContainsFunc(g, unicode.IsControl) {
 			return out, fault.Invalid("group must be printable text of at most %d characters", maxGroup)
@@ -214,6 +272,9 @@ func merge(name string, cur fields, in Input) (fields, error) {
 			if b[0] != '{' {
 				return out, fault.Invalid("example must be a JSON object, as every payload is")
 			}
+			if len(b) > MaxExampleBytes {
+				return out, limitError("example is %d KiB as compact JSON; the catalogue takes examples of at most %d KiB", (len(b)+1023)>>10, MaxExampleBytes>>10)
+			}
 			out.example = b
 		}
 	}
@@ -225,7 +286,11 @@ func merge(name string, cur fields, in Input) (fields, error) {
 		}
 	}
 	if sch != nil && out.example != nil {
-		if details := sch.check(out.example); len(details) > 0 {
+		details, err := sch.check(out.example, "example")
+		if err != nil {
+			return out, err
+		}
+		if len(details) > 0 {
 			return out, invalidPayload("example does not satisfy the schema", details)
 		}
 	}
@@ -266,9 +331,13 @@ func (s *Service) Create(ctx context.Context, in Input) (EventType, error) {
 	}
 	var row db.EventType
 	err = s.change(ctx, func(q *db.Queries) error {
+		now := s.o.Now()
+		if err := spellGroup(ctx, q, in.Name, &f, now); err != nil {
+			return err
+		}
 		var err error
 		row, err = q.CreateEventType(ctx, db.CreateEventTypeParams{Name: in.Name, Description: f.description, GroupName: f.group,
-			Schema: f.schema, Example: f.example, Deprecated: f.deprecated, Now: s.o.Now()})
+			Schema: f.schema, Example: f.example, Deprecated: f.deprecated, Now: now})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fault.New(fault.InvalidState, "event type %q already exists: change it with PATCH", in.Name)
 		}
@@ -298,7 +367,11 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (EventType,
 		if err != nil {
 			return err
 		}
-		row, err = q.UpdateEventType(ctx, updateParams(name, f, false, s.o.Now()))
+		now := s.o.Now()
+		if err := spellGroup(ctx, q, name, &f, now); err != nil {
+			return err
+		}
+		row, err = q.UpdateEventType(ctx, updateParams(name, f, false, now))
 		return err
 	})
 	if err != nil {

@@ -54,15 +54,25 @@ func wantCode(t *testing.T, what string, err error, code fault.Code) *fault.Erro
 const orderSchema = `{"type":"object","required":["id","total"],"properties":{"id":{"type":"string"},"total":{"type":"integer","minimum":0},
  "items":{"type":"array","items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string"},"a/b~c":{"type":"string"}}}}}}`
 
+// mustCheck is sch.check of a payload within the limits of a check.
+func mustCheck(t *testing.T, sch *compiledSchema, payload []byte) []fault.Detail {
+	t.Helper()
+	d, err := sch.check(payload, "payload")
+	if err != nil {
+		t.Fatalf("check %.100s: %v", payload, err)
+	}
+	return d
+}
+
 func TestSchemaChecksWithJSONPointers(t *testing.T) {
 	sch, err := compileSchema([]byte(orderSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := sch.check([]byte(`{"id":"o1","total":5,"items":[{"sku":"a"}]}`)); d != nil {
+	if d := mustCheck(t, sch, []byte(`{"id":"o1","total":5,"items":[{"sku":"a"}]}`)); d != nil {
 		t.Fatalf("valid payload refused: %v", d)
 	}
-	d := sch.check([]byte(`{"total":-1,"items":[{"sku":"a"},{"a/b~c":7}]}`))
+	d := mustCheck(t, sch, []byte(`{"total":-1,"items":[{"sku":"a"},{"a/b~c":7}]}`))
 	got := map[string]bool{}
 	for _, x := range d {
 		got[x.Path] = true
@@ -86,7 +96,7 @@ func TestSchemaChecksWithJSONPointers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := wide.check([]byte(`{` + strings.Join(vals, ",") + `}`)); len(d) != maxDetails {
+	if d := mustCheck(t, wide, []byte(`{`+strings.Join(vals, ",")+`}`)); len(d) != maxDetails {
 		t.Errorf("%d details, want %d", len(d), maxDetails)
 	}
 }
@@ -116,7 +126,7 @@ func TestSchemaCompileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("draft-07 schema: %v", err)
 	}
-	if d := sch.check([]byte(`{"pair": ["a", "b"]}`)); len(d) == 0 || d[0].Path != "/pair/1" {
+	if d := mustCheck(t, sch, []byte(`{"pair": ["a", "b"]}`)); len(d) == 0 || d[0].Path != "/pair/1" {
 		t.Errorf("draft-07 tuple not checked: %+v", d)
 	}
 	// Draft 2020-12 is the default: prefixItems is known.
@@ -124,7 +134,7 @@ func TestSchemaCompileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := sch.check([]byte(`{"pair": ["a", "b"]}`)); len(d) == 0 {
+	if d := mustCheck(t, sch, []byte(`{"pair": ["a", "b"]}`)); len(d) == 0 {
 		t.Error("prefixItems not checked: the default draft is not 2020-12")
 	}
 }
@@ -453,7 +463,7 @@ func TestImportRefusals(t *testing.T) {
 		{"dangling ref", hook("            schema: {$ref: '#/components/schemas/Nope'}\n"), fault.InvalidRequest, "$ref #/components/schemas/Nope does not resolve"},
 		{"external ref", hook("            schema: {$ref: 'https://example.com/s.json'}\n"), fault.InvalidRequest, "points outside the document"},
 		{"too large", "openapi: 3.1.0\n#" + strings.Repeat("x", MaxImport), fault.PayloadTooLarge, "larger than 1024 KiB"},
-		{"alias bomb", "openapi: 3.1.0\n" + bomb() + "webhooks:\n  imp.bomb:\n    post:\n      requestBody:\n        content:\n          application/json:\n            schema: {x: *a8}\n", fault.InvalidRequest, "expand to more than 8 MiB"},
+		{"many aliases", "openapi: 3.1.0\n" + bomb() + "webhooks:\n" + manyHooks(300, "{x: *a3}"), fault.InvalidRequest, "expand to more than 8 MiB"},
 	} {
 		_, err := s.Import(ctx, []byte(c.doc), false)
 		fe := fault.As(err)
@@ -496,6 +506,15 @@ func TestImportRefusals(t *testing.T) {
 	}
 }
 
+// manyHooks are n webhooks (imp.many0, imp.many1, ...) whose request bodies have this schema.
+func manyHooks(n int, schema string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  imp.many%d:\n    post:\n      requestBody:\n        content:\n          application/json:\n            schema: %s\n", i, schema)
+	}
+	return b.String()
+}
+
 // bomb is YAML whose aliases expand a few hundred bytes into gigabytes.
 func bomb() string {
 	var b strings.Builder
@@ -504,4 +523,57 @@ func bomb() string {
 		fmt.Fprintf(&b, "    a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
 	return b.String()
+}
+
+// A group is one whatever its capitalisation, and is spelled one way: a type whose group is its default
+// takes the spelling the group has, a change naming the group gives it to all of its types, and types
+// stored in another spelling (before, or by hand) are listed and read in the group's.
+func TestGroupsAreOneWhateverTheirCase(t *testing.T) {
+	ctx := context.Background()
+	pool := connect(t)
+	s := New(pool, Options{})
+	g := fmt.Sprintf("grp%d", time.Now().UnixNano()%1_000_000_000)
+	spelled := strings.ToUpper(g[:1]) + g[1:] // Grp123
+	if _, err := s.Create(ctx, Input{Name: g + ".a", Group: ptr(spelled)}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Create(ctx, Input{Name: g + ".b"}) // its default group is g, in lower case
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Group != spelled {
+		t.Errorf("a type in the default group %q is in %q, want the group's spelling %q", g, b.Group, spelled)
+	}
+	groups := func() []string {
+		t.Helper()
+		types, err := s.List(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ty := range types {
+			if strings.HasPrefix(ty.Name, g+".") {
+				out = append(out, ty.Name+" "+ty.Group)
+			}
+		}
+		return out
+	}
+	// Stored by hand in another spelling, and changed before the others: listed and read in theirs.
+	if _, err := pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, created_at, updated_at) VALUES ($1, '', $2, now() - interval '1 hour', now() - interval '1 hour')`, g+".c", g); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(groups(), ", "), fmt.Sprintf("%[1]s.a %[2]s, %[1]s.b %[2]s, %[1]s.c %[2]s", g, spelled); got != want {
+		t.Errorf("listed %s, want %s", got, want)
+	}
+	if c, err := s.Get(ctx, g+".c"); err != nil || c.Group != spelled {
+		t.Errorf("read %q (%v), want %q", c.Group, err, spelled)
+	}
+	// Naming the group in another spelling renames it for all of its types.
+	upper := strings.ToUpper(g)
+	if _, err := s.Update(ctx, g+".b", Input{Group: ptr(upper)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(groups(), ", "), fmt.Sprintf("%[1]s.a %[2]s, %[1]s.b %[2]s, %[1]s.c %[2]s", g, upper); got != want {
+		t.Errorf("after the rename, listed %s, want %s", got, want)
+	}
 }

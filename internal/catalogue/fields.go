@@ -23,33 +23,42 @@ type Field struct {
 	Description string `json:"description"`
 	// Enum are the allowed values (a const is one), strings as they are and others as JSON.
 	Enum []string `json:"enum"`
+	// Bounds are the other limits on the value that hold whichever branch of the schema applies, in words:
+	// "≥ 1", "< 100", "multiple of 5", "at most 64 characters", "matches ^[a-z]+$", "at least 1 item";
+	// "each ≥ 0" for an array's elements.
+	Bounds []string `json:"bounds"`
 }
 
-// Limits of Fields: a schema deeper or wider than this is listed that far.
+// Limits of Fields: a schema deeper or wider than this is listed that far. maxFieldSteps bounds the work
+// (each schema visited, $refs and branches followed, is a step): a schema whose $refs and branches
+// multiply is listed that far, not at a cost out of proportion to its size.
 const (
 	maxFieldDepth = 32
 	maxFields     = 1000
+	maxFieldSteps = 20_000
 )
 
 // Fields flattens a JSON Schema into one row per property, depth first in the schema's own order,
 // starting at "data" (the payload in the delivered body). It follows local $refs (#/$defs/...; a
 // recursive one is listed once, as "recursive"), merges allOf, and lists what any branch of anyOf/oneOf
-// has (required only where allOf or the object itself says so). It is meant for display: keywords it does
-// not know are ignored. A schema that is not a JSON object lists nothing.
-func Fields(schema json.RawMessage) ([]Field, error) {
+// has (required, and bounds, only where allOf or the object itself says so). It is meant for display:
+// keywords it does not know are ignored. A schema that is not a JSON object lists nothing. complete is
+// false when the schema is larger than Fields lists (maxFieldDepth, maxFields, maxFieldSteps): the rows
+// are then the first ones only.
+func Fields(schema json.RawMessage) (fields []Field, complete bool, err error) {
 	if len(bytes.TrimSpace(schema)) == 0 || bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
-		return []Field{}, nil
+		return []Field{}, true, nil
 	}
 	root, err := parseOrdered(schema)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f := &flattener{root: root, out: []Field{}}
 	if root.kind != kindObject {
-		return f.out, nil
+		return f.out, true, nil
 	}
 	f.children(root, "data", nil, 0)
-	return f.out, nil
+	return f.out, !f.cut, nil
 }
 
 // prop is a property with the $refs followed to reach it.
@@ -60,26 +69,41 @@ type prop struct {
 }
 
 type flattener struct {
-	root *jvalue
-	out  []Field
+	root  *jvalue
+	out   []Field
+	steps int
+	cut   bool // a limit stopped the listing
+}
+
+// step counts one schema visited; false once maxFieldSteps are spent.
+func (f *flattener) step() bool {
+	f.steps++
+	if f.steps > maxFieldSteps {
+		f.cut = true
+	}
+	return !f.cut
 }
 
 // shape is what one schema (with its allOf, anyOf and oneOf) says about a value.
 type shape struct {
 	types    []string
 	props    []prop
+	propSeen map[string]bool
 	required map[string]bool
 	items    *jvalue
 	// itemsStack is the $refs followed to reach items (a $ref back into one of them is a recursion).
 	itemsStack  []string
 	description string
 	enum        []string
+	bounds      []string
 	recursive   string // the $ref that led back into itself
 }
 
+func newShape() *shape { return &shape{required: map[string]bool{}, propSeen: map[string]bool{}} }
+
 // gather merges s and the schemas it composes into one shape. stack holds the $refs being followed.
 func (f *flattener) gather(s *jvalue, sh *shape, stack []string, optional bool) {
-	if s == nil || s.kind != kindObject || len(stack) > maxFieldDepth {
+	if s == nil || s.kind != kindObject || len(stack) > maxFieldDepth || !f.step() {
 		return
 	}
 	if ref, ok := s.get("$ref").str(); ok {
@@ -109,10 +133,14 @@ func (f *flattener) gather(s *jvalue, sh *shape, stack []string, optional bool) 
 	}
 	if p := s.get("properties"); p != nil && p.kind == kindObject {
 		for _, kv := range p.obj {
-			if !slices.ContainsFunc(sh.props, func(x prop) bool { return x.key == kv.key }) {
+			if !sh.propSeen[kv.key] {
+				sh.propSeen[kv.key] = true
 				sh.props = append(sh.props, prop{key: kv.key, val: kv.val, stack: stack})
 			}
 		}
+	}
+	if !optional {
+		sh.addBounds(s)
 	}
 	if r := s.get("required"); r != nil && r.kind == kindArray && !optional {
 		for _, e := range r.arr {
@@ -141,6 +169,76 @@ func (f *flattener) gather(s *jvalue, sh *shape, stack []string, optional bool) 
 	}
 }
 
+// addBounds adds what s bounds its value by (numbers, lengths, a pattern, counts of items), in words.
+func (sh *shape) addBounds(s *jvalue) {
+	num := func(key string) (string, bool) {
+		v := s.get(key)
+		if v == nil || v.kind != kindOther || len(v.raw) == 0 || v.raw[0] == 't' || v.raw[0] == 'f' || v.raw[0] == 'n' {
+			return "", false
+		}
+		return string(v.raw), true
+	}
+	// Draft 4 says exclusiveMinimum: true beside a minimum; later drafts give the bound itself.
+	exclusive := func(key string) bool {
+		v := s.get(key)
+		return v != nil && v.kind == kindOther && string(v.raw) == "true"
+	}
+	add := func(b string) {
+		if !slices.Contains(sh.bounds, b) {
+			sh.bounds = append(sh.bounds, b)
+		}
+	}
+	if n, ok := num("minimum"); ok {
+		if exclusive("exclusiveMinimum") {
+			add("> " + n)
+		} else {
+			add("≥ " + n)
+		}
+	}
+	if n, ok := num("exclusiveMinimum"); ok {
+		add("> " + n)
+	}
+	if n, ok := num("maximum"); ok {
+		if exclusive("exclusiveMaximum") {
+			add("< " + n)
+		} else {
+			add("≤ " + n)
+		}
+	}
+	if n, ok := num("exclusiveMaximum"); ok {
+		add("< " + n)
+	}
+	if n, ok := num("multipleOf"); ok {
+		add("multiple of " + n)
+	}
+	count := func(minKey, maxKey, one, many string) {
+		lo, hasLo := num(minKey)
+		hi, hasHi := num(maxKey)
+		unit := func(n string) string {
+			if n == "1" {
+				return n + " " + one
+			}
+			return n + " " + many
+		}
+		switch {
+		case hasLo && hasHi && lo == hi:
+			add("exactly " + unit(lo))
+		case hasLo && hasHi:
+			add(lo + " to " + unit(hi))
+		case hasLo && lo != "0":
+			add("at least " + unit(lo))
+		case hasHi:
+			add("at most " + unit(hi))
+		}
+	}
+	count("minLength", "maxLength", "character", "characters")
+	count("minItems", "maxItems", "item", "items")
+	count("minProperties", "maxProperties", "property", "properties")
+	if p, ok := s.get("pattern").str(); ok {
+		add("matches " + p)
+	}
+}
+
 func (sh *shape) addType(t string) {
 	if !slices.Contains(sh.types, t) {
 		sh.types = append(sh.types, t)
@@ -165,25 +263,30 @@ func (sh *shape) typeName() string {
 
 // children lists the properties (and array elements' properties) of the schema s at path.
 func (f *flattener) children(s *jvalue, path string, stack []string, depth int) {
-	sh := &shape{required: map[string]bool{}}
+	sh := newShape()
 	f.gather(s, sh, stack, false)
 	f.childrenOf(sh, path, depth)
 }
 
 func (f *flattener) childrenOf(sh *shape, path string, depth int) {
 	if depth >= maxFieldDepth {
+		f.cut = f.cut || len(sh.props) > 0
 		return
 	}
 	for _, p := range sh.props {
-		if len(f.out) >= maxFields {
+		if len(f.out) >= maxFields || f.cut {
+			f.cut = true
 			return
 		}
-		child := &shape{required: map[string]bool{}}
+		child := newShape()
 		f.gather(p.val, child, p.stack, false)
 		row := Field{Path: path + "." + p.key, Type: child.typeName(), Required: sh.required[p.key],
-			Description: child.description, Enum: child.enum}
+			Description: child.description, Enum: child.enum, Bounds: child.bounds}
 		if row.Enum == nil {
 			row.Enum = []string{}
+		}
+		if row.Bounds == nil {
+			row.Bounds = []string{}
 		}
 		if child.recursive != "" {
 			row.Type = "recursive (" + child.recursive + ")"
@@ -192,13 +295,16 @@ func (f *flattener) childrenOf(sh *shape, path string, depth int) {
 		}
 		var elem *shape
 		if child.items != nil {
-			elem = &shape{required: map[string]bool{}}
+			elem = newShape()
 			f.gather(child.items, elem, child.itemsStack, false)
 			if row.Type == "array" || row.Type == "any" {
 				row.Type = "array of " + elem.typeName()
 			}
 			if len(row.Enum) == 0 && len(elem.enum) > 0 {
 				row.Enum = elem.enum
+			}
+			for _, b := range elem.bounds {
+				row.Bounds = append(row.Bounds, "each "+b)
 			}
 			if elem.recursive != "" {
 				row.Type = "array of recursive (" + elem.recursive + ")"

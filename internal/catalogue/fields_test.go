@@ -21,14 +21,20 @@ func row(f Field) string {
 	if len(f.Enum) > 0 {
 		s += " [" + strings.Join(f.Enum, ",") + "]"
 	}
+	if len(f.Bounds) > 0 {
+		s += " {" + strings.Join(f.Bounds, "; ") + "}"
+	}
 	return s
 }
 
 func fieldRows(t *testing.T, schema string) []string {
 	t.Helper()
-	fs, err := Fields(json.RawMessage(schema))
+	fs, complete, err := Fields(json.RawMessage(schema))
 	if err != nil {
 		t.Fatalf("Fields: %v", err)
+	}
+	if !complete {
+		t.Errorf("Fields listed %d rows of the schema only", len(fs))
 	}
 	var out []string
 	for _, f := range fs {
@@ -100,7 +106,7 @@ func TestFieldsOfNothing(t *testing.T) {
 			t.Errorf("Fields(%s) = %v, want no rows", s, got)
 		}
 	}
-	if _, err := Fields(json.RawMessage(`{"a":`)); err == nil {
+	if _, _, err := Fields(json.RawMessage(`{"a":`)); err == nil {
 		t.Error("Fields of broken JSON: no error")
 	}
 }
@@ -115,7 +121,7 @@ func TestFieldsOfAnImportedSchema(t *testing.T) {
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("parse: %v %v", err, errs)
 	}
-	fs, err := Fields(entries[0].in.Schema)
+	fs, _, err := Fields(entries[0].in.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +136,11 @@ func TestFieldsOfAnImportedSchema(t *testing.T) {
 		"data.customer object",
 		"data.customer.id string required",
 		"data.customer.email string",
-		"data.items array of object required",
+		"data.items array of object required {at least 1 item}",
 		"data.items[].sku string required",
-		"data.items[].quantity integer required",
+		"data.items[].quantity integer required {≥ 1}",
 		"data.items[].price object required",
-		"data.items[].price.amount integer required — In the currency's smallest unit (cents).",
+		"data.items[].price.amount integer required — In the currency's smallest unit (cents). {≥ 0}",
 		"data.items[].price.currency string required [EUR,USD,GBP]",
 	})
 }

@@ -103,8 +103,12 @@ func importOne(ctx context.Context, q *db.Queries, e imported, now func() time.T
 		if err != nil {
 			return "", err
 		}
+		t := now()
+		if err := spellGroup(ctx, q, e.name, &f, t); err != nil {
+			return "", err
+		}
 		_, err = q.CreateEventType(ctx, db.CreateEventTypeParams{Name: e.name, Description: f.description, GroupName: f.group,
-			Schema: f.schema, Example: f.example, Deprecated: f.deprecated, Now: now()})
+			Schema: f.schema, Example: f.example, Deprecated: f.deprecated, Now: t})
 		return "created", err
 	}
 	if err != nil {
@@ -120,7 +124,11 @@ func importOne(ctx context.Context, q *db.Queries, e imported, now func() time.T
 		bytes.Equal(f.schema, old.schema) && bytes.Equal(f.example, old.example) {
 		return "unchanged", nil
 	}
-	if _, err := q.UpdateEventType(ctx, updateParams(e.name, f, true, now())); err != nil {
+	t := now()
+	if err := spellGroup(ctx, q, e.name, &f, t); err != nil {
+		return "", err
+	}
+	if _, err := q.UpdateEventType(ctx, updateParams(e.name, f, true, t)); err != nil {
 		return "", err
 	}
 	return "updated", nil
@@ -240,14 +248,14 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 	}
 	in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
 	if sch := get(media, "schema"); sch != nil {
-		b, err := x.json(sch, true)
+		b, err := x.json(sch, true, "schema", MaxSchemaBytes, MaxSchemaDepth)
 		if err != nil {
 			return in, err
 		}
 		in.Schema = b
 	}
 	if ex := get(media, "example"); ex != nil {
-		b, err := x.json(ex, false)
+		b, err := x.json(ex, false, "example", MaxExampleBytes, MaxPayloadDepth)
 		if err != nil {
 			return in, err
 		}
@@ -258,7 +266,7 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 			return in, err
 		}
 		if v := get(first, "value"); v != nil {
-			b, err := x.json(v, false)
+			b, err := x.json(v, false, "example", MaxExampleBytes, MaxPayloadDepth)
 			if err != nil {
 				return in, err
 			}
@@ -269,10 +277,14 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 }
 
 // expander writes parts of the document as JSON, resolving $refs into it and following YAML aliases,
-// within maxExpanded bytes in all.
+// within maxExpanded bytes in all. One value being written stops at its own bounds (the catalogue's size
+// and nesting limits for a schema or an example), so that a few bytes of aliases cost no more than that.
 type expander struct {
 	root    *yaml.Node
 	written int
+	// what is written now ("schema", "example"), with its bounds.
+	what             string
+	maxLen, maxDepth int
 }
 
 // refError is a $ref that does not resolve or that loops, or an expansion past maxExpanded: the document
@@ -282,9 +294,11 @@ type refError struct{ msg string }
 func (e *refError) Error() string { return e.msg }
 
 // json is n as compact JSON; with refs, every {"$ref": "#/..."} object is replaced by what it points at.
-func (x *expander) json(n *yaml.Node, refs bool) (json.RawMessage, error) {
+// what names it in refusals; a value longer than maxLen or nested deeper than maxDepth is INVALID_REQUEST.
+func (x *expander) json(n *yaml.Node, refs bool, what string, maxLen, maxDepth int) (json.RawMessage, error) {
 	var b bytes.Buffer
-	if err := x.write(&b, n, refs, nil); err != nil {
+	x.what, x.maxLen, x.maxDepth = what, maxLen, maxDepth
+	if err := x.write(&b, n, refs, nil, 0); err != nil {
 		return nil, err
 	}
 	x.written += b.Len()
@@ -294,10 +308,16 @@ func (x *expander) json(n *yaml.Node, refs bool) (json.RawMessage, error) {
 // literalKeywords hold data, not schemas: a "$ref" inside them is a value, not a reference.
 var literalKeywords = map[string]bool{"example": true, "examples": true, "enum": true, "const": true, "default": true}
 
-func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []string) error {
+func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []string, depth int) error {
 	n = deref(n)
 	if x.written+b.Len() > maxExpanded {
 		return &refError{msg: fmt.Sprintf("the document's schemas expand to more than %d MiB (YAML aliases or $refs naming one definition many times)", maxExpanded>>20)}
+	}
+	if b.Len() > x.maxLen {
+		return limitError("%s expands to more than %d KiB as JSON (with its $refs and YAML aliases inlined); the catalogue takes at most %d KiB", x.what, x.maxLen>>10, x.maxLen>>10)
+	}
+	if depth > x.maxDepth {
+		return limitError("%s is nested more than %d levels deep (objects and arrays, with its $refs and YAML aliases inlined), the most the catalogue allows", x.what, x.maxDepth)
 	}
 	if n == nil {
 		b.WriteString("null")
@@ -311,7 +331,7 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 				return err
 			}
 			if len(n.Content) == 2 { // {"$ref": ...} alone: what it points at
-				return x.write(b, target, refs, next)
+				return x.write(b, target, refs, next, depth)
 			}
 			// A $ref with sibling keywords (allowed in 3.1): the siblings apply too, so the target is
 			// one more allOf.
@@ -333,7 +353,7 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 				first = false
 				writeString(b, k)
 				b.WriteByte(':')
-				if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k], stack); err != nil {
+				if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k], stack, depth+1); err != nil {
 					return err
 				}
 			}
@@ -341,13 +361,13 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 				b.WriteByte(',')
 			}
 			b.WriteString(`"allOf":[`)
-			if err := x.write(b, target, refs, next); err != nil {
+			if err := x.write(b, target, refs, next, depth+2); err != nil {
 				return err
 			}
 			if allOf != nil && allOf.Kind == yaml.SequenceNode {
 				for _, c := range allOf.Content {
 					b.WriteByte(',')
-					if err := x.write(b, c, refs, stack); err != nil {
+					if err := x.write(b, c, refs, stack, depth+2); err != nil {
 						return err
 					}
 				}
@@ -363,7 +383,7 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 			k := deref(n.Content[i])
 			writeString(b, k.Value)
 			b.WriteByte(':')
-			if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k.Value], stack); err != nil {
+			if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k.Value], stack, depth+1); err != nil {
 				return err
 			}
 		}
@@ -374,7 +394,7 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := x.write(b, c, refs, stack); err != nil {
+			if err := x.write(b, c, refs, stack, depth+1); err != nil {
 				return err
 			}
 		}

@@ -99,6 +99,27 @@ func (q *Queries) EventTypeCatalogueVersion(ctx context.Context) (int64, error) 
 	return version, err
 }
 
+const eventTypeGroupSpelling = `-- name: EventTypeGroupSpelling :one
+SELECT group_name FROM event_types
+ WHERE lower(group_name) = lower($1) AND name <> $2
+ ORDER BY archived_at IS NULL DESC, updated_at DESC, name COLLATE "C"
+ LIMIT 1
+`
+
+type EventTypeGroupSpellingParams struct {
+	GroupName  string
+	ExceptName string
+}
+
+// How the catalogue spells a group (groups are one whatever their case): as its most recently changed type
+// does, live types first; except_name leaves one type out (the one being changed). No row: a new group.
+func (q *Queries) EventTypeGroupSpelling(ctx context.Context, arg EventTypeGroupSpellingParams) (string, error) {
+	row := q.db.QueryRow(ctx, eventTypeGroupSpelling, arg.GroupName, arg.ExceptName)
+	var group_name string
+	err := row.Scan(&group_name)
+	return group_name, err
+}
+
 const getEventType = `-- name: GetEventType :one
 SELECT name, description, group_name, schema, example, deprecated, archived_at, created_at, updated_at FROM event_types WHERE name = $1
 `
@@ -123,11 +144,11 @@ func (q *Queries) GetEventType(ctx context.Context, name string) (EventType, err
 const listEventTypes = `-- name: ListEventTypes :many
 SELECT name, description, group_name, schema, example, deprecated, archived_at, created_at, updated_at FROM event_types
  WHERE $1::boolean OR archived_at IS NULL
- ORDER BY lower(group_name) COLLATE "C", group_name COLLATE "C", name COLLATE "C"
+ ORDER BY lower(group_name) COLLATE "C", name COLLATE "C"
 `
 
-// The catalogue by group and name, case aside (and byte order, so it reads the same whatever the
-// database's collation); archived types only when asked.
+// The catalogue by group and name, the group's case aside (one group whatever its capitalisation; in byte
+// order, so it reads the same whatever the database's collation); archived types only when asked.
 func (q *Queries) ListEventTypes(ctx context.Context, includeArchived bool) ([]EventType, error) {
 	rows, err := q.db.Query(ctx, listEventTypes, includeArchived)
 	if err != nil {
@@ -169,6 +190,23 @@ func (q *Queries) LockEventTypeCatalogue(ctx context.Context) (int64, error) {
 	var version int64
 	err := row.Scan(&version)
 	return version, err
+}
+
+const spellEventTypeGroup = `-- name: SpellEventTypeGroup :exec
+UPDATE event_types SET group_name = $1, updated_at = $2::timestamptz
+ WHERE lower(group_name) = lower($1) AND group_name <> $1
+`
+
+type SpellEventTypeGroupParams struct {
+	GroupName string
+	Now       time.Time
+}
+
+// Gives every type of a group (whatever its case) this spelling of it: an admin who names a group as
+// "Billing" renames "billing" for all of its types.
+func (q *Queries) SpellEventTypeGroup(ctx context.Context, arg SpellEventTypeGroupParams) error {
+	_, err := q.db.Exec(ctx, spellEventTypeGroup, arg.GroupName, arg.Now)
+	return err
 }
 
 const updateEventType = `-- name: UpdateEventType :one

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/hookline/hookline/internal/catalogue"
@@ -34,6 +35,19 @@ func moneyEvent(what string) json.RawMessage {
 }`, what))
 }
 
+// customerSchema is customer.updated's: who the customer is now and which of their details changed.
+const customerSchema = `{
+  "type": "object",
+  "required": ["id", "email", "changed"],
+  "properties": {
+    "id": {"type": "string", "description": "The customer's id."},
+    "email": {"type": "string", "format": "email", "description": "Where the customer is reached."},
+    "name": {"type": "string", "description": "The customer's name."},
+    "changed": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["email", "name", "address"]}, "description": "Which of the customer's details changed."}
+  },
+  "additionalProperties": false
+}`
+
 const shipmentSchema = `{
   "type": "object",
   "required": ["shipment", "carrier", "status"],
@@ -53,7 +67,7 @@ var demoCatalogue = []catalogue.Input{
 	{Name: "invoice.failed", Group: ptr("Billing"), Description: ptr("Collecting an invoice failed; it is retried by the billing system."),
 		Schema: moneyEvent("invoice"), Example: json.RawMessage(`{"id":"demo_1700000000_3","amount":990,"currency":"EUR","customer":{"email":"customer12@example.com"}}`)},
 	{Name: "customer.updated", Group: ptr("Customers"), Description: ptr("A customer's details changed."),
-		Schema: moneyEvent("customer"), Example: json.RawMessage(`{"id":"demo_1700000000_4","amount":0,"currency":"EUR","customer":{"email":"customer1@example.com"}}`)},
+		Schema: json.RawMessage(customerSchema), Example: json.RawMessage(`{"id":"cus_1","email":"customer1@example.com","name":"Customer 1","changed":["email"]}`)},
 	{Name: "shipment.created", Group: ptr("Shipping"), Description: ptr("A shipping label was created for an order."),
 		Schema: json.RawMessage(shipmentSchema), Example: json.RawMessage(`{"shipment":"shp_0_1","carrier":"DHL","status":"label_created"}`)},
 	{Name: "shipment.delivered", Group: ptr("Shipping"), Description: ptr("The carrier delivered a shipment."),
@@ -62,13 +76,24 @@ var demoCatalogue = []catalogue.Input{
 
 func ptr[T any](v T) *T { return &v }
 
-// RegisterEventTypes adds the demo's types to the catalogue when they are missing (an admin's changes to
-// them, and archived ones, are left alone).
+// outdated are schemas earlier demos registered that the demo no longer publishes to: a type that still has
+// one is given the demo's current fields (customer.updated once had an invoice's amount and currency).
+var outdated = map[string]json.RawMessage{
+	"customer.updated": moneyEvent("customer"),
+}
+
+// RegisterEventTypes adds the demo's types to the catalogue when they are missing, and replaces an earlier
+// demo's outdated ones (an admin's changes to them, and archived ones, are left alone).
 func RegisterEventTypes(ctx context.Context, srv *server.Server) error {
 	for _, in := range demoCatalogue {
-		if _, err := srv.Catalogue.Get(ctx, in.Name); !fault.Is(err, fault.NotFound) {
+		if t, err := srv.Catalogue.Get(ctx, in.Name); !fault.Is(err, fault.NotFound) {
 			if err != nil {
 				return err
+			}
+			if old, ok := outdated[in.Name]; ok && !t.Archived && sameJSON(t.Schema, old) {
+				if _, err := srv.Catalogue.Update(ctx, in.Name, catalogue.Input{Description: in.Description, Schema: in.Schema, Example: in.Example}); err != nil {
+					return fmt.Errorf("demo event type %s: %w", in.Name, err)
+				}
 			}
 			continue
 		}
@@ -79,14 +104,32 @@ func RegisterEventTypes(ctx context.Context, srv *server.Server) error {
 	return nil
 }
 
+// sameJSON says whether two JSON documents are the same value, whatever their spacing and key order.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
 var demoTypes = []string{"order.created", "order.created", "invoice.paid", "invoice.failed", "customer.updated"}
 
-// trickleEvent is the trickle's nth event: a type and its payload.
+// trickleEvent is the trickle's nth event: a type and its payload, in the shape its type's schema says.
 func trickleEvent(n int) (string, []byte) {
 	typ := demoTypes[rand.IntN(len(demoTypes))]
+	customer := rand.IntN(50)
+	if typ == "customer.updated" {
+		changed := []string{"email", "name", "address"}[rand.IntN(3)]
+		payload, _ := json.Marshal(map[string]any{
+			"id": fmt.Sprintf("cus_%d", customer), "email": fmt.Sprintf("customer%d@example.com", customer),
+			"name": fmt.Sprintf("Customer %d", customer), "changed": []string{changed},
+		})
+		return typ, payload
+	}
 	payload, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("demo_%d_%d", time.Now().Unix(), n), "amount": 100 + rand.IntN(9900), "currency": "EUR",
-		"customer": map[string]string{"email": fmt.Sprintf("customer%d@example.com", rand.IntN(50))},
+		"customer": map[string]string{"email": fmt.Sprintf("customer%d@example.com", customer)},
 	})
 	return typ, payload
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/demo"
 	"github.com/hookline/hookline/internal/server"
@@ -64,4 +66,66 @@ func TestDemoEventsSatisfyTheDemoCatalogue(t *testing.T) {
 	if err := srv.Catalogue.CheckEvent("order.created", bad); err == nil {
 		t.Error("order.created accepts a payload its schema should refuse")
 	}
+}
+
+// customer.updated describes a customer, not an invoice: its schema, its example and the trickle's events
+// of it carry a customer's fields and no amount or currency; a catalogue an earlier demo filled with the
+// invoice-shaped schema gets the customer one at the next start.
+func TestDemoCustomerUpdatedIsACustomerEvent(t *testing.T) {
+	ctx := context.Background()
+	cfg := servertest.Config(t, dbURL)
+	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(ctx) })
+	if err := demo.RegisterEventTypes(ctx, srv); err != nil {
+		t.Fatal(err)
+	}
+	invoiceFields := func(what string, doc []byte) {
+		t.Helper()
+		for _, f := range []string{`"amount"`, `"currency"`} {
+			if strings.Contains(string(doc), f) {
+				t.Errorf("%s carries the invoice field %s: %s", what, f, doc)
+			}
+		}
+	}
+	check := func() {
+		t.Helper()
+		ty, err := srv.Catalogue.Get(ctx, "customer.updated")
+		if err != nil {
+			t.Fatal(err)
+		}
+		invoiceFields("customer.updated's schema", ty.Schema)
+		invoiceFields("customer.updated's example", ty.Example)
+		if !strings.Contains(string(ty.Example), `"email"`) {
+			t.Errorf("customer.updated's example names no customer: %s", ty.Example)
+		}
+	}
+	check()
+	n := 0
+	for i := 0; n < 5 && i < 1000; i++ {
+		typ, payload := demo.TrickleEvent(i)
+		if typ != "customer.updated" {
+			continue
+		}
+		n++
+		invoiceFields("a trickled customer.updated", payload)
+		if err := srv.Catalogue.CheckEvent(typ, payload); err != nil {
+			t.Errorf("trickled customer.updated %s: %v", payload, err)
+		}
+	}
+
+	// An earlier demo's catalogue: the invoice-shaped schema and example, as it registered them.
+	old := json.RawMessage(`{"type":"object","required":["id","amount","currency","customer"],"properties":{"id":{"type":"string","description":"The customer's id."},
+	  "amount":{"type":"integer","minimum":0,"description":"In the currency's smallest unit (cents)."},"currency":{"type":"string","enum":["EUR","USD","GBP"],"description":"ISO 4217 code."},
+	  "customer":{"type":"object","required":["email"],"properties":{"email":{"type":"string","format":"email","description":"Where the customer is reached."}}}}}`)
+	if _, err := srv.Catalogue.Update(ctx, "customer.updated", catalogue.Input{Schema: old,
+		Example: json.RawMessage(`{"id":"demo_1700000000_4","amount":0,"currency":"EUR","customer":{"email":"customer1@example.com"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.RegisterEventTypes(ctx, srv); err != nil {
+		t.Fatal(err)
+	}
+	check()
 }

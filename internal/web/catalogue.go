@@ -57,7 +57,9 @@ func (h *Handler) eventTypes(w http.ResponseWriter, r *http.Request) {
 		if needle != "" && !strings.Contains(strings.ToLower(t.Name), needle) {
 			continue
 		}
-		if n := len(p.Groups); n == 0 || p.Groups[n-1].Name != t.Group {
+		// The catalogue lists a group's types together and spells the group one way; compared without
+		// case all the same, as groups are one whatever their capitalisation.
+		if n := len(p.Groups); n == 0 || !strings.EqualFold(p.Groups[n-1].Name, t.Group) {
 			p.Groups = append(p.Groups, templates.CatalogueGroup{Name: t.Group, ID: "group-" + strconv.Itoa(n+1)})
 		}
 		g := &p.Groups[len(p.Groups)-1]
@@ -75,18 +77,21 @@ func (h *Handler) catalogueType(r *http.Request, t catalogue.EventType, id strin
 	}
 	if v.HasSchema {
 		v.Schema = prettyJSON(t.Schema)
-		fields, err := catalogue.Fields(t.Schema)
-		if err != nil {
+		fields, complete, err := catalogue.Fields(t.Schema)
+		switch {
+		case err != nil:
 			// Stored schemas compiled when they were registered, so this is not expected; the schema itself
 			// is still shown below the note.
 			h.log.Warn("event type's schema could not be listed as fields", "event_type", t.Name, "err", err)
 			v.FieldsNote = "This schema could not be listed as fields; it is shown as JSON below."
+		case !complete:
+			v.FieldsNote = "This schema is larger than this page lists: the first " + strconv.Itoa(len(fields)) + " fields are shown, and the whole schema as JSON below."
 		}
 		for _, f := range fields {
 			v.Fields = append(v.Fields, templates.CatalogueField{Path: f.Path, Type: f.Type, Required: f.Required,
-				Description: f.Description, Enum: f.Enum})
+				Description: f.Description, Enum: f.Enum, Bounds: f.Bounds})
 		}
-		if err == nil && len(v.Fields) == 0 {
+		if err == nil && len(v.Fields) == 0 && complete {
 			v.FieldsNote = "The schema describes no fields of the payload."
 		}
 	}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -464,5 +465,99 @@ func TestCatalogueEmpty(t *testing.T) {
 	p = a.get("/event-types")
 	if got := text(one(t, p.Doc, "register-hint")); !strings.Contains(got, "POST /api/v1/event-types") || !strings.Contains(got, "POST /api/v1/event-types/import") {
 		t.Errorf("operator's hint %q", got)
+	}
+}
+
+// A field's bounds are its allowed values ("≥ 1", not "any"), and a group is one whatever its
+// capitalisation: a type stored in another spelling of a group is listed with the group's other types,
+// under one spelling, on the catalogue page and in the subscription form alike.
+func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	m := "bnd" + uuid.NewString()[:8]
+	group := "Money " + m
+	if _, err := e.srv.Catalogue.Create(ctx, catalogue.Input{Name: m + ".a", Group: &group, Schema: json.RawMessage(`{"type":"object","properties":{
+	  "qty":{"type":"integer","minimum":1},"code":{"type":"string","maxLength":8},"n":{"type":"integer"}}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Stored before groups were one whatever their case: the same group in lower case.
+	if _, err := e.srv.Pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, created_at, updated_at)
+	  VALUES ($1, 'Stored in another spelling.', $2, now() - interval '1 hour', now() - interval '1 hour')`, m+".b", strings.ToLower(group)); err != nil {
+		t.Fatal(err)
+	}
+	tn := e.newTenant("bounds and groups")
+	e.newSubscription(tn, "/good/bounds", "Bounds endpoint")
+	c := e.client()
+	c.login(tn.Email)
+
+	p := c.get("/event-types?q=" + url.QueryEscape(m))
+	var groups []string
+	for _, g := range byTestID(p.Doc, "type-group") {
+		var names []string
+		for _, n := range byTestID(g, "type-name") {
+			names = append(names, text(n))
+		}
+		groups = append(groups, text(findAll(g, tag("h2"))[0])+": "+strings.Join(names, ", "))
+	}
+	if want := []string{group + ": " + m + ".a, " + m + ".b"}; !slices.Equal(groups, want) {
+		t.Errorf("groups %q, want %q", groups, want)
+	}
+	allowed := map[string]string{}
+	for _, r := range byTestID(typeCards(p)[m+".a"], "field") {
+		allowed[text(one(t, r, "field-path"))] = strings.Join(strings.Fields(text(one(t, r, "field-enum"))), " ")
+	}
+	for path, want := range map[string]string{"data.qty": "≥ 1", "data.code": "at most 8 characters", "data.n": "any"} {
+		if allowed[path] != want {
+			t.Errorf("allowed values of %s: %q, want %q", path, allowed[path], want)
+		}
+	}
+
+	form := c.get("/subscriptions/new")
+	offered := map[string][]string{}
+	for _, g := range byTestID(form.Doc, "event-group") {
+		for _, in := range findAll(g, tag("input")) {
+			if v := attr(in, "value"); strings.HasPrefix(v, m+".") {
+				offered[attr(g, "data-group")] = append(offered[attr(g, "data-group")], v)
+			}
+		}
+	}
+	if want := map[string][]string{group: {m + ".a", m + ".b"}}; !reflect.DeepEqual(offered, want) {
+		t.Errorf("the form offers %v, want %v", offered, want)
+	}
+}
+
+// A schema stored before the catalogue's limits whose $refs multiply (the issue's chain of 24 anyOfs of two
+// $refs made this page take 16 s) is listed in part, and the page says so.
+func TestCataloguePageOfACostlyStoredSchema(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	m := "chain" + uuid.NewString()[:8]
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := range 24 {
+		fmt.Fprintf(&b, `"a%d":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d"}]},`, i, i+1, i+1)
+	}
+	b.WriteString(`"a24":{"type":"object","properties":{"leaf":{"type":"integer"}}}},"type":"object","properties":{"id":{"type":"string"},"node":{"$ref":"#/$defs/a0"}}}`)
+	if _, err := e.srv.Pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, schema, created_at, updated_at) VALUES ($1, '', 'chains', $2, now(), now())`, m+".costly", b.String()); err != nil {
+		t.Fatal(err)
+	}
+	tn := e.newTenant("costly schema")
+	c := e.client()
+	c.login(tn.Email)
+	p := c.get("/event-types?q=" + url.QueryEscape(m))
+	if p.Status != http.StatusOK {
+		t.Fatalf("/event-types: %s", p)
+	}
+	card := typeCards(p)[m+".costly"]
+	if card == nil {
+		t.Fatal("the type is not listed")
+	}
+	if note := text(one(t, card, "fields-note")); !strings.Contains(note, "larger than this page lists") {
+		t.Errorf("fields note %q", note)
+	}
+	if rows := byTestID(card, "field"); len(rows) == 0 || text(one(t, rows[0], "field-path")) != "data.id" {
+		t.Errorf("%d field rows, want the first ones from data.id", len(rows))
 	}
 }

@@ -72,27 +72,32 @@ func (h *Handler) eventTypeChoices(ctx context.Context, tenantID uuid.UUID, chos
 	return out, nil
 }
 
-// groupEventTypes lays choices out by group (sorted, each name once), checking the chosen ones.
+// groupEventTypes lays choices out by group (sorted, each name once), checking the chosen ones. Groups
+// are one whatever their capitalisation, spelled as the first choice of the group spells it (the
+// catalogue's types come first, in the catalogue's spelling).
 func groupEventTypes(choices []eventTypeChoice, chosen []string) []templates.EventTypeGroup {
 	byGroup := map[string]map[string]templates.EventTypeOption{}
+	spelling := map[string]string{}
 	for _, c := range choices {
 		g := c.Group
 		if g == "" {
 			g, _, _ = strings.Cut(c.Name, ".")
 		}
-		if byGroup[g] == nil {
-			byGroup[g] = map[string]templates.EventTypeOption{}
+		key := strings.ToLower(g)
+		if byGroup[key] == nil {
+			byGroup[key] = map[string]templates.EventTypeOption{}
+			spelling[key] = g
 		}
-		o := byGroup[g][c.Name]
+		o := byGroup[key][c.Name]
 		o.Name, o.Description = c.Name, cmp.Or(o.Description, c.Description)
 		o.Checked = slices.Contains(chosen, c.Name)
-		byGroup[g][c.Name] = o
+		byGroup[key][c.Name] = o
 	}
 	groups := make([]templates.EventTypeGroup, 0, len(byGroup))
-	for _, name := range slices.Sorted(maps.Keys(byGroup)) {
-		g := templates.EventTypeGroup{Name: name}
-		for _, n := range slices.Sorted(maps.Keys(byGroup[name])) {
-			g.Options = append(g.Options, byGroup[name][n])
+	for _, key := range slices.Sorted(maps.Keys(byGroup)) {
+		g := templates.EventTypeGroup{Name: spelling[key]}
+		for _, n := range slices.Sorted(maps.Keys(byGroup[key])) {
+			g.Options = append(g.Options, byGroup[key][n])
 		}
 		groups = append(groups, g)
 	}

@@ -41,12 +41,14 @@ type CatalogueType struct {
 	SendAction string
 }
 
-// CatalogueField is one row of a type's fields table.
+// CatalogueField is one row of a type's fields table. Enum are its allowed values, Bounds the limits on
+// them in words ("≥ 1", "at most 64 characters"); with neither, any value of its type is allowed.
 type CatalogueField struct {
 	Path, Type  string
 	Required    bool
 	Description string
 	Enum        []string
+	Bounds      []string
 }
 
 // SendTarget is a subscription in the Send example choice.
