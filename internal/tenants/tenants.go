@@ -326,26 +326,15 @@ func passwordStamp(version int32) string {
 	return strconv.Itoa(int(version))
 }
 
-// MinPasswordLength is the shortest password accepted.
-const MinPasswordLength = 10
-
 func validateLogin(email, password string) (string, error) {
 	email = strings.TrimSpace(email)
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 || !validText(email) {
 		return "", fault.Invalid("email is not a valid address")
 	}
-	if err := validatePassword(password); err != nil {
+	if err := validatePassword(email, password); err != nil {
 		return "", err
 	}
 	return email, nil
-}
-
-// validatePassword checks a new password: bcrypt reads at most 72 bytes.
-func validatePassword(password string) error {
-	if len(password) < MinPasswordLength || len(password) > 72 {
-		return fault.Invalid("password must be %d to 72 characters", MinPasswordLength)
-	}
-	return nil
 }
 
 // CreateUser adds a dashboard login for a tenant's customer.
@@ -479,7 +468,14 @@ func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) er
 // sessions end with the old password (its stamp no longer matches theirs). Another tenant's user, an
 // operator or an unknown id is NOT_FOUND.
 func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, password string) error {
-	if err := validatePassword(password); err != nil {
+	u, err := s.q.GetUser(ctx, userID)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (u.TenantID == nil || *u.TenantID != tenantID || u.IsAdmin)) {
+		return fault.Missing("user")
+	}
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if err := validatePassword(u.Email, password); err != nil {
 		return err
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
