@@ -166,11 +166,25 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", bad, err)
 		}
 	}
-	// A token revoked by another process (here: in SQL) is trusted from this process's cache for at most
-	// knownFor, then unknown.
+	// Without a listener nothing is cached: every request looks its token up.
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, tok.Token); !fault.Is(err, fault.Unauthenticated) {
+		t.Errorf("a token revoked in SQL, no listener: %v, want UNAUTHENTICATED", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = NULL WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// With one, a token revoked behind the service's back (in SQL, without its NOTIFY) is trusted from the
+	// cache for at most knownFor, then unknown.
+	s.StartListening(ctx)
+	t.Cleanup(s.StopListening)
+	if !s.listener.live() {
+		t.Fatal("the listener did not connect")
+	}
 	now := time.Now()
 	s.Now = func() time.Time { return now }
-	s.known.Clear() // forget the lookups above, made on the real clock
 	if _, err := s.Authenticate(ctx, tok.Token); err != nil {
 		t.Fatal(err)
 	}
