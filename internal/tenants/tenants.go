@@ -182,14 +182,26 @@ func (s *Service) ListTokens(ctx context.Context, tenantID uuid.UUID) ([]Token, 
 }
 
 // RevokeToken revokes a tenant's token at once: it returns when no process of the deployment accepts the
-// token any more (revocation.go), so its next request anywhere is UNAUTHENTICATED. An unknown, another
-// tenant's or an already revoked token is NOT_FOUND.
+// token any more (revocation.go), so its next request anywhere is UNAUTHENTICATED, and the portal sessions
+// started by links the token made have ended. An unknown, another tenant's or an already revoked token is
+// NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, tenantID, id uuid.UUID) error {
 	nonce, acks := s.listener.await()
 	defer s.listener.doneWith(nonce)
-	err := s.change(ctx, tenantID, activity.TokenRevoked, "token", nil, func(q *db.Queries) (uuid.UUID, error) {
-		if _, err := q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: s.Now()}); err != nil {
+	details := map[string]any{}
+	err := s.change(ctx, tenantID, activity.TokenRevoked, "token", details, func(q *db.Queries) (uuid.UUID, error) {
+		now := s.Now()
+		if _, err := q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: now}); err != nil {
 			return id, err
+		}
+		// A portal link grants no more than the token that made it, and a revoked token grants nothing:
+		// the sessions its links started end with it (and its links not used yet are voided).
+		ended, err := q.EndTokenPortalSessions(ctx, db.EndTokenPortalSessionsParams{TokenID: &id, Now: now})
+		if err != nil {
+			return id, err
+		}
+		if ended > 0 {
+			details["portal_links_ended"] = ended
 		}
 		return id, q.NotifyTokens(ctx, revokedPayload(id, nonce))
 	})
