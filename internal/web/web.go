@@ -1,7 +1,7 @@
 // Package web is the customer dashboard: server-rendered pages (templ, web/templates) over the same domain
 // services as the JSON API. Handlers parse, authorize, call a service and render a view model.
 //
-// Safety: sessions live in PostgreSQL (scs + pgxstore), renewed at sign-in, with idle and absolute timeouts;
+// Safety: sessions live in PostgreSQL (scs, with the store in session.go), renewed at sign-in, with idle and absolute timeouts;
 // cookies are HttpOnly, SameSite=Lax and Secure under TLS; failed sign-ins are throttled per email and per
 // address; every state-changing form is guarded by http.CrossOriginProtection; each customer sees only
 // their tenant, and another tenant's ids are a 404.
