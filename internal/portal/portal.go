@@ -94,9 +94,6 @@ var roleScopes = map[string][]string{
 		tenants.ScopeDeliveriesWrite, tenants.ScopeEventsWrite},
 }
 
-// RoleScopes lists the scopes a token needs to make a link of role (besides portal:write).
-func RoleScopes(role string) []string { return slices.Clone(roleScopes[role]) }
-
 // Session is a running portal session.
 type Session struct {
 	// ID is the link's id: the session's own, kept in the dashboard's session cookie.

@@ -35,7 +35,8 @@ const (
 	ScopeEventsWrite        = "events:write"
 	ScopeDeliveriesRead     = "deliveries:read"
 	ScopeDeliveriesWrite    = "deliveries:write"
-	// ScopePortalWrite makes customer portal links and ends portal sessions.
+	// ScopePortalWrite makes customer portal links (of a role whose scopes the token holds too: a link
+	// grants no more than its maker) and ends portal sessions.
 	ScopePortalWrite = "portal:write"
 )
 
