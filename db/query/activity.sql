@@ -2,9 +2,9 @@
 
 -- name: RecordActivity :exec
 INSERT INTO activity (tenant_id, at, action, object_type, object_id, actor_kind, actor_id, actor_email,
-                      actor_name, correlation_id, details)
+                      actor_name, actor_via_kind, actor_via_id, actor_via_name, correlation_id, details)
 VALUES (@tenant_id, @at, @action, @object_type, @object_id, @actor_kind, @actor_id, @actor_email,
-        @actor_name, @correlation_id, @details);
+        @actor_name, @actor_via_kind, @actor_via_id, @actor_via_name, @correlation_id, @details);
 
 -- name: ListActivity :many
 -- A tenant's entries newest first, keyset-paginated on (at, id) like the deliveries list; NULL filters

@@ -1,9 +1,11 @@
 -- name: CreatePortalLink :one
 INSERT INTO portal_links (tenant_id, token_hash, role, theme, user_id, user_email, user_name,
-                          created_at, expires_at, session_expires_at)
+                          created_at, expires_at, session_expires_at,
+                          made_by_kind, made_by_id, made_by_name, made_by_token_id)
 VALUES (sqlc.arg('tenant_id'), sqlc.arg('token_hash'), sqlc.arg('role'), sqlc.arg('theme'), sqlc.arg('user_id'),
         sqlc.arg('user_email'), sqlc.arg('user_name'), sqlc.arg('now')::timestamptz, sqlc.arg('expires_at'),
-        sqlc.arg('session_expires_at'))
+        sqlc.arg('session_expires_at'), sqlc.arg('made_by_kind'), sqlc.arg('made_by_id'), sqlc.arg('made_by_name'),
+        sqlc.narg('made_by_token_id'))
 RETURNING id;
 
 -- name: RedeemPortalLink :one
@@ -15,11 +17,13 @@ UPDATE portal_links
    AND used_at IS NULL
    AND session_ended_at IS NULL
    AND expires_at > sqlc.arg('now')::timestamptz
-RETURNING id, tenant_id, role, theme, user_id, user_email, user_name, session_expires_at;
+RETURNING id, tenant_id, role, theme, user_id, user_email, user_name, session_expires_at,
+          made_by_kind, made_by_id, made_by_name;
 
 -- name: GetPortalSession :one
 -- A redeemed link's session while it lasts; no row once it has ended or expired.
-SELECT l.id, l.tenant_id, l.role, l.theme, l.user_id, l.user_email, l.user_name, l.session_expires_at
+SELECT l.id, l.tenant_id, l.role, l.theme, l.user_id, l.user_email, l.user_name, l.session_expires_at,
+       l.made_by_kind, l.made_by_id, l.made_by_name
   FROM portal_links l
  WHERE l.id = sqlc.arg('id')
    AND l.used_at IS NOT NULL
@@ -39,3 +43,9 @@ UPDATE portal_links SET session_ended_at = sqlc.arg('now')::timestamptz
 DELETE FROM portal_links
  WHERE session_expires_at < sqlc.arg('before')
     OR (used_at IS NULL AND expires_at < sqlc.arg('before'));
+
+-- name: EndTokenPortalSessions :execrows
+-- Ends the sessions started by the links a token made, and voids its links not used yet: run in the
+-- token's revocation, since a link grants no more than its maker, and a revoked token grants nothing.
+UPDATE portal_links SET session_ended_at = sqlc.arg('now')::timestamptz
+ WHERE made_by_token_id = sqlc.arg('token_id') AND session_ended_at IS NULL;

@@ -69,3 +69,18 @@ RETURNING id;
 UPDATE users SET password_hash = @password_hash, password_version = password_version + 1, updated_at = now()
 WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
 RETURNING id;
+
+-- name: ListenForTokenRevocations :exec
+-- Every process's token listener (tenants.Service.StartListening): revocations and their acknowledgements.
+LISTEN hookline_tokens;
+
+-- name: NotifyTokens :exec
+-- "revoked:<token id>:<nonce>" from a revocation's transaction (so it is sent at its commit, never before);
+-- "ack:<nonce>" from each listener once it has dropped the token from its cache.
+SELECT pg_notify('hookline_tokens', @payload::text);
+
+-- name: CountTokenListeners :one
+-- The processes listening for token revocations on this database: each listener connection names itself
+-- by its application_name. A revocation waits for that many acknowledgements.
+SELECT count(*) FROM pg_catalog.pg_stat_activity
+WHERE datname = current_database() AND application_name = @application_name::text;

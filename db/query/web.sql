@@ -1,5 +1,5 @@
 -- name: DeleteExpiredSessions :execrows
--- Removes dashboard sessions (scs's pgxstore table) whose absolute or idle deadline has passed.
+-- Removes dashboard sessions (internal/web's session store) whose absolute or idle deadline has passed.
 DELETE FROM sessions WHERE expiry < @now;
 
 -- name: EventTenant :one

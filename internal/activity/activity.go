@@ -68,6 +68,9 @@ type Actor struct {
 	ID    string `json:"id,omitempty"`
 	Email string `json:"email,omitempty"`
 	Name  string `json:"name,omitempty"`
+	// Via is, for a portal user, who made the link that let them in: the API token (kind token, its id
+	// and name) or the admin. A portal session can do no more than its maker, who answers for it too.
+	Via *Actor `json:"via,omitempty"`
 }
 
 // Label is how a page names the actor: the name, else the email, else the kind and id.
@@ -132,11 +135,15 @@ func Record(ctx context.Context, q *db.Queries, tenantID uuid.UUID, at time.Time
 	if err != nil {
 		return fmt.Errorf("record activity: %w", err)
 	}
-	err = q.RecordActivity(ctx, db.RecordActivityParams{
+	arg := db.RecordActivityParams{
 		TenantID: tenantID, At: at, Action: action, ObjectType: obj.Type, ObjectID: obj.ID,
 		ActorKind: a.Kind, ActorID: a.ID, ActorEmail: a.Email, ActorName: a.Name,
 		CorrelationID: httpx.CorrelationID(ctx), Details: b,
-	})
+	}
+	if a.Via != nil {
+		arg.ActorViaKind, arg.ActorViaID, arg.ActorViaName = a.Via.Kind, a.Via.ID, a.Via.Name
+	}
+	err = q.RecordActivity(ctx, arg)
 	if err != nil {
 		return fmt.Errorf("record activity: %w", err)
 	}
@@ -203,6 +210,9 @@ func fromRow(r db.Activity) Entry {
 		ID: r.ID, At: r.At, Action: r.Action, Object: Object{Type: r.ObjectType, ID: r.ObjectID},
 		Actor:         Actor{Kind: r.ActorKind, ID: r.ActorID, Email: r.ActorEmail, Name: r.ActorName},
 		CorrelationID: r.CorrelationID,
+	}
+	if r.ActorViaKind != "" {
+		e.Actor.Via = &Actor{Kind: r.ActorViaKind, ID: r.ActorViaID, Name: r.ActorViaName}
 	}
 	if len(r.Details) > 0 {
 		_ = json.Unmarshal(r.Details, &e.Details) // written by Record from a map: always an object

@@ -29,6 +29,9 @@ import (
 type isoRoute struct {
 	body    func(w *isoWorld) any
 	queries func(w *isoWorld) []string
+	// fullToken: the route's scope alone does not answer it (a portal link also needs the scopes of the
+	// role it hands out), so A's own collection is called with A's token holding every scope.
+	fullToken bool
 }
 
 // isolationRoutes are the routes the walk knows how to fill in, keyed "METHOD /api/v1/path" with path
@@ -54,7 +57,7 @@ var isolationRoutes = map[string]isoRoute{
 	"GET /api/v1/tenants/{}/subscriptions": {},
 	"POST /api/v1/tenants/{}/portal-links": {body: func(*isoWorld) any {
 		return map[string]any{"role": "view", "user": map[string]any{"id": "iso"}}
-	}},
+	}, fullToken: true},
 	"DELETE /api/v1/tenants/{}/portal-sessions": {},
 	"GET /api/v1/tenants/{}/activity":           {},
 	"GET /api/v1/tenants/{}/subscriptions/{}":   {},
@@ -438,7 +441,10 @@ func TestIsolationWalk(t *testing.T) {
 		} else {
 			// A's own collections: they answer, and hold nothing of B's.
 			tok := adminToken
-			if scope != "admin" {
+			switch {
+			case spec.fullToken:
+				tok = w.a.full
+			case scope != "admin":
 				tok = w.a.only[scope]
 			}
 			queries := []string{""}

@@ -29,7 +29,7 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := a.Portal.CreateLink(r.Context(), tenantID(r), in)
+	l, err := a.Portal.CreateLink(r.Context(), tenantID(r), principal(r), in)
 	if err != nil {
 		writeError(w, r, err)
 		return

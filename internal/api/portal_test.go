@@ -22,9 +22,9 @@ type portalLink struct {
 func TestPortalLinkStatuses(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.PublicURL = "https://hooks.example.com/" })
 	tenant, other := e.newTenant("portal"), e.newTenant("portal-other")
-	writer := e.newToken(tenant, "portal:write")
+	writer := e.newToken(tenant, append([]string{"portal:write"}, manageScopes...)...)
 	reader := e.newToken(tenant, "subscriptions:read", "subscriptions:write", "deliveries:write")
-	otherWriter := e.newToken(other, "portal:write")
+	otherWriter := e.newToken(other, append([]string{"portal:write"}, manageScopes...)...)
 	path := "/tenants/" + tenant + "/portal-links"
 
 	before := time.Now()
@@ -92,4 +92,53 @@ func TestPortalLinkStatuses(t *testing.T) {
 	wantError(t, "end sessions without portal:write", e.call("DELETE", sessions, reader, nil), "FORBIDDEN")
 	wantError(t, "end another tenant's sessions", e.call("DELETE", sessions, otherWriter, nil), "NOT_FOUND")
 	wantError(t, "end an unknown tenant's sessions", e.call("DELETE", "/tenants/00000000-0000-0000-0000-000000000001/portal-sessions", adminToken, nil), "NOT_FOUND")
+}
+
+// manageScopes are what a manage session can do; a view session, viewScopes.
+var (
+	manageScopes = []string{"subscriptions:read", "subscriptions:write", "deliveries:read", "deliveries:write", "events:write"}
+	viewScopes   = []string{"subscriptions:read", "deliveries:read"}
+)
+
+// A link grants no more than the token that made it: portal:write alone makes no link (it still ends
+// sessions), a view link needs the read scopes, a manage link every scope a manage session uses; the
+// refusal is 403 FORBIDDEN naming what the token lacks, and nothing is made. The admin makes any link.
+func TestPortalLinkNeedsTheScopesItGrants(t *testing.T) {
+	e := newEnv(t)
+	tenant := e.newTenant("portal scopes")
+	path := "/tenants/" + tenant + "/portal-links"
+	portalOnly := e.newToken(tenant, "portal:write")
+	viewer := e.newToken(tenant, append([]string{"portal:write"}, viewScopes...)...)
+	allButEvents := e.newToken(tenant, "portal:write", "subscriptions:read", "subscriptions:write", "deliveries:read", "deliveries:write")
+	manager := e.newToken(tenant, append([]string{"portal:write"}, manageScopes...)...)
+
+	for _, c := range []struct {
+		what, token, role, lacks string
+	}{
+		{"portal:write alone, manage (the default)", portalOnly, "", "lacks subscriptions:read, subscriptions:write, deliveries:read, deliveries:write, events:write"},
+		{"portal:write alone, view", portalOnly, "view", "lacks subscriptions:read, deliveries:read"},
+		{"read scopes, manage", viewer, "manage", "lacks subscriptions:write, deliveries:write, events:write"},
+		{"all but events:write, manage", allButEvents, "manage", "lacks events:write"},
+	} {
+		body := map[string]any{}
+		if c.role != "" {
+			body["role"] = c.role
+		}
+		got := wantError(t, c.what, e.call("POST", path, c.token, body), "FORBIDDEN")
+		if !strings.Contains(got.Error.Message, c.lacks) {
+			t.Errorf("%s: message %q, want it to say %q", c.what, got.Error.Message, c.lacks)
+		}
+	}
+	var links int
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM portal_links WHERE tenant_id = $1`, tenant).Scan(&links); err != nil || links != 0 {
+		t.Fatalf("links after refusals: %d (%v), want none", links, err)
+	}
+	must[portalLink](e, 201, "POST", path, viewer, map[string]any{"role": "view"})
+	must[portalLink](e, 201, "POST", path, allButEvents, map[string]any{"role": "view"})
+	must[portalLink](e, 201, "POST", path, manager, nil)
+	must[portalLink](e, 201, "POST", path, manager, map[string]any{"role": "view"})
+	must[portalLink](e, 201, "POST", path, adminToken, nil)
+	if r := e.call("DELETE", "/tenants/"+tenant+"/portal-sessions", portalOnly, nil); r.status != 204 {
+		t.Errorf("portal:write alone ends sessions: %s, want 204", r)
+	}
 }

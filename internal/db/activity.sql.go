@@ -32,7 +32,7 @@ func (q *Queries) DeleteActivityBefore(ctx context.Context, arg DeleteActivityBe
 }
 
 const listActivity = `-- name: ListActivity :many
-SELECT id, tenant_id, at, action, object_type, object_id, actor_kind, actor_id, actor_email, actor_name, correlation_id, details FROM activity
+SELECT id, tenant_id, at, action, object_type, object_id, actor_kind, actor_id, actor_email, actor_name, correlation_id, details, actor_via_kind, actor_via_id, actor_via_name FROM activity
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR action = $2::text)
   AND ($3::timestamptz IS NULL OR at >= $3::timestamptz)
@@ -85,6 +85,9 @@ func (q *Queries) ListActivity(ctx context.Context, arg ListActivityParams) ([]A
 			&i.ActorName,
 			&i.CorrelationID,
 			&i.Details,
+			&i.ActorViaKind,
+			&i.ActorViaID,
+			&i.ActorViaName,
 		); err != nil {
 			return nil, err
 		}
@@ -99,9 +102,9 @@ func (q *Queries) ListActivity(ctx context.Context, arg ListActivityParams) ([]A
 const recordActivity = `-- name: RecordActivity :exec
 
 INSERT INTO activity (tenant_id, at, action, object_type, object_id, actor_kind, actor_id, actor_email,
-                      actor_name, correlation_id, details)
+                      actor_name, actor_via_kind, actor_via_id, actor_via_name, correlation_id, details)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11)
+        $9, $10, $11, $12, $13, $14)
 `
 
 type RecordActivityParams struct {
@@ -114,6 +117,9 @@ type RecordActivityParams struct {
 	ActorID       string
 	ActorEmail    string
 	ActorName     string
+	ActorViaKind  string
+	ActorViaID    string
+	ActorViaName  string
 	CorrelationID string
 	Details       []byte
 }
@@ -130,6 +136,9 @@ func (q *Queries) RecordActivity(ctx context.Context, arg RecordActivityParams) 
 		arg.ActorID,
 		arg.ActorEmail,
 		arg.ActorName,
+		arg.ActorViaKind,
+		arg.ActorViaID,
+		arg.ActorViaName,
 		arg.CorrelationID,
 		arg.Details,
 	)

@@ -23,6 +23,9 @@ type Activity struct {
 	ActorName     string
 	CorrelationID string
 	Details       []byte
+	ActorViaKind  string
+	ActorViaID    string
+	ActorViaName  string
 }
 
 type ApiToken struct {
@@ -131,6 +134,10 @@ type PortalLink struct {
 	SessionExpiresAt time.Time
 	UsedAt           *time.Time
 	SessionEndedAt   *time.Time
+	MadeByKind       string
+	MadeByID         string
+	MadeByName       string
+	MadeByTokenID    *uuid.UUID
 }
 
 type Replay struct {
@@ -156,9 +163,10 @@ type Replay struct {
 }
 
 type Session struct {
-	Token  string
-	Data   []byte
-	Expiry time.Time
+	Token     string
+	Data      []byte
+	Expiry    time.Time
+	RenewedAt *time.Time
 }
 
 type Subscription struct {

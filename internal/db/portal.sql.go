@@ -14,10 +14,12 @@ import (
 
 const createPortalLink = `-- name: CreatePortalLink :one
 INSERT INTO portal_links (tenant_id, token_hash, role, theme, user_id, user_email, user_name,
-                          created_at, expires_at, session_expires_at)
+                          created_at, expires_at, session_expires_at,
+                          made_by_kind, made_by_id, made_by_name, made_by_token_id)
 VALUES ($1, $2, $3, $4, $5,
         $6, $7, $8::timestamptz, $9,
-        $10)
+        $10, $11, $12, $13,
+        $14)
 RETURNING id
 `
 
@@ -32,6 +34,10 @@ type CreatePortalLinkParams struct {
 	Now              time.Time
 	ExpiresAt        time.Time
 	SessionExpiresAt time.Time
+	MadeByKind       string
+	MadeByID         string
+	MadeByName       string
+	MadeByTokenID    *uuid.UUID
 }
 
 func (q *Queries) CreatePortalLink(ctx context.Context, arg CreatePortalLinkParams) (uuid.UUID, error) {
@@ -46,6 +52,10 @@ func (q *Queries) CreatePortalLink(ctx context.Context, arg CreatePortalLinkPara
 		arg.Now,
 		arg.ExpiresAt,
 		arg.SessionExpiresAt,
+		arg.MadeByKind,
+		arg.MadeByID,
+		arg.MadeByName,
+		arg.MadeByTokenID,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)
@@ -85,8 +95,29 @@ func (q *Queries) EndTenantPortalSessions(ctx context.Context, arg EndTenantPort
 	return result.RowsAffected(), nil
 }
 
+const endTokenPortalSessions = `-- name: EndTokenPortalSessions :execrows
+UPDATE portal_links SET session_ended_at = $1::timestamptz
+ WHERE made_by_token_id = $2 AND session_ended_at IS NULL
+`
+
+type EndTokenPortalSessionsParams struct {
+	Now     time.Time
+	TokenID *uuid.UUID
+}
+
+// Ends the sessions started by the links a token made, and voids its links not used yet: run in the
+// token's revocation, since a link grants no more than its maker, and a revoked token grants nothing.
+func (q *Queries) EndTokenPortalSessions(ctx context.Context, arg EndTokenPortalSessionsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endTokenPortalSessions, arg.Now, arg.TokenID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getPortalSession = `-- name: GetPortalSession :one
-SELECT l.id, l.tenant_id, l.role, l.theme, l.user_id, l.user_email, l.user_name, l.session_expires_at
+SELECT l.id, l.tenant_id, l.role, l.theme, l.user_id, l.user_email, l.user_name, l.session_expires_at,
+       l.made_by_kind, l.made_by_id, l.made_by_name
   FROM portal_links l
  WHERE l.id = $1
    AND l.used_at IS NOT NULL
@@ -108,6 +139,9 @@ type GetPortalSessionRow struct {
 	UserEmail        string
 	UserName         string
 	SessionExpiresAt time.Time
+	MadeByKind       string
+	MadeByID         string
+	MadeByName       string
 }
 
 // A redeemed link's session while it lasts; no row once it has ended or expired.
@@ -123,6 +157,9 @@ func (q *Queries) GetPortalSession(ctx context.Context, arg GetPortalSessionPara
 		&i.UserEmail,
 		&i.UserName,
 		&i.SessionExpiresAt,
+		&i.MadeByKind,
+		&i.MadeByID,
+		&i.MadeByName,
 	)
 	return i, err
 }
@@ -149,7 +186,8 @@ UPDATE portal_links
    AND used_at IS NULL
    AND session_ended_at IS NULL
    AND expires_at > $1::timestamptz
-RETURNING id, tenant_id, role, theme, user_id, user_email, user_name, session_expires_at
+RETURNING id, tenant_id, role, theme, user_id, user_email, user_name, session_expires_at,
+          made_by_kind, made_by_id, made_by_name
 `
 
 type RedeemPortalLinkParams struct {
@@ -166,6 +204,9 @@ type RedeemPortalLinkRow struct {
 	UserEmail        string
 	UserName         string
 	SessionExpiresAt time.Time
+	MadeByKind       string
+	MadeByID         string
+	MadeByName       string
 }
 
 // Uses a link, once: of concurrent redeems of one token only the first to lock the row finds used_at
@@ -182,6 +223,9 @@ func (q *Queries) RedeemPortalLink(ctx context.Context, arg RedeemPortalLinkPara
 		&i.UserEmail,
 		&i.UserName,
 		&i.SessionExpiresAt,
+		&i.MadeByKind,
+		&i.MadeByID,
+		&i.MadeByName,
 	)
 	return i, err
 }

@@ -12,6 +12,20 @@ import (
 	"github.com/google/uuid"
 )
 
+const countTokenListeners = `-- name: CountTokenListeners :one
+SELECT count(*) FROM pg_catalog.pg_stat_activity
+WHERE datname = current_database() AND application_name = $1::text
+`
+
+// The processes listening for token revocations on this database: each listener connection names itself
+// by its application_name. A revocation waits for that many acknowledgements.
+func (q *Queries) CountTokenListeners(ctx context.Context, applicationName string) (int64, error) {
+	row := q.db.QueryRow(ctx, countTokenListeners, applicationName)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createAPIToken = `-- name: CreateAPIToken :one
 INSERT INTO api_tokens (tenant_id, name, token_hash, scopes)
 VALUES ($1, $2, $3, $4) RETURNING id, tenant_id, name, token_hash, scopes, created_at, last_used_at, revoked_at
@@ -315,6 +329,27 @@ func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const listenForTokenRevocations = `-- name: ListenForTokenRevocations :exec
+LISTEN hookline_tokens
+`
+
+// Every process's token listener (tenants.Service.StartListening): revocations and their acknowledgements.
+func (q *Queries) ListenForTokenRevocations(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, listenForTokenRevocations)
+	return err
+}
+
+const notifyTokens = `-- name: NotifyTokens :exec
+SELECT pg_notify('hookline_tokens', $1::text)
+`
+
+// "revoked:<token id>:<nonce>" from a revocation's transaction (so it is sent at its commit, never before);
+// "ack:<nonce>" from each listener once it has dropped the token from its cache.
+func (q *Queries) NotifyTokens(ctx context.Context, payload string) error {
+	_, err := q.db.Exec(ctx, notifyTokens, payload)
+	return err
 }
 
 const revokeAPIToken = `-- name: RevokeAPIToken :one

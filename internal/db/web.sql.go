@@ -16,7 +16,7 @@ const deleteExpiredSessions = `-- name: DeleteExpiredSessions :execrows
 DELETE FROM sessions WHERE expiry < $1
 `
 
-// Removes dashboard sessions (scs's pgxstore table) whose absolute or idle deadline has passed.
+// Removes dashboard sessions (internal/web's session store) whose absolute or idle deadline has passed.
 func (q *Queries) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteExpiredSessions, now)
 	if err != nil {

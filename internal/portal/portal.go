@@ -6,7 +6,11 @@
 // UPDATE, so of two racing redeems exactly one wins. The session a link starts is the link's own row:
 // the dashboard checks it on every request, so a session ends for good, in every process at once, when it
 // reaches session_expires_at, when its user signs out, or when the platform ends all of a tenant's
-// sessions (which also voids the tenant's links not used yet).
+// sessions (which also voids the tenant's links not used yet), or when the token that made its link is
+// revoked.
+//
+// A link grants no more than its maker: a token makes a link only of a role whose scopes it holds
+// (roleScopes), and the session's changes are recorded with the person and, as Via, the link's maker.
 package portal
 
 import (
@@ -16,6 +20,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,6 +29,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -76,6 +82,18 @@ type Link struct {
 	SessionExpiresAt time.Time `json:"session_expires_at"`
 }
 
+// roleScopes are the token scopes each role's session uses: a link of that role may only be made by an
+// admin or by a token holding all of them, so a session never does what the token that made it could
+// not (portal:write alone makes no link). view reads subscriptions (with their health and the activity
+// log) and deliveries (with events, replays and recovers); manage also changes subscriptions (create,
+// edit, delete, pause, resume, reveal and rotate the signing secret), deliveries (resend, retry now,
+// recover) and sends events (test and example events).
+var roleScopes = map[string][]string{
+	RoleView: {tenants.ScopeSubscriptionsRead, tenants.ScopeDeliveriesRead},
+	RoleManage: {tenants.ScopeSubscriptionsRead, tenants.ScopeSubscriptionsWrite, tenants.ScopeDeliveriesRead,
+		tenants.ScopeDeliveriesWrite, tenants.ScopeEventsWrite},
+}
+
 // Session is a running portal session.
 type Session struct {
 	// ID is the link's id: the session's own, kept in the dashboard's session cookie.
@@ -85,6 +103,8 @@ type Session struct {
 	Theme     string
 	User      User
 	ExpiresAt time.Time
+	// MadeBy is who made the link: an API token (by id and name) or the admin.
+	MadeBy activity.Actor
 }
 
 // CanChange reports whether the session may change anything.
@@ -114,12 +134,14 @@ func (s Session) Actor() string {
 }
 
 // ActivityActor is the person as the activity log records them: what the platform's link said, or, when
-// it said nothing, the session's own id.
+// it said nothing, the session's own id; and, as Via, who made the link.
 func (s Session) ActivityActor() activity.Actor {
 	a := activity.Actor{Kind: activity.ActorPortal, ID: s.User.ID, Email: s.User.Email, Name: s.User.Name}
 	if a.ID == "" && a.Email == "" && a.Name == "" {
 		a.ID = s.ID.String()
 	}
+	by := s.MadeBy
+	a.Via = &by
 	return a
 }
 
@@ -156,9 +178,10 @@ func checkText(field, s string, most int) error {
 	return nil
 }
 
-// CreateLink makes a single-use link into tenantID's dashboard. The caller has checked that the tenant
-// exists and that the caller may reach it.
-func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkRequest) (Link, error) {
+// CreateLink makes a single-use link into tenantID's dashboard for by, an admin or a token of the tenant
+// holding portal:write. The caller has checked that the tenant exists and that by may reach it; CreateLink
+// checks that by holds every scope the link's role uses (FORBIDDEN otherwise).
+func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by tenants.Principal, in LinkRequest) (Link, error) {
 	switch in.Role {
 	case "":
 		in.Role = RoleManage
@@ -190,6 +213,26 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkReq
 			return Link{}, err
 		}
 	}
+	if !by.Admin {
+		var lacks []string
+		for _, sc := range roleScopes[in.Role] {
+			if !slices.Contains(by.Scopes, sc) {
+				lacks = append(lacks, sc)
+			}
+		}
+		if len(lacks) > 0 {
+			return Link{}, fault.New(fault.Forbidden, "a %s link lets its user do what a token with %s does, so it needs a token holding them; this token lacks %s",
+				in.Role, strings.Join(roleScopes[in.Role], ", "), strings.Join(lacks, ", "))
+		}
+	}
+	madeBy := by.Who
+	if madeBy.Kind != activity.ActorToken { // HOOKLINE_ADMIN_TOKEN, or Hookline's own demo
+		madeBy.Kind = activity.ActorAdmin
+	}
+	var madeByToken *uuid.UUID
+	if madeBy.Kind == activity.ActorToken {
+		madeByToken = by.TokenID
+	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw) // never fails (crypto/rand panics rather than return an error)
 	token := base64.RawURLEncoding.EncodeToString(raw)
@@ -201,6 +244,7 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkReq
 			TenantID: tenantID, TokenHash: hashToken(token), Role: in.Role, Theme: in.Theme,
 			UserID: u.ID, UserEmail: u.Email, UserName: u.Name,
 			Now: now, ExpiresAt: l.ExpiresAt, SessionExpiresAt: l.SessionExpiresAt,
+			MadeByKind: madeBy.Kind, MadeByID: madeBy.ID, MadeByName: madeBy.Name, MadeByTokenID: madeByToken,
 		})
 		if err != nil {
 			return err
@@ -216,20 +260,32 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, in LinkReq
 	return l, nil
 }
 
-// Redeem uses a link's token once and returns the session it starts; ErrUnusable otherwise.
-func (s *Service) Redeem(ctx context.Context, token string) (Session, error) {
+// Redeem uses a link's token once and starts its session: store (the dashboard's, storing the session
+// it keeps in its cookie) runs in the transaction that marks the link used, so the link is used up only
+// if its session was stored, and a failure to store it leaves the link as it was. ErrUnusable for a
+// used, expired, voided or unknown link.
+func (s *Service) Redeem(ctx context.Context, token string, store func(context.Context, pgx.Tx, Session) error) (Session, error) {
 	if token == "" || len(token) > 100 {
 		return Session{}, ErrUnusable
 	}
-	r, err := s.q.RedeemPortalLink(ctx, db.RedeemPortalLinkParams{TokenHash: hashToken(token), Now: s.Now()})
+	var sess Session
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := s.q.WithTx(tx).RedeemPortalLink(ctx, db.RedeemPortalLinkParams{TokenHash: hashToken(token), Now: s.Now()})
+		if err != nil {
+			return err
+		}
+		sess = Session{ID: r.ID, TenantID: r.TenantID, Role: r.Role, Theme: r.Theme, ExpiresAt: r.SessionExpiresAt,
+			User:   User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName},
+			MadeBy: activity.Actor{Kind: r.MadeByKind, ID: r.MadeByID, Name: r.MadeByName}}
+		return store(ctx, tx, sess)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, ErrUnusable
 	}
 	if err != nil {
 		return Session{}, fmt.Errorf("redeem portal link: %w", err)
 	}
-	return Session{ID: r.ID, TenantID: r.TenantID, Role: r.Role, Theme: r.Theme, ExpiresAt: r.SessionExpiresAt,
-		User: User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName}}, nil
+	return sess, nil
 }
 
 // Session returns a running session; ErrEnded once it has ended.
@@ -242,7 +298,8 @@ func (s *Service) Session(ctx context.Context, id uuid.UUID) (Session, error) {
 		return Session{}, fmt.Errorf("portal session: %w", err)
 	}
 	return Session{ID: r.ID, TenantID: r.TenantID, Role: r.Role, Theme: r.Theme, ExpiresAt: r.SessionExpiresAt,
-		User: User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName}}, nil
+		User:   User{ID: r.UserID, Email: r.UserEmail, Name: r.UserName},
+		MadeBy: activity.Actor{Kind: r.MadeByKind, ID: r.MadeByID, Name: r.MadeByName}}, nil
 }
 
 // End ends one session (Sign out).

@@ -122,13 +122,13 @@ const (
 	PlanGeneric
 )
 
-// Connections per process: Pool's and EnginePool's 16 each, GenericPool's, and two sessions of their own
-// (the worker's LISTEN and the maintenance leader's advisory lock). The README and docs/scaling.md size
-// max_connections by MaxConns.
+// Connections per process: Pool's and EnginePool's 16 each, GenericPool's, and three sessions of their own
+// (the worker's LISTEN, the token revocations' LISTEN and the maintenance leader's advisory lock). The
+// README and docs/scaling.md size max_connections by MaxConns.
 const (
 	PoolConns    = 16 // Pool's and EnginePool's, each
 	GenericConns = delivery.PublishConns + 2
-	MaxConns     = 2*PoolConns + GenericConns + 2
+	MaxConns     = 2*PoolConns + GenericConns + 3
 )
 
 // DefaultConnectTimeout bounds each connection attempt to each host of DATABASE_URL when it sets no
@@ -220,6 +220,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		return nil, err
 	}
 	s.Tenants = tenants.NewService(pool, cfg.AdminToken)
+	s.Tenants.Log = log.With("component", "tokens")
 	s.Portal = portal.New(pool, PublicURL(cfg))
 	s.Portal.Now = o.Now
 	s.Subscriptions = subscriptions.NewService(pool, o.Now, cfg.AllowPrivateNetworks)
@@ -482,6 +483,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		s.serveErr <- err
 	}()
+	s.Tenants.StartListening(ctx) // before requests need it; until it listens every token is looked up
 	s.ReplayRunner.Start(ctx)
 	if err := s.Catalogue.Start(ctx); err != nil {
 		return err
@@ -531,6 +533,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		}
 		step(func() error { return within(ctx, "replay runner", s.ReplayRunner.Stop) })
 		step(func() error { return within(ctx, "event catalogue", s.Catalogue.Stop) })
+		step(func() error { return within(ctx, "token listener", s.Tenants.StopListening) })
 		step(func() error { return s.Maintainer.Stop(ctx) }) // gives leadership up at once, so another process takes over within seconds
 		step(func() error { return s.Worker.Stop(ctx) })
 		wg.Wait()

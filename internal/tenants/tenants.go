@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"slices"
 	"strconv"
@@ -34,7 +35,8 @@ const (
 	ScopeEventsWrite        = "events:write"
 	ScopeDeliveriesRead     = "deliveries:read"
 	ScopeDeliveriesWrite    = "deliveries:write"
-	// ScopePortalWrite makes customer portal links and ends portal sessions.
+	// ScopePortalWrite makes customer portal links (of a role whose scopes the token holds too: a link
+	// grants no more than its maker) and ends portal sessions.
 	ScopePortalWrite = "portal:write"
 )
 
@@ -83,25 +85,20 @@ type Service struct {
 	adminToken string
 	// Now is the clock (time.Now unless a test sets it).
 	Now func() time.Time
+	// Log reports the revocation listener's failures (slog.Default unless set).
+	Log *slog.Logger
 	// touched remembers when this process last wrote a token's last_used_at (uuid → time.Time).
 	touched sync.Map
-	// known caches recent successful token lookups (token hash → knownToken) for knownFor.
-	known sync.Map
-}
-
-// knownFor is how long a token found valid is trusted without asking the database again: a publisher
-// sends many requests a second, and the lookup was a third of a publish's round trips. A token revoked
-// through this process stops working at once; in the other processes on the database within knownFor.
-const knownFor = 2 * time.Second
-
-type knownToken struct {
-	p     Principal
-	until time.Time
+	// known caches recent successful token lookups (revocation.go).
+	known tokenCache
+	// listener is the revocation listener's state (revocation.go).
+	listener listener
 }
 
 // NewService returns a Service. adminToken is HOOKLINE_ADMIN_TOKEN (empty: none).
 func NewService(pool *pgxpool.Pool, adminToken string) *Service {
-	return &Service{pool: pool, q: db.New(pool), adminToken: adminToken, Now: time.Now}
+	return &Service{pool: pool, q: db.New(pool), adminToken: adminToken, Now: time.Now, Log: slog.Default(),
+		known: tokenCache{entries: map[string]knownToken{}}}
 }
 
 // touchEvery is how stale last_used_at may get: it is written at most this often per token and process.
@@ -125,9 +122,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	}
 	hash := hashToken(token)
 	now := s.Now()
-	if k, ok := s.known.Load(string(hash)); ok && now.Before(k.(knownToken).until) {
-		return k.(knownToken).p, nil
+	if p, ok := s.known.get(string(hash), now, s.listener.live()); ok {
+		return p, nil
 	}
+	gen := s.known.generation()
 	row, err := s.q.GetAPITokenByHash(ctx, hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, fault.New(fault.Unauthenticated, "invalid bearer token")
@@ -142,19 +140,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	if row.TenantID != nil {
 		p = Principal{TenantID: *row.TenantID, Scopes: row.Scopes, TokenID: &id, Actor: "token:" + row.Name, Who: who}
 	}
-	// Only tokens found valid are kept, so made-up tokens cannot fill the cache.
-	s.known.Store(string(hash), knownToken{p: p, until: now.Add(knownFor)})
+	// Only tokens found valid are kept, so made-up tokens cannot fill the cache; and only while this
+	// process hears of revocations, and none was heard while the lookup ran.
+	if s.listener.live() {
+		s.known.put(string(hash), knownToken{p: p, until: now.Add(knownFor)}, gen)
+	}
 	return p, nil
-}
-
-// forget drops the cached lookups of one token.
-func (s *Service) forget(id uuid.UUID) {
-	s.known.Range(func(key, v any) bool {
-		if t := v.(knownToken).p.TokenID; t != nil && *t == id {
-			s.known.Delete(key)
-		}
-		return true
-	})
 }
 
 // touch writes a token's last_used_at unless this process did so within touchEvery. A failed write must
@@ -191,20 +182,39 @@ func (s *Service) ListTokens(ctx context.Context, tenantID uuid.UUID) ([]Token, 
 	return out, nil
 }
 
-// RevokeToken revokes a tenant's token at once: its next request is UNAUTHENTICATED. An unknown, another
-// tenant's or an already revoked token is NOT_FOUND.
+// RevokeToken revokes a tenant's token at once: it returns when no process of the deployment accepts the
+// token any more (revocation.go), so its next request anywhere is UNAUTHENTICATED, and the portal sessions
+// started by links the token made have ended. An unknown, another tenant's or an already revoked token is
+// NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, tenantID, id uuid.UUID) error {
-	err := s.change(ctx, tenantID, activity.TokenRevoked, "token", nil, func(q *db.Queries) (uuid.UUID, error) {
-		_, err := q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: s.Now()})
-		return id, err
+	nonce, acks := s.listener.await()
+	defer s.listener.doneWith(nonce)
+	details := map[string]any{}
+	err := s.change(ctx, tenantID, activity.TokenRevoked, "token", details, func(q *db.Queries) (uuid.UUID, error) {
+		now := s.Now()
+		if _, err := q.RevokeAPIToken(ctx, db.RevokeAPITokenParams{ID: id, TenantID: &tenantID, Now: now}); err != nil {
+			return id, err
+		}
+		// A portal link grants no more than the token that made it, and a revoked token grants nothing:
+		// the sessions its links started end with it (and its links not used yet are voided).
+		ended, err := q.EndTokenPortalSessions(ctx, db.EndTokenPortalSessionsParams{TokenID: &id, Now: now})
+		if err != nil {
+			return id, err
+		}
+		if ended > 0 {
+			details["portal_links_ended"] = ended
+		}
+		return id, q.NotifyTokens(ctx, revokedPayload(id, nonce))
 	})
-	s.forget(id)
+	committed := time.Now()
+	s.known.forget(id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("token")
 	}
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
+	s.awaitForgotten(ctx, committed, acks)
 	return nil
 }
 
@@ -326,26 +336,15 @@ func passwordStamp(version int32) string {
 	return strconv.Itoa(int(version))
 }
 
-// MinPasswordLength is the shortest password accepted.
-const MinPasswordLength = 10
-
 func validateLogin(email, password string) (string, error) {
 	email = strings.TrimSpace(email)
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 || !validText(email) {
 		return "", fault.Invalid("email is not a valid address")
 	}
-	if err := validatePassword(password); err != nil {
+	if err := validatePassword(email, password); err != nil {
 		return "", err
 	}
 	return email, nil
-}
-
-// validatePassword checks a new password: bcrypt reads at most 72 bytes.
-func validatePassword(password string) error {
-	if len(password) < MinPasswordLength || len(password) > 72 {
-		return fault.Invalid("password must be %d to 72 characters", MinPasswordLength)
-	}
-	return nil
 }
 
 // CreateUser adds a dashboard login for a tenant's customer.
@@ -479,7 +478,14 @@ func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) er
 // sessions end with the old password (its stamp no longer matches theirs). Another tenant's user, an
 // operator or an unknown id is NOT_FOUND.
 func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, password string) error {
-	if err := validatePassword(password); err != nil {
+	u, err := s.q.GetUser(ctx, userID)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (u.TenantID == nil || *u.TenantID != tenantID || u.IsAdmin)) {
+		return fault.Missing("user")
+	}
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if err := validatePassword(u.Email, password); err != nil {
 		return err
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)

@@ -60,24 +60,67 @@ func TestPrincipalCan(t *testing.T) {
 }
 
 func TestValidateLogin(t *testing.T) {
+	const good = "amber walrus canoe"
 	for _, c := range []struct {
 		email, password string
 		ok              bool
 	}{
-		{"a@example.com", "0123456789", true},
-		{" a@example.com ", "0123456789", true},
-		{"a@example.com", strings.Repeat("p", 72), true},
-		{"a@example.com", "012345678", false},
-		{"a@example.com", strings.Repeat("p", 73), false},
-		{"", "0123456789", false},
-		{"nope", "0123456789", false},
-		{"A <a@example.com>", "0123456789", false},
-		{"a\x00@example.com", "0123456789", false},
-		{strings.Repeat("a", 250) + "@example.com", "0123456789", false},
+		{"a@example.com", good, true},
+		{" a@example.com ", good, true},
+		{"a@example.com", "zq8-Lw3r-Ph", true},
+		{"a@example.com", "", false},
+		{"", good, false},
+		{"nope", good, false},
+		{"A <a@example.com>", good, false},
+		{"a\x00@example.com", good, false},
+		{strings.Repeat("a", 250) + "@example.com", good, false},
 	} {
 		_, err := validateLogin(c.email, c.password)
 		if (err == nil) != c.ok {
-			t.Errorf("validateLogin(%q, %d chars) = %v, want ok=%v", c.email, len(c.password), err, c.ok)
+			t.Errorf("validateLogin(%q, %q) = %v, want ok=%v", c.email, c.password, err, c.ok)
+		}
+	}
+}
+
+// Passwords: counted in characters, at most bcrypt's 72 bytes, text a person can type (no control
+// characters, no invalid UTF-8), and not easy to guess; each refusal says which rule it broke.
+func TestValidatePassword(t *testing.T) {
+	for _, c := range []struct {
+		password string
+		want     string // a part of the message; "" for accepted
+	}{
+		{"amber walrus canoe", ""},
+		{"zq8-Lw3r-Ph", ""},
+		{"grüne Möwe über Kiel", ""},         // 20 characters, 23 bytes
+		{"多摩川の河原で凧揚げ", ""},                   // 10 characters, 30 bytes
+		{strings.Repeat("zq8-Lw3r-", 8), ""}, // 72 bytes
+		{strings.Repeat("zq8-Lw3r-", 8) + "x", "at most 72 bytes"},
+		{strings.Repeat("ü", 37), "at most 72 bytes"}, // 37 characters, 74 bytes
+		{"zq8-Lw3r", "at least 10 characters; it has 8"},
+		{"ébène€ü", "at least 10 characters; it has 7"}, // 13 bytes, 7 characters
+		{"amber walrus\x00canoe", "control characters"},
+		{"amber\twalrus canoe", "control characters"},
+		{"amber walrus canoe\n", "control characters"},
+		{"amber walrus\x7fcanoe", "control characters"},
+		{"amber walrus\u0085canoe", "control characters"},
+		{"amber walrus \xff canoe", "valid UTF-8"},
+		{"amber walrus \uFFFD canoe", "valid UTF-8"},
+		{strings.Repeat(" ", 10), "only spaces"},
+		{" \u3000 \u00a0  \u2003    ", "only spaces"},
+		{"password12", "too easy to guess"},
+		{"Password123!", "too easy to guess"},
+		{"0123456789", "too easy to guess"},
+		{"qwertyuiop", "too easy to guess"},
+		{"aaaaaaaaaaaa", "too easy to guess"},
+		{"hookline2024", "too easy to guess"},
+		{"ann.smith1987", "too easy to guess"}, // the account's own email
+	} {
+		err := validatePassword("ann.smith1987@example.com", c.password)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("validatePassword(%q) = %v, want accepted", c.password, err)
+		case c.want != "" && (!fault.Is(err, fault.InvalidRequest) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("validatePassword(%q) = %v, want INVALID_REQUEST saying %q", c.password, err, c.want)
 		}
 	}
 }
@@ -123,11 +166,25 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("Authenticate(%q) = %v, want UNAUTHENTICATED", bad, err)
 		}
 	}
-	// A token revoked by another process (here: in SQL) is trusted from this process's cache for at most
-	// knownFor, then unknown.
+	// Without a listener nothing is cached: every request looks its token up.
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, tok.Token); !fault.Is(err, fault.Unauthenticated) {
+		t.Errorf("a token revoked in SQL, no listener: %v, want UNAUTHENTICATED", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = NULL WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// With one, a token revoked behind the service's back (in SQL, without its NOTIFY) is trusted from the
+	// cache for at most knownFor, then unknown.
+	s.StartListening(ctx)
+	t.Cleanup(s.StopListening)
+	if !s.listener.live() {
+		t.Fatal("the listener did not connect")
+	}
 	now := time.Now()
 	s.Now = func() time.Time { return now }
-	s.known.Clear() // forget the lookups above, made on the real clock
 	if _, err := s.Authenticate(ctx, tok.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +244,13 @@ func TestCreateTokenAndTenantValidation(t *testing.T) {
 		t.Errorf("token for an unknown tenant: %v", err)
 	}
 	email := "u-" + tn.ID.String() + "@example.com" // unique per run, so -count=N works on one database
-	if _, err := s.CreateUser(ctx, tn.ID, email, "0123456789"); err != nil {
+	if _, err := s.CreateUser(ctx, tn.ID, email, "zq8-Lw3r-Ph"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateUser(ctx, tn.ID, strings.ToUpper(email[:1])+email[1:], "0123456789"); !fault.Is(err, fault.InvalidState) {
+	if _, err := s.CreateUser(ctx, tn.ID, strings.ToUpper(email[:1])+email[1:], "zq8-Lw3r-Ph"); !fault.Is(err, fault.InvalidState) {
 		t.Errorf("duplicate email (other case): %v, want INVALID_STATE", err)
 	}
-	if _, err := s.CreateUser(ctx, uuid.New(), "v@example.com", "0123456789"); !fault.Is(err, fault.NotFound) {
+	if _, err := s.CreateUser(ctx, uuid.New(), "v@example.com", "zq8-Lw3r-Ph"); !fault.Is(err, fault.NotFound) {
 		t.Errorf("user for an unknown tenant: %v", err)
 	}
 }

@@ -140,6 +140,9 @@ func (h *Handler) activityRow(e activity.Entry) templates.ActivityRow {
 		At: h.timeView(e.At), Action: e.Action, Label: actionLabels[e.Action], Who: e.Actor.Label(),
 		WhoKind: actorKinds[e.Actor.Kind], Correlation: e.CorrelationID, Details: activityDetails(e),
 	}
+	if v := e.Actor.Via; v != nil {
+		row.WhoKind += ", by a link from " + v.Label()
+	}
 	if row.Label == "" {
 		row.Label = e.Action
 	}
@@ -226,6 +229,10 @@ func activityDetails(e activity.Entry) string {
 		return str("email")
 	case activity.PortalSessionsEnded:
 		return plural(num("ended"), "session or unused link", "sessions or unused links") + " ended"
+	case activity.TokenRevoked:
+		if n := num("portal_links_ended"); n > 0 {
+			return "its portal links ended: " + plural(n, "session or unused link", "sessions or unused links")
+		}
 	}
 	return ""
 }

@@ -50,6 +50,12 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 				h.showEnded(w, r, why)
 				return
 			}
+			// Its stored session is gone too (past its session_expires_at, or its idle timeout), but the
+			// browser was last let in by a portal link.
+			if portalMarked(r) {
+				h.showEnded(w, r, "ended")
+				return
+			}
 		}
 		if err == nil {
 			u, err := h.tenants.GetUser(r.Context(), id)
@@ -168,11 +174,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A fresh token at sign-in, so a token planted before it (session fixation) is worthless.
-	if err := h.sessions.RenewToken(r.Context()); err != nil {
+	if err := h.renewToken(r.Context()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	h.sessions.Remove(r.Context(), keyPortalID) // a password sign-in replaces a portal session in this browser
+	if portalMarked(r) {
+		http.SetCookie(w, h.portalMark(false))
+	}
 	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
 	h.sessions.Put(r.Context(), keyPasswordStamp, u.PasswordStamp)
 	if next == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web/templates"
+	"github.com/jackc/pgx/v5"
 )
 
 // Session keys of a customer portal session (see package portal).
@@ -31,35 +32,65 @@ func currentPortal(r *http.Request) (portal.Session, bool) {
 
 // redeemPortal is GET /portal/{token}: the link's first use within its 10 minutes starts a portal session
 // (a fresh session token, like a sign-in) and leads to the tenant's subscriptions; a used, expired or
-// unknown link gets the same 410 page.
+// unknown link gets the same 410 page. The session is stored in the transaction that uses the link up:
+// a failure to store it leaves the link usable.
 func (h *Handler) redeemPortal(w http.ResponseWriter, r *http.Request) {
 	if h.portal == nil {
 		h.notFound(w, r)
 		return
 	}
-	s, err := h.portal.Redeem(r.Context(), chi.URLParam(r, "token"))
+	s, err := h.portal.Redeem(r.Context(), chi.URLParam(r, "token"), func(ctx context.Context, tx pgx.Tx, s portal.Session) error {
+		ctx = withTx(ctx, tx)
+		if err := h.renewToken(ctx); err != nil {
+			return err
+		}
+		// Whoever was signed in in this browser before is not any more: the link says who this is.
+		h.sessions.Remove(ctx, keyUserID)
+		h.sessions.Remove(ctx, keyPortalEnded)
+		h.sessions.Put(ctx, keyPortalID, s.ID.String())
+		// The stored session lasts as long as the portal session may (the check on every request ends it
+		// exactly at its time; this only lets the row go).
+		h.sessions.SetDeadline(ctx, s.ExpiresAt)
+		_, _, err := h.sessions.Commit(ctx)
+		return err
+	})
 	if errors.Is(err, portal.ErrUnusable) {
 		h.render(w, r, http.StatusGone, templates.PortalGone(h.frame(r, "Link expired")))
 		return
 	}
 	if err != nil {
+		// The link was not used up; this browser's session (under its new token) has no portal session.
+		h.sessions.Remove(r.Context(), keyPortalID)
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.sessions.RenewToken(r.Context()); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	// Whoever was signed in in this browser before is not any more: the link says who this is.
-	h.sessions.Remove(r.Context(), keyUserID)
-	h.sessions.Remove(r.Context(), keyPortalEnded)
-	h.sessions.Put(r.Context(), keyPortalID, s.ID.String())
-	// The stored session lasts as long as the portal session may (the check on every request ends it
-	// exactly at its time; this only lets the row go).
-	h.sessions.SetDeadline(r.Context(), s.ExpiresAt)
+	// This browser is in a portal session from now on, also once its stored session has gone (its time or
+	// its idle timeout ran out): it is then told that its session ended, never offered a password form.
+	http.SetCookie(w, h.portalMark(true))
 	httpx.Logger(r.Context()).Info("portal session started", "tenant_id", s.TenantID, "portal_session", s.ID,
 		"actor", s.Actor(), "role", s.Role)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// portalMarkCookie marks a browser whose last sign-in was a portal link. It says nothing but that, and
+// goes with the browser session (no expiry), like the session cookie, whose attributes it shares.
+const portalMarkCookie = "hookline_portal"
+
+// portalMark is the mark, set (on) or removed.
+func (h *Handler) portalMark(on bool) *http.Cookie {
+	sc := h.sessions.Cookie
+	c := &http.Cookie{Name: portalMarkCookie, Value: "1", Path: "/", HttpOnly: true, SameSite: sc.SameSite,
+		Secure: sc.Secure, Partitioned: sc.Partitioned}
+	if !on {
+		c.Value, c.MaxAge = "", -1
+	}
+	return c
+}
+
+// portalMarked reports whether the browser's last sign-in was a portal link.
+func portalMarked(r *http.Request) bool {
+	c, err := r.Cookie(portalMarkCookie)
+	return err == nil && c.Value != ""
 }
 
 // portalUser resolves a portal session for requireUser. handled is true when it answered the request
@@ -88,7 +119,7 @@ func (h *Handler) portalUser(w http.ResponseWriter, r *http.Request, id string) 
 // (fresh) session, so later requests say so too rather than offering a password sign-in the portal
 // user does not have.
 func (h *Handler) endedPortal(w http.ResponseWriter, r *http.Request, why string) {
-	if err := h.sessions.RenewToken(r.Context()); err != nil {
+	if err := h.renewToken(r.Context()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -128,7 +159,7 @@ func (h *Handler) portalLogout(w http.ResponseWriter, r *http.Request, id string
 			return
 		}
 	}
-	if err := h.sessions.RenewToken(r.Context()); err != nil {
+	if err := h.renewToken(r.Context()); err != nil {
 		h.fail(w, r, err)
 		return
 	}

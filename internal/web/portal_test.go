@@ -18,13 +18,14 @@ import (
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
+	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/web"
 )
 
 // portalLink makes a portal link for tn and returns its path (/portal/<token>).
 func (e *env) portalLink(tn tenant, in portal.LinkRequest) string {
 	e.t.Helper()
-	l, err := e.srv.Portal.CreateLink(context.Background(), tn.ID, in)
+	l, err := e.srv.Portal.CreateLink(context.Background(), tn.ID, tenants.Principal{Admin: true}, in)
 	if err != nil {
 		e.t.Fatal(err)
 	}

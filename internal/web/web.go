@@ -1,7 +1,7 @@
 // Package web is the customer dashboard: server-rendered pages (templ, web/templates) over the same domain
 // services as the JSON API. Handlers parse, authorize, call a service and render a view model.
 //
-// Safety: sessions live in PostgreSQL (scs + pgxstore), renewed at sign-in, with idle and absolute timeouts;
+// Safety: sessions live in PostgreSQL (scs, with the store in session.go), renewed at sign-in, with idle and absolute timeouts;
 // cookies are HttpOnly, SameSite=Lax and Secure under TLS; failed sign-ins are throttled per email and per
 // address; every state-changing form is guarded by http.CrossOriginProtection; each customer sees only
 // their tenant, and another tenant's ids are a 404.
@@ -56,8 +56,6 @@ type Options struct {
 	// Lifetime after this long in any case (default 12 h).
 	IdleTimeout time.Duration
 	Lifetime    time.Duration
-	// Store keeps sessions (default PostgreSQL's sessions table through Pool).
-	Store scs.Store
 	// Login throttling: a burst of failed sign-ins per email and per client address, then one more per
 	// interval. Zero values take the defaults (5 per email, 20 per address, one more every 30 s).
 	LoginBurstPerEmail int
@@ -93,7 +91,6 @@ type Handler struct {
 	now            func() time.Time
 	log            *slog.Logger
 	sessions       *scs.SessionManager
-	store          *sessionStore
 	throttle       *tenants.LoginThrottle
 	proxies        []netip.Prefix
 	httpsOnly      bool // the public URL is https
@@ -130,12 +127,7 @@ func New(o Options) *Handler {
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true
 	}
-	store := o.Store
-	if store == nil {
-		h.store = newSessionStore(o.Pool, o.Now)
-		store = h.store
-	}
-	h.sessions = newSessionManager(store, o.IdleTimeout, o.Lifetime, h.sessionError)
+	h.sessions = newSessionManager(newSessionStore(o.Pool), o.IdleTimeout, o.Lifetime, h.sessionError)
 	h.sessions.Cookie.Secure = h.httpsOnly
 	h.embeddable()
 	return h
@@ -162,7 +154,7 @@ func (h *Handler) Routes() http.Handler {
 
 	r.Group(func(r chi.Router) {
 		// forms bounds and checks every form once, after the cross-origin check (a refused request is not read).
-		r.Use(h.securityHeaders, h.secureCookies, cop.Handler, h.sessions.LoadAndSave, h.forms)
+		r.Use(h.securityHeaders, h.secureCookies, cop.Handler, h.staleSessions, h.sessions.LoadAndSave, h.forms)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
@@ -216,7 +208,7 @@ func (h *Handler) Routes() http.Handler {
 		})
 	})
 	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
-	notFound := chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
+	notFound := chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.staleSessions, h.sessions.LoadAndSave, h.requireUser)
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(notFound.ServeHTTP)
 	return r
