@@ -256,6 +256,7 @@ func TestAddEndpointRefusesBadFields(t *testing.T) {
 		{"a rate of 0.5", "rate_limit_per_second", "0.5", "endpoint-rate", "endpoint-rate-error", "whole number from 1 to 10000"},
 		{"a rate of 10001", "rate_limit_per_second", "10001", "endpoint-rate", "endpoint-rate-error", "1 to 10000"},
 		{"a negative rate", "rate_limit_per_second", "-3", "endpoint-rate", "endpoint-rate-error", "1 to 10000"},
+		{"a rate of 0", "rate_limit_per_second", "0", "endpoint-rate", "endpoint-rate-error", "1 to 10000, or leave it empty for no limit"},
 		{"a long description", "description", strings.Repeat("d", 501), "endpoint-description", "endpoint-description-error", "longer than 500"},
 		{"a bad event type", "event_types", "not a type", "event-types-choice", "event-types-error", `"not a type"`},
 	}
