@@ -39,7 +39,9 @@ func (h *Handler) redeemPortal(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := h.portal.Redeem(r.Context(), chi.URLParam(r, "token"))
 	if errors.Is(err, portal.ErrUnusable) {
-		h.render(w, r, http.StatusGone, templates.PortalGone(h.frame(r, "Link expired")))
+		// One title for a used, an expired and an unknown link (the same page for all three), true of each
+		// that a person can have been given: "Link expired" alone is untrue of a link used a second time.
+		h.render(w, r, http.StatusGone, templates.PortalGone(h.frame(r, "Link expired or already used")))
 		return
 	}
 	if err != nil {
