@@ -169,7 +169,7 @@ func TestAddEndpoint(t *testing.T) {
 	}
 	groups := map[string][]string{}
 	for _, g := range byTestID(p.Doc, "event-group") {
-		for _, in := range findAll(g, tag("input")) {
+		for _, in := range byTestID(g, "event-type") { // the types; each group also offers its wildcard
 			groups[attr(g, "data-group")] = append(groups[attr(g, "data-group")], attr(in, "value"))
 		}
 	}
@@ -635,7 +635,7 @@ func TestAddEndpointOffersTheCatalogue(t *testing.T) {
 	p := c.get("/subscriptions/new")
 	var offered []string
 	for _, g := range byTestID(p.Doc, "event-group") {
-		for _, in := range findAll(g, tag("input")) {
+		for _, in := range byTestID(g, "event-type") {
 			if v := attr(in, "value"); strings.HasPrefix(v, "cform.") {
 				offered = append(offered, attr(g, "data-group")+"/"+v)
 			}

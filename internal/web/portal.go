@@ -103,6 +103,12 @@ func (h *Handler) showEnded(w http.ResponseWriter, r *http.Request, why string) 
 	h.render(w, r, http.StatusUnauthorized, templates.PortalEnded(h.frame(r, "Session ended"), why == "signed-out"))
 }
 
+// readOnly reports whether the request's session may only look (a view portal session).
+func (h *Handler) readOnly(r *http.Request) bool {
+	s, ok := currentPortal(r)
+	return ok && !s.CanChange()
+}
+
 // changesAllowed refuses every state-changing request of a view-only portal session with 403. It sits on
 // the signed-in routes as a whole (not on each handler), so a route added there later is covered too;
 // sign-out is outside that group.
