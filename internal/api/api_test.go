@@ -279,6 +279,9 @@ func TestInvalidRequest(t *testing.T) {
 		{"rate limit fraction", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":1.5}`},
 		{"rate limit negative", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":-1}`},
 		{"rate limit huge", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":99999999999999999999}`},
+		// 0 is out of the range 1 to 10000, not "no limit" (null is): refused on create and on change alike.
+		{"rate limit zero", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":0}`},
+		{"patch rate limit zero", "PATCH", tp + "/subscriptions/" + f.sub, `{"rate_limit_per_second":0}`},
 		{"description too long", "POST", tp + "/subscriptions", `{"url":"https://example.com/","description":"` + strings.Repeat("d", 501) + `"}`},
 		{"patch bad url", "PATCH", tp + "/subscriptions/" + f.sub, `{"url":"javascript:alert(1)"}`},
 		{"patch unknown field", "PATCH", tp + "/subscriptions/" + f.sub, `{"state":"paused"}`},

@@ -255,7 +255,11 @@ func (s *Replays) Recover(ctx context.Context, tenantID, subscriptionID uuid.UUI
 		return Replay{}, fault.Invalid("more than %d dead deliveries match; a recover replays at most %d: choose a later since",
 			RecoverMaxDeliveries, RecoverMaxDeliveries)
 	}
-	spread := min(time.Duration(n)*time.Second/recoverRate, RecoverMaxSpread)
+	// Rounded up to whole seconds (spread_seconds is stored in seconds): rounded down, fewer than 20 would
+	// all be sent at the same moment and up to 39 within one second, against the "about 20 a second,
+	// spread out" the recover promises.
+	seconds := (n + recoverRate - 1) / recoverRate
+	spread := min(time.Duration(seconds)*time.Second, RecoverMaxSpread)
 	return s.create(ctx, ReplayRecover, ReplayRequest{Filter: f, Spread: spread, DryRun: dryRun, Actor: actor})
 }
 

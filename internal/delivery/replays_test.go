@@ -960,7 +960,7 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("recover of exactly 10,000: %+v, %v", big, err)
 	}
 	small, err := rp.Recover(e.ctx, e.tenant, sibling.ID, now.Add(-48*time.Hour), false, "customer")
-	if err != nil || small.Matched != 50 || small.SpreadSeconds != 2 { // 50 / 20 a second = 2.5 s
+	if err != nil || small.Matched != 50 || small.SpreadSeconds != 3 { // 50 / 20 a second = 2.5 s, rounded up
 		t.Fatalf("recover of 50: %+v, %v", small, err)
 	}
 }

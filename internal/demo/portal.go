@@ -45,6 +45,7 @@ func UseBrand(cfg *config.Config) {
 // portal posts (the README's plain JavaScript snippet).
 var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Brand}}: webhooks</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
   body { margin: 0; font: 15px/1.5 system-ui, sans-serif; background: #eef2f1; color: #1d2433; }
   header { background: #0f766e; color: #fff; padding: 12px 24px; }

@@ -118,6 +118,7 @@ func TestFieldErrors(t *testing.T) {
 		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"Webhook-Signature": "x"}}, "headers", `custom header "Webhook-Signature" is set by Hookline`, "by the webhook service itself"},
 		{subscriptions.Input{URL: str("https://example.com/"), Headers: &map[string]string{"X-A": "a\nb"}}, "headers", `custom header "X-A" has an invalid value`, "control characters"},
 		{subscriptions.Input{URL: str("https://example.com/"), RateLimitPerSecond: num(10001)}, "rate_limit_per_second", "rate_limit_per_second must be between 1 and 10000", "1 to 10000"},
+		{subscriptions.Input{URL: str("https://example.com/"), RateLimitPerSecond: num(0)}, "rate_limit_per_second", "rate_limit_per_second must be between 1 and 10000, or null", "1 to 10000, or leave it empty for no limit"},
 		{subscriptions.Input{URL: str("https://example.com/"), EventTypes: &[]string{"bad type"}}, "event_types", `event type "bad type" is not valid`, `"bad type"`},
 		{subscriptions.Input{URL: str("https://example.com/"), Description: str(strings.Repeat("d", 501))}, "description", "description is longer than 500", "longer than 500"},
 	}

@@ -102,7 +102,9 @@ type Input struct {
 	EventTypes  *[]string          `json:"event_types"`
 	Description *string            `json:"description"`
 	Headers     *map[string]string `json:"headers"`
-	// RateLimitPerSecond: absent leaves it, null or 0 removes the limit.
+	// RateLimitPerSecond: absent leaves it; 1 to MaxRatePerSecond. 0 is refused rather than read as "no
+	// limit": the form says 1 to 10,000 or empty, and a 0 taken for "none" would send without limit to
+	// someone who asked for (nearly) nothing. null (ClearRateLimit) removes the limit.
 	RateLimitPerSecond *int `json:"rate_limit_per_second"`
 	// ClearRateLimit is set when the request sent rate_limit_per_second: null.
 	ClearRateLimit bool `json:"-"`
@@ -363,9 +365,9 @@ func (s *Service) validate(in Input) error {
 			return err
 		}
 	}
-	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 0 || *in.RateLimitPerSecond > maxRatePerSec) {
+	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 1 || *in.RateLimitPerSecond > maxRatePerSec) {
 		return fieldError("rate_limit_per_second", fmt.Sprintf("Enter a whole number from 1 to %d, or leave it empty for no limit.", maxRatePerSec),
-			fault.Invalid("rate_limit_per_second must be between 1 and %d (0 or null for none)", maxRatePerSec))
+			fault.Invalid("rate_limit_per_second must be between 1 and %d, or null for no limit", maxRatePerSec))
 	}
 	return nil
 }
@@ -391,7 +393,7 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 			return Subscription{}, "", err
 		}
 	}
-	if in.RateLimitPerSecond != nil && *in.RateLimitPerSecond > 0 {
+	if in.RateLimitPerSecond != nil {
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
@@ -561,7 +563,7 @@ func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.U
 	if in.EventTypes != nil {
 		p.EventTypes = dedupe(*in.EventTypes) // never nil: an empty list is stored, not skipped
 	}
-	if in.ClearRateLimit || (in.RateLimitPerSecond != nil && *in.RateLimitPerSecond == 0) {
+	if in.ClearRateLimit {
 		p.ClearRateLimit = true
 	} else if in.RateLimitPerSecond != nil {
 		n := int32(*in.RateLimitPerSecond)

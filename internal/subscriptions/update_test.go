@@ -2,6 +2,7 @@ package subscriptions_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -111,9 +112,14 @@ func TestPatchChangesOnlyWhatItNames(t *testing.T) {
 	if got, err = svc.Update(ctx, tn.ID, sub.ID, subscriptions.Input{RateLimitPerSecond: &rate}); err != nil || *got.RateLimitPerSecond != 7 {
 		t.Fatalf("rate 7: %v %v", got.RateLimitPerSecond, err)
 	}
+	// 0 is out of range (1 to MaxRatePerSecond), not "no limit": refused, and the limit stays.
 	zero := 0
-	if got, err = svc.Update(ctx, tn.ID, sub.ID, subscriptions.Input{RateLimitPerSecond: &zero}); err != nil || got.RateLimitPerSecond != nil {
-		t.Fatalf("rate 0: %v %v", got.RateLimitPerSecond, err)
+	var field *subscriptions.FieldError
+	if _, err = svc.Update(ctx, tn.ID, sub.ID, subscriptions.Input{RateLimitPerSecond: &zero}); !errors.As(err, &field) || field.Field != "rate_limit_per_second" {
+		t.Fatalf("rate 0: %v, want a refusal of rate_limit_per_second", err)
+	}
+	if got, err = svc.Get(ctx, tn.ID, sub.ID); err != nil || got.RateLimitPerSecond == nil || *got.RateLimitPerSecond != 7 {
+		t.Fatalf("after a refused rate 0: %v %v", got.RateLimitPerSecond, err)
 	}
 	empty, none := []string{}, map[string]string{}
 	if got, err = svc.Update(ctx, tn.ID, sub.ID, subscriptions.Input{EventTypes: &empty, Headers: &none}); err != nil ||

@@ -113,7 +113,7 @@ func TestValidateInput(t *testing.T) {
 	good := []Input{
 		{}, {URL: str("https://example.com/")}, {EventTypes: types()}, {EventTypes: types("a.b", "c:d/e-f_g")},
 		{EventTypes: types("invoice.*", "invoice.paid", "customer.address.*", "a_b-c:d/e.*")},
-		{Description: str(strings.Repeat("d", 500))}, {RateLimitPerSecond: num(0)}, {RateLimitPerSecond: num(10000)},
+		{Description: str(strings.Repeat("d", 500))}, {RateLimitPerSecond: num(1)}, {RateLimitPerSecond: num(10000)},
 	}
 	for _, in := range good {
 		if err := s.validate(in); err != nil {
@@ -127,7 +127,7 @@ func TestValidateInput(t *testing.T) {
 	bad := []Input{
 		{URL: str("http://127.0.0.1/")}, {EventTypes: types("")}, {EventTypes: types("a b")}, {EventTypes: types(".a")},
 		{EventTypes: &many}, {Description: str(strings.Repeat("d", 501))}, {Description: str("a\x00b")},
-		{Description: str("\xff")}, {RateLimitPerSecond: num(-1)}, {RateLimitPerSecond: num(10001)},
+		{Description: str("\xff")}, {RateLimitPerSecond: num(-1)}, {RateLimitPerSecond: num(0)}, {RateLimitPerSecond: num(10001)},
 		{Headers: &map[string]string{"Host": "x"}},
 		// Patterns: only a trailing .* after a valid prefix; "*" alone is the empty list.
 		{EventTypes: types("*")}, {EventTypes: types(".*")}, {EventTypes: types("invoice*")}, {EventTypes: types("invoice.*.paid")},

@@ -382,8 +382,15 @@ func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
 			d := max(time.Duration(spread)*time.Minute, time.Second)
 			rep, err = h.replays.Start(ctx, delivery.ReplayRequest{Filter: f, Spread: d, Actor: currentUser(r).Email})
 			if err == nil {
-				h.setFlash(r, "success", fmt.Sprintf("Replay started: %s matched; they are being scheduled now.",
-					templates.Plural(rep.Matched, "dead delivery", "dead deliveries")))
+				// The message stays on the page while the page follows the replay (and a small replay is
+				// scheduled before the page is even shown), so it says only what stays true: the progress
+				// below says how far it is.
+				msg := fmt.Sprintf("Replay started: %s matched. Its progress is below.",
+					templates.Plural(rep.Matched, "dead delivery", "dead deliveries"))
+				if rep.Matched == 0 {
+					msg = "Replay recorded: no dead deliveries matched, so nothing is sent again."
+				}
+				h.setFlash(r, "success", msg)
 				http.Redirect(w, r, "/admin/replays/"+rep.ID.String(), http.StatusSeeOther)
 				return
 			}

@@ -559,6 +559,14 @@ func TestRecoverForCustomer(t *testing.T) {
 	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.HasPrefix(got, "2 dead deliveries since") || !strings.Contains(got, "would be replayed") {
 		t.Errorf("preview says %q", got)
 	}
+	// The card promises a pace that does not flood the endpoint, and the preview tells the same pace: two
+	// deliveries at about 20 a second go within one second, not "all at once".
+	if card := text(one(t, p.Doc, "recover")); !strings.Contains(card, "about 20 a second") {
+		t.Errorf("the recover card does not say its pace: %q", card)
+	}
+	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.Contains(got, "spread over 1 second") || strings.Contains(got, "all at once") {
+		t.Errorf("preview says %q, want the pace the card promises (spread over 1 second)", got)
+	}
 	for _, id := range dead {
 		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed {
 			t.Errorf("preview changed %s to %s", id, d.State)

@@ -54,6 +54,10 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.answerFirst(&p, d, subState, circuit, currentUser(r).Admin, wait)
+	if p.ReadOnly && d.State.Dead() && !d.Discarded {
+		// Someone who may only look has no Resend: tell them who can, not to do it.
+		p.Summary.Note = "Nothing more is tried. Once the endpoint is fixed, someone with edit access can resend it."
+	}
 	if d.State == delivery.Pending && subState != subscriptions.Paused && circuit.State == delivery.CircuitOpen {
 		p.Summary.Note = "The endpoint's circuit is open after failures in a row: due deliveries wait until one probe delivery succeeds"
 		if circuit.NextProbeAt != nil {

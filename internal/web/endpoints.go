@@ -75,10 +75,29 @@ func (h *Handler) eventTypeChoices(ctx context.Context, tenantID uuid.UUID, chos
 // groupEventTypes lays choices out by group (sorted, each name once), checking the chosen ones. Groups
 // are one whatever their capitalisation, spelled as the first choice of the group spells it (the
 // catalogue's types come first, in the catalogue's spelling).
+//
+// Wildcards ("invoice.*") are not types of a group of their own: each group offers "Every invoice event"
+// for the first part of its types' names (in the first group that has such types), and any other
+// wildcard offered (chosen, or another subscription's) sits in the first group holding a type it covers,
+// else beside its first part's wildcard, else in a group named by its first part. A type (or narrower wildcard) that a chosen wildcard covers is
+// shown checked as covered by it, not as left out.
 func groupEventTypes(choices []eventTypeChoice, chosen []string) []templates.EventTypeGroup {
-	byGroup := map[string]map[string]templates.EventTypeOption{}
+	var chosenPatterns []string
+	for _, c := range chosen {
+		if isPattern(c) {
+			chosenPatterns = append(chosenPatterns, c)
+		}
+	}
+	byGroup := map[string]map[string]templates.EventTypeOption{} // by the group's name in lower case
 	spelling := map[string]string{}
+	var offeredPatterns []string
 	for _, c := range choices {
+		if isPattern(c.Name) {
+			if !slices.Contains(offeredPatterns, c.Name) {
+				offeredPatterns = append(offeredPatterns, c.Name)
+			}
+			continue
+		}
 		g := c.Group
 		if g == "" {
 			g, _, _ = strings.Cut(c.Name, ".")
@@ -91,17 +110,93 @@ func groupEventTypes(choices []eventTypeChoice, chosen []string) []templates.Eve
 		o := byGroup[key][c.Name]
 		o.Name, o.Description = c.Name, cmp.Or(o.Description, c.Description)
 		o.Checked = slices.Contains(chosen, c.Name)
+		o.CoveredBy = coveringPattern(c.Name, chosenPatterns)
 		byGroup[key][c.Name] = o
 	}
-	groups := make([]templates.EventTypeGroup, 0, len(byGroup))
-	for _, key := range slices.Sorted(maps.Keys(byGroup)) {
-		g := templates.EventTypeGroup{Name: spelling[key]}
-		for _, n := range slices.Sorted(maps.Keys(byGroup[key])) {
-			g.Options = append(g.Options, byGroup[key][n])
+	// Where each wildcard is offered: a type's first part in the first group (by name) with such a type,
+	// then the others where they cover something, else beside their first part's wildcard, else under a
+	// group named by their first part.
+	placed := map[string]string{}
+	var order []string
+	place := func(pattern, group string) {
+		if _, ok := placed[pattern]; !ok {
+			placed[pattern] = group
+			order = append(order, pattern)
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		for _, n := range slices.Sorted(maps.Keys(byGroup[g])) {
+			if first, _, dotted := strings.Cut(n, "."); dotted {
+				place(first+".*", g) // a name without a dot has no part that others could share
+			}
+		}
+	}
+	slices.Sort(offeredPatterns)
+	for _, pat := range offeredPatterns {
+		group := ""
+		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+			for n := range byGroup[g] {
+				if coveringPattern(n, []string{pat}) != "" {
+					group = g
+					break
+				}
+			}
+			if group != "" {
+				break
+			}
+		}
+		if group == "" {
+			// Covering no known type: beside its first part's wildcard when there is one.
+			first, _, _ := strings.Cut(pat, ".")
+			group = cmp.Or(placed[first+".*"], strings.ToLower(first))
+			if spelling[group] == "" {
+				spelling[group] = first
+			}
+		}
+		place(pat, group)
+	}
+	wildcards := map[string][]templates.EventTypeWildcard{}
+	for _, pat := range order {
+		prefix := strings.TrimSuffix(pat, "*")
+		wildcards[placed[pat]] = append(wildcards[placed[pat]], templates.EventTypeWildcard{
+			Pattern: pat, Prefix: prefix, Label: "Every " + strings.TrimSuffix(prefix, ".") + " event",
+			Checked: slices.Contains(chosen, pat), CoveredBy: coveringPattern(pat, chosenPatterns),
+		})
+	}
+	names := slices.Collect(maps.Keys(byGroup))
+	for g := range wildcards {
+		if byGroup[g] == nil {
+			names = append(names, g)
+		}
+	}
+	slices.Sort(names)
+	groups := make([]templates.EventTypeGroup, 0, len(names))
+	for _, name := range names {
+		g := templates.EventTypeGroup{Name: spelling[name], Wildcards: wildcards[name]}
+		slices.SortFunc(g.Wildcards, func(a, b templates.EventTypeWildcard) int { return cmp.Compare(a.Pattern, b.Pattern) })
+		for _, n := range slices.Sorted(maps.Keys(byGroup[name])) {
+			g.Options = append(g.Options, byGroup[name][n])
 		}
 		groups = append(groups, g)
 	}
 	return groups
+}
+
+// isPattern reports whether an event type filter is a wildcard ("invoice.*": every type starting with
+// "invoice.").
+func isPattern(t string) bool { return strings.HasSuffix(t, ".*") }
+
+// coveringPattern is the broadest of patterns, other than name itself, that covers name (an exact type or
+// a narrower pattern), or "" when none does. A pattern covers every type starting with its prefix, as the
+// fan-out matches it.
+func coveringPattern(name string, patterns []string) string {
+	best := ""
+	for _, p := range patterns {
+		if p != name && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) && (best == "" || len(p) < len(best)) {
+			best = p
+		}
+	}
+	return best
 }
 
 // endpointForm is what the form posted, read but not yet checked.
@@ -116,7 +211,7 @@ type endpointForm struct {
 }
 
 // readEndpointForm reads the posted fields. "*" among the event types is the "All events" box: all
-// of them, as none chosen is.
+// of them, as none chosen is; a group's "Every … event" box posts its wildcard ("invoice.*").
 func readEndpointForm(r *http.Request) endpointForm {
 	f := endpointForm{
 		url:         strings.TrimSpace(r.PostFormValue("url")),
@@ -133,6 +228,15 @@ func readEndpointForm(r *http.Request) endpointForm {
 	if slices.Contains(f.eventTypes, "*") {
 		f.eventTypes = []string{}
 	}
+	// A type (or narrower wildcard) that a chosen wildcard covers is already received through it: saved
+	// once, as the wildcard. (With script, the form disables covered boxes; without, both may be posted.)
+	var patterns []string
+	for _, t := range f.eventTypes {
+		if isPattern(t) {
+			patterns = append(patterns, t)
+		}
+	}
+	f.eventTypes = slices.DeleteFunc(f.eventTypes, func(t string) bool { return coveringPattern(t, patterns) != "" })
 	names, values := r.PostForm["header_name"], r.PostForm["header_value"]
 	seen := map[string]bool{}
 	for i, name := range names {
@@ -195,8 +299,13 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 		}
 		base := "/subscriptions/" + sub.ID.String()
 		p.Edit, p.Action, p.Cancel = true, base, base
-		p.Layout = h.tenantLayout(r, tenantID, "Edit "+subName(*sub), append(h.tenantCrumbs(r, tenantID),
-			templates.Crumb{Label: subName(*sub), Href: base}, templates.Crumb{Label: "Edit"})...)
+		title, crumb := "Edit "+subName(*sub), "Edit"
+		if h.readOnly(r) {
+			// Someone who may only look is not editing: the page is the endpoint's settings.
+			title, crumb = "Settings of "+subName(*sub), "Settings"
+		}
+		p.Layout = h.tenantLayout(r, tenantID, title, append(h.tenantCrumbs(r, tenantID),
+			templates.Crumb{Label: subName(*sub), Href: base}, templates.Crumb{Label: crumb})...)
 	} else {
 		p.Action, p.Cancel = "/subscriptions", "/"
 		p.Layout = h.tenantLayout(r, tenantID, "Add endpoint", append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: "Add endpoint"})...)
@@ -204,8 +313,10 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 	for _, n := range f.headerNames {
 		p.Headers = append(p.Headers, templates.HeaderRow{Name: n, Stored: stored[http.CanonicalHeaderKey(n)]})
 	}
-	for range emptyHeaderRows {
-		p.Headers = append(p.Headers, templates.HeaderRow{})
+	if !p.ReadOnly {
+		for range emptyHeaderRows {
+			p.Headers = append(p.Headers, templates.HeaderRow{})
+		}
 	}
 	return p, nil
 }

@@ -169,7 +169,7 @@ func TestAddEndpoint(t *testing.T) {
 	}
 	groups := map[string][]string{}
 	for _, g := range byTestID(p.Doc, "event-group") {
-		for _, in := range findAll(g, tag("input")) {
+		for _, in := range byTestID(g, "event-type") { // the types; each group also offers its wildcard
 			groups[attr(g, "data-group")] = append(groups[attr(g, "data-group")], attr(in, "value"))
 		}
 	}
@@ -256,6 +256,7 @@ func TestAddEndpointRefusesBadFields(t *testing.T) {
 		{"a rate of 0.5", "rate_limit_per_second", "0.5", "endpoint-rate", "endpoint-rate-error", "whole number from 1 to 10000"},
 		{"a rate of 10001", "rate_limit_per_second", "10001", "endpoint-rate", "endpoint-rate-error", "1 to 10000"},
 		{"a negative rate", "rate_limit_per_second", "-3", "endpoint-rate", "endpoint-rate-error", "1 to 10000"},
+		{"a rate of 0", "rate_limit_per_second", "0", "endpoint-rate", "endpoint-rate-error", "1 to 10000, or leave it empty for no limit"},
 		{"a long description", "description", strings.Repeat("d", 501), "endpoint-description", "endpoint-description-error", "longer than 500"},
 		{"a bad event type", "event_types", "not a type", "event-types-choice", "event-types-error", `"not a type"`},
 	}
@@ -634,7 +635,7 @@ func TestAddEndpointOffersTheCatalogue(t *testing.T) {
 	p := c.get("/subscriptions/new")
 	var offered []string
 	for _, g := range byTestID(p.Doc, "event-group") {
-		for _, in := range findAll(g, tag("input")) {
+		for _, in := range byTestID(g, "event-type") {
 			if v := attr(in, "value"); strings.HasPrefix(v, "cform.") {
 				offered = append(offered, attr(g, "data-group")+"/"+v)
 			}

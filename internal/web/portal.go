@@ -55,7 +55,9 @@ func (h *Handler) redeemPortal(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if errors.Is(err, portal.ErrUnusable) {
-		h.render(w, r, http.StatusGone, templates.PortalGone(h.frame(r, "Link expired")))
+		// One title for a used, an expired and an unknown link (the same page for all three), true of each
+		// that a person can have been given: "Link expired" alone is untrue of a link used a second time.
+		h.render(w, r, http.StatusGone, templates.PortalGone(h.frame(r, "Link expired or already used")))
 		return
 	}
 	if err != nil {
@@ -130,6 +132,12 @@ func (h *Handler) endedPortal(w http.ResponseWriter, r *http.Request, why string
 
 func (h *Handler) showEnded(w http.ResponseWriter, r *http.Request, why string) {
 	h.render(w, r, http.StatusUnauthorized, templates.PortalEnded(h.frame(r, "Session ended"), why == "signed-out"))
+}
+
+// readOnly reports whether the request's session may only look (a view portal session).
+func (h *Handler) readOnly(r *http.Request) bool {
+	s, ok := currentPortal(r)
+	return ok && !s.CanChange()
 }
 
 // changesAllowed refuses every state-changing request of a view-only portal session with 403. It sits on

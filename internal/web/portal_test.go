@@ -102,6 +102,10 @@ func TestPortalLinkOnce(t *testing.T) {
 	if strings.Contains(used.Body, own.ID.String()) {
 		t.Errorf("the 410 page shows the tenant's data")
 	}
+	// A link opened a second time is titled truthfully (it has not expired), as the same page for all three.
+	if title := text(findAll(used.Doc, tag("title"))[0]); title != "Link expired or already used · Hookline" {
+		t.Errorf("the used link's page is titled %q, want %q", title, "Link expired or already used · Hookline")
+	}
 
 	logs := logBuf.String()
 	token := strings.TrimPrefix(link, "/portal/")

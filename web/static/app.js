@@ -114,6 +114,50 @@
     });
   }
 
+  // The endpoint form's wildcards ("Every invoice event", invoice.*): while one is ticked, the types (and
+  // narrower wildcards) it covers show checked, disabled and "covered by invoice.*", as the server renders
+  // them; unticked, they are back as the person had chosen them (data-chosen).
+  function followWildcards() {
+    const choice = document.querySelector("[data-testid=event-types-choice]");
+    if (!choice || choice.closest("fieldset:disabled")) return;
+    const boxes = [...choice.querySelectorAll("input[name=event_types]")].filter((b) => b.value !== "*");
+    const wildcards = boxes.filter((b) => b.dataset.prefix);
+    // One pass; a wildcard freed in it may cover others in the next, so it runs until nothing changes.
+    const pass = () => {
+      let changed = false;
+      for (const box of boxes) {
+        let by = null;
+        for (const w of wildcards) {
+          if (w !== box && w.checked && !w.disabled && box.value.startsWith(w.dataset.prefix) &&
+            (!by || w.dataset.prefix.length < by.dataset.prefix.length)) by = w;
+        }
+        const note = box.parentElement.querySelector("[data-testid=covered-by]");
+        const pattern = note && note.querySelector("[data-covered-pattern]");
+        if (by && (!box.disabled || (pattern && pattern.textContent !== by.value))) {
+          box.checked = true;
+          box.disabled = true;
+          if (note) {
+            pattern.textContent = by.value;
+            note.hidden = false;
+          }
+          changed = true;
+        } else if (!by && box.disabled) {
+          box.disabled = false;
+          box.checked = box.hasAttribute("data-chosen");
+          if (note) note.hidden = true;
+          changed = true;
+        }
+      }
+      return changed;
+    };
+    for (const box of boxes) {
+      box.addEventListener("change", () => {
+        box.toggleAttribute("data-chosen", box.checked);
+        for (let i = 0; i <= boxes.length && pass(); i++);
+      });
+    }
+  }
+
   // [data-live] with an id: while it is there, fetch the page every few seconds and swap that element when
   // its data-version changed; the server drops data-live once the delivery is final.
   function follow() {
@@ -191,6 +235,7 @@
     }
     enhance(document);
     filterTypes();
+    followWildcards();
     setInterval(() => updateTimes(document), 5000);
     follow();
   }

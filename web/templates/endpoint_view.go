@@ -31,18 +31,33 @@ type EndpointFormPage struct {
 	MaxHeaders int
 }
 
-// EventTypeGroup is the event types offered under one heading: the part of their names before the
-// first dot ("invoice" for invoice.paid).
+// EventTypeGroup is the event types offered under one heading: the catalogue's group, else the part of
+// their names before the first dot ("invoice" for invoice.paid). Wildcards choose every type of a prefix
+// at once ("invoice.*"), listed before the group's own types.
 type EventTypeGroup struct {
-	Name    string
-	Options []EventTypeOption
+	Name      string
+	Wildcards []EventTypeWildcard
+	Options   []EventTypeOption
 }
 
-// EventTypeOption is one event type to choose; Description, when known, says what it is.
+// EventTypeOption is one event type to choose; Description, when known, says what it is. CoveredBy is the
+// chosen wildcard that includes it ("invoice.*"): it is then shown checked and cannot be chosen apart.
 type EventTypeOption struct {
 	Name        string
 	Description string
 	Checked     bool
+	CoveredBy   string
+}
+
+// EventTypeWildcard chooses every event type that starts with Prefix ("invoice."), those added later
+// included: Pattern is what is saved ("invoice.*"), Label says it in words ("Every invoice event").
+// CoveredBy is a broader chosen wildcard that includes this one.
+type EventTypeWildcard struct {
+	Pattern   string
+	Prefix    string
+	Label     string
+	Checked   bool
+	CoveredBy string
 }
 
 // HeaderRow is one custom header of the form. Stored says the subscription has it: an empty value keeps
