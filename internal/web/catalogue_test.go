@@ -516,7 +516,7 @@ func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
 	form := c.get("/subscriptions/new")
 	offered := map[string][]string{}
 	for _, g := range byTestID(form.Doc, "event-group") {
-		for _, in := range findAll(g, tag("input")) {
+		for _, in := range byTestID(g, "event-type") { // the types; each group also offers its wildcard
 			if v := attr(in, "value"); strings.HasPrefix(v, m+".") {
 				offered[attr(g, "data-group")] = append(offered[attr(g, "data-group")], v)
 			}
