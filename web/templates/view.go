@@ -267,20 +267,23 @@ type Attempt struct {
 // DeliveryPage is /deliveries/{id}.
 type DeliveryPage struct {
 	Layout
-	ID          string
-	EventID     string
-	EventType   string
-	SubHref     string
-	SubName     string
-	State       string
-	StateClass  string
-	StateText   string
-	Discarded   bool
-	Created     Time
-	NextAttempt Time
-	GiveUp      Time
-	LastAttempt Time
-	DeadAt      Time
+	ID        string
+	EventID   string
+	EventType string
+	SubHref   string // empty when the subscription was deleted (its page is gone)
+	SubName   string
+	// EndpointDeleted, when its subscription was deleted, says so, naming it: nothing is sent to it any
+	// more, and the page offers neither Resend nor Retry now.
+	EndpointDeleted string
+	State           string
+	StateClass      string
+	StateText       string
+	Discarded       bool
+	Created         Time
+	NextAttempt     Time
+	GiveUp          Time
+	LastAttempt     Time
+	DeadAt          Time
 	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
 	Replay      string
 	ReplayHref  string
