@@ -343,6 +343,34 @@ SELECT count(*)::bigint FROM (
     LIMIT @up_to::int
 ) matches;
 
+-- name: CountDeliveryStatesBySubscription :many
+-- Each of several of a tenant's subscriptions' deliveries in each state now, as the lists' state tabs count
+-- them (CountDeliveries with that subscription and state: pending includes retrying, dead is failed and
+-- expired, discarded ones are left out), each counted up to @up_to like a tab: the health card's counts
+-- and a paused subscription's "N waiting". Each count stops at @up_to matches and reads a partial index
+-- of its state (pending and retrying: the subscription's own pending index), never the subscription's
+-- whole history.
+SELECT s.id::uuid AS subscription_id,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+           LIMIT @up_to::int) m)::bigint AS pending,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+             AND d.total_attempts > 0
+           LIMIT @up_to::int) m)::bigint AS retrying,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'in_flight'
+           LIMIT @up_to::int) m)::bigint AS in_flight,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL
+             AND d.state IN ('failed', 'expired')
+           LIMIT @up_to::int) m)::bigint AS dead
+FROM unnest(@subscription_ids::uuid[]) AS s (id);
+
 -- name: RetryDelivery :one
 -- Puts a finished delivery back in the queue with a fresh schedule. Guarded by state and by the version
 -- the caller read (total_attempts and updated_at, which every move changes), so of several concurrent

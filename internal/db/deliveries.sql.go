@@ -431,6 +431,75 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return column_1, err
 }
 
+const countDeliveryStatesBySubscription = `-- name: CountDeliveryStatesBySubscription :many
+SELECT s.id::uuid AS subscription_id,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+           LIMIT $2::int) m)::bigint AS pending,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+             AND d.total_attempts > 0
+           LIMIT $2::int) m)::bigint AS retrying,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'in_flight'
+           LIMIT $2::int) m)::bigint AS in_flight,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL
+             AND d.state IN ('failed', 'expired')
+           LIMIT $2::int) m)::bigint AS dead
+FROM unnest($3::uuid[]) AS s (id)
+`
+
+type CountDeliveryStatesBySubscriptionParams struct {
+	TenantID        uuid.UUID
+	UpTo            int32
+	SubscriptionIds []uuid.UUID
+}
+
+type CountDeliveryStatesBySubscriptionRow struct {
+	SubscriptionID uuid.UUID
+	Pending        int64
+	Retrying       int64
+	InFlight       int64
+	Dead           int64
+}
+
+// Each of several of a tenant's subscriptions' deliveries in each state now, as the lists' state tabs count
+// them (CountDeliveries with that subscription and state: pending includes retrying, dead is failed and
+// expired, discarded ones are left out), each counted up to @up_to like a tab: the health card's counts
+// and a paused subscription's "N waiting". Each count stops at @up_to matches and reads a partial index
+// of its state (pending and retrying: the subscription's own pending index), never the subscription's
+// whole history.
+func (q *Queries) CountDeliveryStatesBySubscription(ctx context.Context, arg CountDeliveryStatesBySubscriptionParams) ([]CountDeliveryStatesBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, countDeliveryStatesBySubscription, arg.TenantID, arg.UpTo, arg.SubscriptionIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CountDeliveryStatesBySubscriptionRow{}
+	for rows.Next() {
+		var i CountDeliveryStatesBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Pending,
+			&i.Retrying,
+			&i.InFlight,
+			&i.Dead,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterQueuedOfDeletedSubscriptions = `-- name: DeadLetterQueuedOfDeletedSubscriptions :many
 WITH waiting AS (
     SELECT w.id
