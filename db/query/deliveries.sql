@@ -292,7 +292,8 @@ SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint
 SELECT * FROM webhook_deliveries WHERE id = @id AND tenant_id = @tenant_id;
 
 -- name: GetDeliveryDetail :one
-SELECT sqlc.embed(d), e.body, e.created_at AS event_created_at, s.url AS subscription_url
+SELECT sqlc.embed(d), e.body, e.created_at AS event_created_at, s.url AS subscription_url,
+       s.deleted_at AS subscription_deleted_at
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -342,6 +343,34 @@ SELECT count(*)::bigint FROM (
     LIMIT @up_to::int
 ) matches;
 
+-- name: CountDeliveryStatesBySubscription :many
+-- Each of several of a tenant's subscriptions' deliveries in each state now, as the lists' state tabs count
+-- them (CountDeliveries with that subscription and state: pending includes retrying, dead is failed and
+-- expired, discarded ones are left out), each counted up to @up_to like a tab: the health card's counts
+-- and a paused subscription's "N waiting". Each count stops at @up_to matches and reads a partial index
+-- of its state (pending and retrying: the subscription's own pending index), never the subscription's
+-- whole history.
+SELECT s.id::uuid AS subscription_id,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+           LIMIT @up_to::int) m)::bigint AS pending,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+             AND d.total_attempts > 0
+           LIMIT @up_to::int) m)::bigint AS retrying,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'in_flight'
+           LIMIT @up_to::int) m)::bigint AS in_flight,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = @tenant_id AND d.subscription_id = s.id AND d.discarded_at IS NULL
+             AND d.state IN ('failed', 'expired')
+           LIMIT @up_to::int) m)::bigint AS dead
+FROM unnest(@subscription_ids::uuid[]) AS s (id);
+
 -- name: RetryDelivery :one
 -- Puts a finished delivery back in the queue with a fresh schedule. Guarded by state and by the version
 -- the caller read (total_attempts and updated_at, which every move changes), so of several concurrent
@@ -350,15 +379,17 @@ SELECT count(*)::bigint FROM (
 -- the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins). A
 -- @traceparent (the retry's trace context) replaces the delivery's, so the next attempt is traced under
 -- the retry; '' (tracing off) keeps the one it had.
-UPDATE webhook_deliveries
+-- A deleted subscription's delivery is never queued: no worker claims it, so it would wait for good.
+UPDATE webhook_deliveries d
 SET state = 'pending', attempt_count = 0,
-    manual_retries = manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
+    manual_retries = d.manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL,
-    traceparent = coalesce(nullif(@traceparent::text, ''), traceparent), updated_at = @now::timestamptz
-WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
-  AND total_attempts = @seen_total_attempts::int AND updated_at = @seen_updated_at::timestamptz
-  AND (@max_manual::int < 0 OR manual_retries < @max_manual::int)
-RETURNING *;
+    traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent), updated_at = @now::timestamptz
+WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state IN ('failed', 'expired', 'delivered') AND d.discarded_at IS NULL
+  AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
+  AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.deleted_at IS NULL)
+RETURNING d.*;
 
 -- name: RetryNowDelivery :one
 -- Retry now: a retrying delivery (pending, tried before) waiting for its backoff gets its next attempt moved
@@ -373,12 +404,16 @@ SET next_attempt_at = least(d.next_attempt_at, @now::timestamptz),
 WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
   AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)
-  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed')
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed' AND s.deleted_at IS NULL)
 RETURNING d.*;
 
--- name: SubscriptionCircuit :one
--- The circuit of a delivery's subscription, for the retry-now rule.
-SELECT circuit_state, circuit_probe_at FROM subscriptions WHERE id = @id;
+-- name: GetDeliveryToRetry :one
+-- A delivery as a manual retry reads it, with what the rules need of its subscription: its URL and when it
+-- was deleted (a deleted subscription's delivery is never queued again), and its circuit (Retry now).
+SELECT sqlc.embed(d), s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
+FROM webhook_deliveries d
+JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.id = @id AND d.tenant_id = @tenant_id;
 
 -- name: DiscardDelivery :one
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz
@@ -391,6 +426,32 @@ RETURNING id;
 UPDATE webhook_deliveries
 SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE subscription_id = @subscription_id AND tenant_id = @tenant_id AND state = 'pending';
+
+-- name: DeadLetterQueuedOfDeletedSubscriptions :many
+-- The waiting deliveries of deleted subscriptions that the delete did not end: queued meanwhile by a
+-- publish, a manual retry or a replay that read the subscription before the delete committed, or back from
+-- an attempt that was in flight (a transient failure, a lease that ran out). No worker claims them, so they
+-- are dead-lettered like the delete's own (reason subscription_deleted), at most @max_rows a run. Rows a
+-- claim or another transaction holds are skipped (the claim takes none of a deleted subscription's rows and
+-- lets them go); the next run finds them. Across tenants: the maintenance leader runs it.
+WITH waiting AS (
+    SELECT w.id
+    FROM subscriptions s
+    CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id AND d.state = 'pending'
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT @max_rows::int
+        FOR UPDATE OF d SKIP LOCKED
+    ) w
+    WHERE s.deleted_at IS NOT NULL
+    LIMIT @max_rows::int
+)
+UPDATE webhook_deliveries d
+SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = @now::timestamptz, updated_at = @now::timestamptz
+FROM waiting w
+WHERE d.id = w.id AND d.state = 'pending'
+RETURNING d.id, d.tenant_id, d.subscription_id;
 
 -- name: DeliveryTenant :one
 -- Which tenant a delivery belongs to: operators open any tenant's delivery page by its id alone.

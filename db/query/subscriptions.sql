@@ -134,31 +134,6 @@ WHERE m.subscription_id = ANY (sqlc.arg('subscription_ids')::uuid[]) AND m.tenan
   AND m.minute >= sqlc.arg('origin')::timestamptz
 GROUP BY 1, 2 ORDER BY 1, 2;
 
--- name: DeliveryOutcomesBySubscription :many
--- Deliveries by outcome per subscription, of those created since @since: at most the newest @up_to of each
--- (counted says how many were looked at), read newest first from webhook_deliveries_sub_created_idx so that
--- a busy endpoint costs no more than @up_to rows.
--- pending, retrying and in_flight are the words of delivery.Pending (see its comment), as the lists' tabs
--- count them: pending includes retrying.
-SELECT s.id::uuid AS subscription_id, o.counted, o.delivered, o.pending, o.retrying, o.in_flight, o.dead
-FROM unnest(sqlc.arg('subscription_ids')::uuid[]) AS s (id)
-CROSS JOIN LATERAL (
-    SELECT count(*)::int AS counted,
-           count(*) FILTER (WHERE d.state = 'delivered')::int AS delivered,
-           count(*) FILTER (WHERE d.state = 'pending')::int AS pending,
-           count(*) FILTER (WHERE d.state = 'pending' AND d.total_attempts > 0)::int AS retrying,
-           count(*) FILTER (WHERE d.state = 'in_flight')::int AS in_flight,
-           count(*) FILTER (WHERE d.state IN ('failed', 'expired'))::int AS dead
-    FROM (
-        SELECT w.state, w.total_attempts
-        FROM webhook_deliveries w
-        WHERE w.tenant_id = sqlc.arg('tenant_id') AND w.subscription_id = s.id AND w.created_at >= sqlc.arg('since')::timestamptz
-          AND w.discarded_at IS NULL
-        ORDER BY w.created_at DESC
-        LIMIT sqlc.arg('up_to')::int
-    ) d
-) o;
-
 -- name: ResendWait :one
 -- How long until the subscription's resend bucket has a token, without taking one (0 when it has): the
 -- dashboard disables Resend and Retry now meanwhile. One row by primary key.

@@ -431,6 +431,133 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return column_1, err
 }
 
+const countDeliveryStatesBySubscription = `-- name: CountDeliveryStatesBySubscription :many
+SELECT s.id::uuid AS subscription_id,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+           LIMIT $2::int) m)::bigint AS pending,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'pending'
+             AND d.total_attempts > 0
+           LIMIT $2::int) m)::bigint AS retrying,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL AND d.state = 'in_flight'
+           LIMIT $2::int) m)::bigint AS in_flight,
+       (SELECT count(*) FROM (
+           SELECT 1 FROM webhook_deliveries d
+           WHERE d.tenant_id = $1 AND d.subscription_id = s.id AND d.discarded_at IS NULL
+             AND d.state IN ('failed', 'expired')
+           LIMIT $2::int) m)::bigint AS dead
+FROM unnest($3::uuid[]) AS s (id)
+`
+
+type CountDeliveryStatesBySubscriptionParams struct {
+	TenantID        uuid.UUID
+	UpTo            int32
+	SubscriptionIds []uuid.UUID
+}
+
+type CountDeliveryStatesBySubscriptionRow struct {
+	SubscriptionID uuid.UUID
+	Pending        int64
+	Retrying       int64
+	InFlight       int64
+	Dead           int64
+}
+
+// Each of several of a tenant's subscriptions' deliveries in each state now, as the lists' state tabs count
+// them (CountDeliveries with that subscription and state: pending includes retrying, dead is failed and
+// expired, discarded ones are left out), each counted up to @up_to like a tab: the health card's counts
+// and a paused subscription's "N waiting". Each count stops at @up_to matches and reads a partial index
+// of its state (pending and retrying: the subscription's own pending index), never the subscription's
+// whole history.
+func (q *Queries) CountDeliveryStatesBySubscription(ctx context.Context, arg CountDeliveryStatesBySubscriptionParams) ([]CountDeliveryStatesBySubscriptionRow, error) {
+	rows, err := q.db.Query(ctx, countDeliveryStatesBySubscription, arg.TenantID, arg.UpTo, arg.SubscriptionIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CountDeliveryStatesBySubscriptionRow{}
+	for rows.Next() {
+		var i CountDeliveryStatesBySubscriptionRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Pending,
+			&i.Retrying,
+			&i.InFlight,
+			&i.Dead,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterQueuedOfDeletedSubscriptions = `-- name: DeadLetterQueuedOfDeletedSubscriptions :many
+WITH waiting AS (
+    SELECT w.id
+    FROM subscriptions s
+    CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id AND d.state = 'pending'
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT $2::int
+        FOR UPDATE OF d SKIP LOCKED
+    ) w
+    WHERE s.deleted_at IS NOT NULL
+    LIMIT $2::int
+)
+UPDATE webhook_deliveries d
+SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = $1::timestamptz, updated_at = $1::timestamptz
+FROM waiting w
+WHERE d.id = w.id AND d.state = 'pending'
+RETURNING d.id, d.tenant_id, d.subscription_id
+`
+
+type DeadLetterQueuedOfDeletedSubscriptionsParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type DeadLetterQueuedOfDeletedSubscriptionsRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// The waiting deliveries of deleted subscriptions that the delete did not end: queued meanwhile by a
+// publish, a manual retry or a replay that read the subscription before the delete committed, or back from
+// an attempt that was in flight (a transient failure, a lease that ran out). No worker claims them, so they
+// are dead-lettered like the delete's own (reason subscription_deleted), at most @max_rows a run. Rows a
+// claim or another transaction holds are skipped (the claim takes none of a deleted subscription's rows and
+// lets them go); the next run finds them. Across tenants: the maintenance leader runs it.
+func (q *Queries) DeadLetterQueuedOfDeletedSubscriptions(ctx context.Context, arg DeadLetterQueuedOfDeletedSubscriptionsParams) ([]DeadLetterQueuedOfDeletedSubscriptionsRow, error) {
+	rows, err := q.db.Query(ctx, deadLetterQueuedOfDeletedSubscriptions, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterQueuedOfDeletedSubscriptionsRow{}
+	for rows.Next() {
+		var i DeadLetterQueuedOfDeletedSubscriptionsRow
+		if err := rows.Scan(&i.ID, &i.TenantID, &i.SubscriptionID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterQueuedOfSubscription = `-- name: DeadLetterQueuedOfSubscription :execrows
 UPDATE webhook_deliveries
 SET state = 'failed', dead_reason = 'subscription_deleted', dead_at = $1::timestamptz, updated_at = $1::timestamptz
@@ -526,7 +653,8 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 }
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
+       s.deleted_at AS subscription_deleted_at
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -539,10 +667,11 @@ type GetDeliveryDetailParams struct {
 }
 
 type GetDeliveryDetailRow struct {
-	WebhookDelivery WebhookDelivery
-	Body            []byte
-	EventCreatedAt  time.Time
-	SubscriptionURL string
+	WebhookDelivery       WebhookDelivery
+	Body                  []byte
+	EventCreatedAt        time.Time
+	SubscriptionURL       string
+	SubscriptionDeletedAt *time.Time
 }
 
 func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailParams) (GetDeliveryDetailRow, error) {
@@ -576,6 +705,65 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.Body,
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
+		&i.SubscriptionDeletedAt,
+	)
+	return i, err
+}
+
+const getDeliveryToRetry = `-- name: GetDeliveryToRetry :one
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
+FROM webhook_deliveries d
+JOIN subscriptions s ON s.id = d.subscription_id
+WHERE d.id = $1 AND d.tenant_id = $2
+`
+
+type GetDeliveryToRetryParams struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+}
+
+type GetDeliveryToRetryRow struct {
+	WebhookDelivery       WebhookDelivery
+	SubscriptionURL       string
+	SubscriptionDeletedAt *time.Time
+	CircuitState          string
+	CircuitProbeAt        *time.Time
+}
+
+// A delivery as a manual retry reads it, with what the rules need of its subscription: its URL and when it
+// was deleted (a deleted subscription's delivery is never queued again), and its circuit (Retry now).
+func (q *Queries) GetDeliveryToRetry(ctx context.Context, arg GetDeliveryToRetryParams) (GetDeliveryToRetryRow, error) {
+	row := q.db.QueryRow(ctx, getDeliveryToRetry, arg.ID, arg.TenantID)
+	var i GetDeliveryToRetryRow
+	err := row.Scan(
+		&i.WebhookDelivery.ID,
+		&i.WebhookDelivery.TenantID,
+		&i.WebhookDelivery.EventID,
+		&i.WebhookDelivery.SubscriptionID,
+		&i.WebhookDelivery.EventType,
+		&i.WebhookDelivery.State,
+		&i.WebhookDelivery.AttemptCount,
+		&i.WebhookDelivery.TotalAttempts,
+		&i.WebhookDelivery.ManualRetries,
+		&i.WebhookDelivery.NextAttemptAt,
+		&i.WebhookDelivery.GiveUpAt,
+		&i.WebhookDelivery.LeaseExpiresAt,
+		&i.WebhookDelivery.LeaseID,
+		&i.WebhookDelivery.LastAttemptAt,
+		&i.WebhookDelivery.LastStatus,
+		&i.WebhookDelivery.LastResponse,
+		&i.WebhookDelivery.LastError,
+		&i.WebhookDelivery.DeadReason,
+		&i.WebhookDelivery.DiscardedAt,
+		&i.WebhookDelivery.ReplayID,
+		&i.WebhookDelivery.CreatedAt,
+		&i.WebhookDelivery.UpdatedAt,
+		&i.WebhookDelivery.DeadAt,
+		&i.WebhookDelivery.Traceparent,
+		&i.SubscriptionURL,
+		&i.SubscriptionDeletedAt,
+		&i.CircuitState,
+		&i.CircuitProbeAt,
 	)
 	return i, err
 }
@@ -854,15 +1042,16 @@ func (q *Queries) RescueExpiredLeases(ctx context.Context, now time.Time) ([]Res
 }
 
 const retryDelivery = `-- name: RetryDelivery :one
-UPDATE webhook_deliveries
+UPDATE webhook_deliveries d
 SET state = 'pending', attempt_count = 0,
-    manual_retries = manual_retries + CASE WHEN $1::bool THEN 1 ELSE 0 END,
+    manual_retries = d.manual_retries + CASE WHEN $1::bool THEN 1 ELSE 0 END,
     next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL, dead_at = NULL,
-    traceparent = coalesce(nullif($4::text, ''), traceparent), updated_at = $2::timestamptz
-WHERE id = $5 AND tenant_id = $6 AND state IN ('failed', 'expired', 'delivered') AND discarded_at IS NULL
-  AND total_attempts = $7::int AND updated_at = $8::timestamptz
-  AND ($9::int < 0 OR manual_retries < $9::int)
-RETURNING id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent
+    traceparent = coalesce(nullif($4::text, ''), d.traceparent), updated_at = $2::timestamptz
+WHERE d.id = $5 AND d.tenant_id = $6 AND d.state IN ('failed', 'expired', 'delivered') AND d.discarded_at IS NULL
+  AND d.total_attempts = $7::int AND d.updated_at = $8::timestamptz
+  AND ($9::int < 0 OR d.manual_retries < $9::int)
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.deleted_at IS NULL)
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
 `
 
 type RetryDeliveryParams struct {
@@ -884,6 +1073,7 @@ type RetryDeliveryParams struct {
 // the manual cap, re-queued the just-delivered row). @max_manual < 0 means no cap (admins). A
 // @traceparent (the retry's trace context) replaces the delivery's, so the next attempt is traced under
 // the retry; ” (tracing off) keeps the one it had.
+// A deleted subscription's delivery is never queued: no worker claims it, so it would wait for good.
 func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (WebhookDelivery, error) {
 	row := q.db.QueryRow(ctx, retryDelivery,
 		arg.CountManual,
@@ -934,7 +1124,7 @@ SET next_attempt_at = least(d.next_attempt_at, $1::timestamptz),
 WHERE d.id = $4 AND d.tenant_id = $5 AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
   AND d.total_attempts = $6::int AND d.updated_at = $7::timestamptz
   AND ($8::int < 0 OR d.manual_retries < $8::int)
-  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed')
+  AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed' AND s.deleted_at IS NULL)
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
 `
 
@@ -992,22 +1182,5 @@ func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryPara
 		&i.DeadAt,
 		&i.Traceparent,
 	)
-	return i, err
-}
-
-const subscriptionCircuit = `-- name: SubscriptionCircuit :one
-SELECT circuit_state, circuit_probe_at FROM subscriptions WHERE id = $1
-`
-
-type SubscriptionCircuitRow struct {
-	CircuitState   string
-	CircuitProbeAt *time.Time
-}
-
-// The circuit of a delivery's subscription, for the retry-now rule.
-func (q *Queries) SubscriptionCircuit(ctx context.Context, id uuid.UUID) (SubscriptionCircuitRow, error) {
-	row := q.db.QueryRow(ctx, subscriptionCircuit, id)
-	var i SubscriptionCircuitRow
-	err := row.Scan(&i.CircuitState, &i.CircuitProbeAt)
 	return i, err
 }

@@ -49,6 +49,9 @@ type Detail struct {
 	Delivery
 	Request  SentRequest `json:"request"`
 	Attempts []Attempt   `json:"attempts"`
+	// Endpoint is its subscription as the manual-retry rules see it (its URL and whether it was deleted;
+	// the circuit is not read here).
+	Endpoint Endpoint `json:"-"`
 }
 
 // SentRequest is the request as sent, without secrets: custom headers are never shown.
@@ -118,7 +121,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 	if err != nil {
 		return Detail{}, fmt.Errorf("get delivery: %w", err)
 	}
-	d := Detail{Delivery: fromRow(r.WebhookDelivery)}
+	d := Detail{Delivery: fromRow(r.WebhookDelivery), Endpoint: Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt}}
 	rows, err := s.q.ListAttempts(ctx, db.ListAttemptsParams{DeliveryID: id, TenantID: tenantID})
 	if err != nil {
 		return Detail{}, fmt.Errorf("list attempts: %w", err)

@@ -51,6 +51,11 @@ func (s *Service) EventTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 // Count counts the deliveries f selects (its page fields are ignored), stopping at upTo when it is
 // positive: atLeast then says there may be more. A capped count reads at most upTo index entries.
 func (s *Service) Count(ctx context.Context, tenantID uuid.UUID, f Filter, upTo int) (n int64, atLeast bool, err error) {
+	return s.count(ctx, s.q, tenantID, f, upTo)
+}
+
+// count is Count on q: the pool, or a View's transaction.
+func (s *Service) count(ctx context.Context, q *db.Queries, tenantID uuid.UUID, f Filter, upTo int) (n int64, atLeast bool, err error) {
 	states, retrying, err := ParseStates(joinStates(f.States))
 	if err != nil {
 		return 0, false, err
@@ -66,7 +71,7 @@ func (s *Service) Count(ctx context.Context, tenantID uuid.UUID, f Filter, upTo 
 	if upTo > 0 && upTo < math.MaxInt32 {
 		limit = int32(upTo)
 	}
-	n, err = s.q.CountDeliveries(ctx, db.CountDeliveriesParams{
+	n, err = q.CountDeliveries(ctx, db.CountDeliveriesParams{
 		TenantID: tenantID, SubscriptionID: f.SubscriptionID, States: states, Retrying: retrying, EventID: f.EventID,
 		EventType: optional(f.EventType), EventTypePrefix: optional(f.EventTypePrefix), StatusMin: statusMin, StatusMax: statusMax,
 		Since: f.Since, Until: f.Until, UpTo: limit,

@@ -88,8 +88,23 @@ func deliveryKey(d Delivery) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID }
 // MaxPageSize is the largest page a list returns.
 const MaxPageSize = keyset.MaxPageSize
 
-// List returns a tenant's deliveries newest first.
+// List returns a tenant's deliveries newest first. With WithTotal the page and its total are read in one
+// snapshot (a View), so the total counts the rows the page lists.
 func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page, error) {
+	if !f.WithTotal {
+		return s.list(ctx, s.q, tenantID, f)
+	}
+	var p Page
+	err := s.Read(ctx, func(v *View) error {
+		var err error
+		p, err = v.List(ctx, tenantID, f)
+		return err
+	})
+	return p, err
+}
+
+// list is List on q: the pool, or a View's transaction.
+func (s *Service) list(ctx context.Context, q *db.Queries, tenantID uuid.UUID, f Filter) (Page, error) {
 	states, retrying, err := ParseStates(joinStates(f.States))
 	if err != nil {
 		return Page{}, err
@@ -114,14 +129,14 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID, f Filter) (Page,
 		return Page{}, err
 	}
 	p.AfterCreatedAt, p.AfterID = after.After()
-	rows, err := s.q.ListDeliveries(ctx, p)
+	rows, err := q.ListDeliveries(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	var page Page
 	page.Items, page.NextCursor = keyset.Page(rows, f.Limit, fromRow, deliveryKey)
 	if f.WithTotal {
-		n, atLeast, err := s.Count(ctx, tenantID, f, f.CountUpTo)
+		n, atLeast, err := s.count(ctx, q, tenantID, f, f.CountUpTo)
 		if err != nil {
 			return Page{}, err
 		}

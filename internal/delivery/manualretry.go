@@ -10,6 +10,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
 )
@@ -27,7 +28,8 @@ type Actor struct {
 // Of several concurrent calls on one delivery (an admin's too) exactly one succeeds; the rest get
 // INVALID_STATE.
 func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
-	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", activity.DeliveryResent, s.retryAllowed,
+	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery", activity.DeliveryResent,
+		func(d Delivery, ep Endpoint, actor Actor) error { return CanRetry(d, ep, actor.Admin, s.maxManual) },
 		func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error) {
 			return q.RetryDelivery(ctx, db.RetryDeliveryParams{
 				ID: id, TenantID: tenantID, CountManual: !actor.Admin, Now: now, GiveUpAt: s.policy.GiveUpAt(now), MaxManual: maxManual,
@@ -43,15 +45,11 @@ func (s *Service) Retry(ctx context.Context, tenantID, id uuid.UUID, actor Actor
 // (INVALID_STATE, saying when the probe is due) before anything is counted or taken from the bucket.
 func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Actor) (Delivery, error) {
 	return s.manualRetry(ctx, tenantID, id, actor, "retry delivery now", activity.DeliveryRetriedNow,
-		func(d Delivery, actor Actor) error {
-			if err := CanRetryNow(d, actor.Admin, s.maxManual); err != nil {
+		func(d Delivery, ep Endpoint, actor Actor) error {
+			if err := CanRetryNow(d, ep, actor.Admin, s.maxManual); err != nil {
 				return err
 			}
-			c, err := s.q.SubscriptionCircuit(ctx, d.SubscriptionID)
-			if err != nil {
-				return fmt.Errorf("subscription circuit: %w", err)
-			}
-			if hold := CircuitHold(c.CircuitState, c.CircuitProbeAt); hold != "" {
+			if hold := CircuitHold(ep.CircuitState, ep.CircuitProbeAt); hold != "" {
 				return fault.New(fault.InvalidState, "%s", hold)
 			}
 			return nil
@@ -81,40 +79,46 @@ func CircuitHold(state string, probeAt *time.Time) string {
 	return ""
 }
 
-// manualRetry is what Retry and RetryNow share: the rule (allowed), the subscription's resend bucket, then
-// the statement (move, guarded by the state and the version read) and a NOTIFY in one transaction. When the
-// statement finds no row the delivery changed since it was read (a concurrent call, a claim): the rule
-// says why from its state now.
+// manualRetry is what Retry and RetryNow share: the rule (allowed), then in one transaction the statement
+// (move, guarded by the state and the version read), a token from the subscription's resend bucket, the
+// activity entry and a NOTIFY. The token is taken after the move and in its transaction, so a call that
+// loses a race (the statement finds no row: a concurrent call or a claim changed the delivery since it was
+// read) or is over the rate changes nothing and spends nothing; the rule then says why from the state now.
+// The order is the claim's (the delivery's row, then its subscription's), so the two never wait for each
+// other in a cycle; and the subscription's row, locked by the token, keeps a delete from committing under
+// a retry it did not see.
 func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what, action string,
-	allowed func(Delivery, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
-	cur, err := s.get(ctx, tenantID, id)
+	allowed func(Delivery, Endpoint, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
+	cur, ep, err := s.getToRetry(ctx, tenantID, id)
 	if err != nil {
 		return Delivery{}, err
 	}
-	if err := allowed(fromRow(cur), actor); err != nil {
+	if err := allowed(fromRow(cur), ep, actor); err != nil {
 		return Delivery{}, err
 	}
 	if s.afterRead != nil {
 		s.afterRead()
 	}
-	wait, err := s.reserveResend(ctx, cur.SubscriptionID)
-	if err != nil {
-		return Delivery{}, err
-	}
-	if wait > 0 {
-		secs := int(wait.Seconds() + 0.999)
-		return Delivery{}, fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
-	}
 	maxManual := int32(s.maxManual)
 	if actor.Admin {
 		maxManual = -1
 	}
+	now := s.now()
 	var out db.WebhookDelivery
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := move(q, cur, s.now(), maxManual)
+		row, err := move(q, cur, now, maxManual)
 		if err != nil {
 			return err
+		}
+		wait, err := s.reserveResend(ctx, q, cur.SubscriptionID, now)
+		if err != nil {
+			return err
+		}
+		if wait > 0 {
+			// Returned as the transaction's error, so the move is rolled back with it.
+			secs := int(wait.Seconds() + 0.999)
+			return fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
 		}
 		out = row
 		if err := activity.Record(ctx, q, tenantID, row.UpdatedAt, action, deliveryObject(id), nil); err != nil {
@@ -123,14 +127,17 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 		return q.NotifyDeliveriesReady(ctx, "")
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		cur, err := s.get(ctx, tenantID, id)
+		cur, ep, err := s.getToRetry(ctx, tenantID, id)
 		if err != nil {
 			return Delivery{}, err
 		}
-		if err := allowed(fromRow(cur), actor); err != nil {
+		if err := allowed(fromRow(cur), ep, actor); err != nil {
 			return Delivery{}, err
 		}
 		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
+	}
+	if fault.As(err) != nil {
+		return Delivery{}, err
 	}
 	if err != nil {
 		return Delivery{}, fmt.Errorf("%s: %w", what, err)
@@ -138,10 +145,52 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 	return fromRow(out), nil
 }
 
-// CheckRetryNow is the rule for Retry now: only a retrying delivery (pending after a failed attempt), not
-// discarded, and for a tenant within the same manual cap as a resend.
-func CheckRetryNow(d Delivery, admin bool, maxManual int) RetryBlock {
+// Endpoint is what the manual-retry rules need of a delivery's subscription.
+type Endpoint struct {
+	URL string
+	// DeletedAt is when the subscription was deleted, nil while it exists: nothing is sent to a deleted
+	// subscription, so none of its deliveries may be queued again.
+	DeletedAt *time.Time
+	// CircuitState and CircuitProbeAt are its circuit breaker (Retry now waits for the probe).
+	CircuitState   string
+	CircuitProbeAt *time.Time
+}
+
+// Deleted reports whether the subscription was deleted.
+func (ep Endpoint) Deleted() bool { return ep.DeletedAt != nil }
+
+// DeletedText names a deleted subscription and says when it was deleted, for messages.
+func (ep Endpoint) DeletedText(subscriptionID uuid.UUID) string {
+	s := "the subscription " + subscriptionID.String()
+	if ep.URL != "" {
+		s += " (" + httpx.RedactURL(ep.URL) + ")"
+	}
+	if ep.DeletedAt != nil {
+		s += " was deleted at " + ep.DeletedAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// getToRetry reads a delivery and what the rules need of its subscription: NOT_FOUND only when there is no
+// such delivery of the tenant.
+func (s *Service) getToRetry(ctx context.Context, tenantID, id uuid.UUID) (db.WebhookDelivery, Endpoint, error) {
+	r, err := s.q.GetDeliveryToRetry(ctx, db.GetDeliveryToRetryParams{ID: id, TenantID: tenantID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r.WebhookDelivery, Endpoint{}, fault.Missing("delivery")
+	}
+	if err != nil {
+		return r.WebhookDelivery, Endpoint{}, fmt.Errorf("get delivery: %w", err)
+	}
+	return r.WebhookDelivery, Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt,
+		CircuitState: r.CircuitState, CircuitProbeAt: r.CircuitProbeAt}, nil
+}
+
+// CheckRetryNow is the rule for Retry now: only a retrying delivery (pending after a failed attempt) of a
+// subscription that was not deleted, not discarded, and for a tenant within the same manual cap as a resend.
+func CheckRetryNow(d Delivery, ep Endpoint, admin bool, maxManual int) RetryBlock {
 	switch {
+	case ep.Deleted():
+		return RetryEndpointDeleted
 	case d.Discarded:
 		return RetryDiscarded
 	case !d.Retrying():
@@ -153,8 +202,10 @@ func CheckRetryNow(d Delivery, admin bool, maxManual int) RetryBlock {
 }
 
 // CanRetryNow is CheckRetryNow as an error: INVALID_STATE or MAX_RETRIES_EXCEEDED, nil when allowed.
-func CanRetryNow(d Delivery, admin bool, maxManual int) error {
-	switch CheckRetryNow(d, admin, maxManual) {
+func CanRetryNow(d Delivery, ep Endpoint, admin bool, maxManual int) error {
+	switch CheckRetryNow(d, ep, admin, maxManual) {
+	case RetryEndpointDeleted:
+		return fault.New(fault.InvalidState, "%s: nothing is sent to a deleted subscription, so its deliveries cannot be retried", ep.DeletedText(d.SubscriptionID))
 	case RetryDiscarded:
 		return fault.New(fault.InvalidState, "the delivery was discarded")
 	case RetryNotWaiting:
@@ -168,10 +219,6 @@ func CanRetryNow(d Delivery, admin bool, maxManual int) error {
 	return nil
 }
 
-func (s *Service) retryAllowed(d Delivery, actor Actor) error {
-	return CanRetry(d, actor.Admin, s.maxManual)
-}
-
 // RetryBlock says why a manual retry (resend) of a delivery is not allowed; RetryAllowed when it is.
 type RetryBlock int
 
@@ -181,13 +228,18 @@ const (
 	RetryQueued                // pending or in flight: already in the queue
 	RetryCapped                // a tenant retried it by hand maxManual times already
 	RetryNotWaiting            // Retry now: not a delivery waiting for a retry
+	// RetryEndpointDeleted: its subscription was deleted, so nothing would ever send it.
+	RetryEndpointDeleted
 )
 
 // CheckRetry is the one rule for manual retries, shared by the API, the dashboard's Resend and its note:
-// delivered, failed and expired deliveries may go back to the queue, unless discarded, and a tenant (not
-// an admin) at most maxManual times. RetryDelivery in db/query/deliveries.sql guards the same in SQL.
-func CheckRetry(d Delivery, admin bool, maxManual int) RetryBlock {
+// delivered, failed and expired deliveries may go back to the queue, unless discarded or their
+// subscription was deleted, and a tenant (not an admin) at most maxManual times. RetryDelivery in
+// db/query/deliveries.sql guards the same in SQL.
+func CheckRetry(d Delivery, ep Endpoint, admin bool, maxManual int) RetryBlock {
 	switch {
+	case ep.Deleted():
+		return RetryEndpointDeleted
 	case d.Discarded:
 		return RetryDiscarded
 	case !Retryable(d.State):
@@ -199,8 +251,10 @@ func CheckRetry(d Delivery, admin bool, maxManual int) RetryBlock {
 }
 
 // CanRetry is CheckRetry as the API's error: INVALID_STATE or MAX_RETRIES_EXCEEDED, nil when allowed.
-func CanRetry(d Delivery, admin bool, maxManual int) error {
-	switch CheckRetry(d, admin, maxManual) {
+func CanRetry(d Delivery, ep Endpoint, admin bool, maxManual int) error {
+	switch CheckRetry(d, ep, admin, maxManual) {
+	case RetryEndpointDeleted:
+		return fault.New(fault.InvalidState, "%s: nothing is sent to a deleted subscription, so its deliveries cannot be resent", ep.DeletedText(d.SubscriptionID))
 	case RetryDiscarded:
 		return fault.New(fault.InvalidState, "the delivery was discarded")
 	case RetryQueued:
@@ -225,9 +279,10 @@ func (s *Service) ResendWait(ctx context.Context, subID uuid.UUID) (time.Duratio
 }
 
 // reserveResend takes a token from the subscription's resend bucket, kept in PostgreSQL so the limit holds
-// across processes, and returns how long to wait when there is none.
-func (s *Service) reserveResend(ctx context.Context, subID uuid.UUID) (time.Duration, error) {
-	r, err := s.q.TakeResendToken(ctx, db.TakeResendTokenParams{ID: subID, PerMinute: float64(max(s.perMinute, 1)), Now: s.now()})
+// across processes, and returns how long to wait when there is none. It runs in the caller's transaction
+// (q), so the token comes back when the transaction is rolled back.
+func (s *Service) reserveResend(ctx context.Context, q *db.Queries, subID uuid.UUID, now time.Time) (time.Duration, error) {
+	r, err := q.TakeResendToken(ctx, db.TakeResendTokenParams{ID: subID, PerMinute: float64(max(s.perMinute, 1)), Now: now})
 	if err != nil {
 		return 0, fmt.Errorf("resend limit: %w", err)
 	}

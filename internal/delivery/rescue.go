@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookline/hookline/internal/db"
 )
 
 // RescueInterval is how often the maintenance leader calls RescueExpired. With the default lease
@@ -31,4 +33,35 @@ func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 		}
 	}
 	return len(rows), nil
+}
+
+// deletedSweepBatch is how many waiting deliveries of deleted subscriptions one statement ends.
+const deletedSweepBatch = 1000
+
+// DeadLetterDeleted ends the waiting deliveries of deleted subscriptions that the delete itself did not
+// see: queued meanwhile by a publish, a resend or a replay that read the subscription before the delete
+// committed, or back in the queue from an attempt that was in flight (a transient failure, a lease that ran
+// out). No worker claims a deleted subscription's deliveries, so they would otherwise wait for good,
+// counted as pending and retrying. They are dead-lettered as the delete's own are (failed, reason
+// subscription_deleted). The maintenance leader runs it with RescueExpired, after it, so that a rescued
+// delivery of a deleted subscription ends in the same run. It returns how many it ended.
+func (w *Worker) DeadLetterDeleted(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		rows, err := w.q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{
+			Now: w.o.Now(), MaxRows: deletedSweepBatch,
+		})
+		if err != nil {
+			return total, fmt.Errorf("dead-letter deliveries of deleted subscriptions: %w", err)
+		}
+		total += len(rows)
+		if len(rows) > 0 {
+			w.o.Metrics.DeadLettered(Failed, int64(len(rows)))
+			w.log.Warn("waiting deliveries of deleted subscriptions dead-lettered", "deliveries", len(rows),
+				"reason", ReasonSubscriptionDeleted)
+		}
+		if len(rows) < deletedSweepBatch || ctx.Err() != nil {
+			return total, nil
+		}
+	}
 }

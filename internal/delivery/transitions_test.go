@@ -76,6 +76,17 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 			_, err := q.DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{SubscriptionID: sub.ID, TenantID: e.tenant, Now: now})
 			return err
 		}},
+		{"DeadLetterQueuedOfDeletedSubscriptions", delivery.Failed, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
+			// It takes only a deleted subscription's rows: the subscription is deleted for the call.
+			if _, err := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = now() WHERE id = $1`, sub.ID); err != nil {
+				return err
+			}
+			_, err := q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{Now: now, MaxRows: 10})
+			if _, rerr := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = NULL WHERE id = $1`, sub.ID); rerr != nil && err == nil {
+				err = rerr
+			}
+			return err
+		}},
 		{"ReplayChunk", delivery.Pending, []delivery.State{delivery.Failed, delivery.Expired}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
 			from, to := now.Add(-time.Hour), now.Add(time.Hour)
 			var replayID uuid.UUID

@@ -268,7 +268,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		ConnConfig: enginePool.Config().ConnConfig, Logger: log.With("component", "maintenance"),
 	})
 	s.Maintainer.Register(maintenance.Task{Name: "rescue", Interval: delivery.RescueInterval, Run: func(ctx context.Context) error {
-		_, err := s.Worker.RescueExpired(ctx)
+		if _, err := s.Worker.RescueExpired(ctx); err != nil {
+			return err
+		}
+		_, err := s.Worker.DeadLetterDeleted(ctx)
 		return err
 	}})
 	mlog := log.With("component", "maintenance")

@@ -170,37 +170,6 @@ func (s *Service) SeriesOf(ctx context.Context, tenantID uuid.UUID, ids []uuid.U
 	return out, nil
 }
 
-// Outcomes counts a subscription's deliveries by where they are, in the words of delivery.Pending:
-// Pending includes Retrying (pending, tried before); InFlight is neither. Delivered + Pending + InFlight +
-// Dead is every delivery counted.
-type Outcomes struct {
-	Delivered, Pending, Retrying, InFlight, Dead int
-	// Counted is how many deliveries were looked at; AtLeast says the newest OutcomesUpTo were, and older
-	// ones in the range were not.
-	Counted int
-	AtLeast bool
-}
-
-// OutcomesUpTo bounds the deliveries OutcomesSince reads per subscription.
-const OutcomesUpTo = 20000
-
-// OutcomesSince counts the deliveries created since a moment by outcome (delivered, pending and of them
-// retrying, in flight, dead), for several of a tenant's subscriptions; discarded ones are left out.
-func (s *Service) OutcomesSince(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, since time.Time) (map[uuid.UUID]Outcomes, error) {
-	rows, err := s.q.DeliveryOutcomesBySubscription(ctx, db.DeliveryOutcomesBySubscriptionParams{
-		SubscriptionIds: ids, TenantID: tenantID, Since: since, UpTo: OutcomesUpTo,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("delivery outcomes: %w", err)
-	}
-	out := make(map[uuid.UUID]Outcomes, len(rows))
-	for _, r := range rows {
-		out[r.SubscriptionID] = Outcomes{Delivered: int(r.Delivered), Pending: int(r.Pending), Retrying: int(r.Retrying),
-			InFlight: int(r.InFlight), Dead: int(r.Dead), Counted: int(r.Counted), AtLeast: r.Counted >= OutcomesUpTo}
-	}
-	return out, nil
-}
-
 // asTime reads an aggregate that is a timestamp or NULL (sqlc types max() FILTER as any).
 func asTime(v any) *time.Time {
 	if t, ok := v.(time.Time); ok {

@@ -267,19 +267,24 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	if got := text(one(t, bad, "attempts")); got != "3" {
 		t.Errorf("bad attempts %q", got)
 	}
-	// Deliveries by outcome, each linking to the list filtered to it.
+	// Deliveries now, each linking to the list's tab that counts the same; delivered over the range, the
+	// attempts that succeeded, links nowhere.
 	for id, want := range map[string]string{"dead-count": "3", "delivered-count": "0", "retrying-count": "0"} {
 		n := one(t, bad, id)
 		if attr(n, "data-count") != want || !strings.HasPrefix(text(n), want+" ") {
 			t.Errorf("bad %s %q", id, text(n))
 		}
 		state := strings.TrimSuffix(id, "-count")
-		if got := attr(n, "href"); got != "/subscriptions/"+s.bad.String()+"?state="+state+"&range=24h" {
-			t.Errorf("%s links to %q", id, got)
+		want := "/subscriptions/" + s.bad.String() + "?state=" + state
+		if state == "delivered" {
+			want = ""
+		}
+		if got := attr(n, "href"); got != want {
+			t.Errorf("%s links to %q, want %q", id, got, want)
 		}
 	}
-	if got := text(one(t, good, "delivered-share")); got != "100 % of finished deliveries were delivered." {
-		t.Errorf("good delivered share %q", got)
+	if got, attempts := attr(one(t, good, "delivered-count"), "data-count"), text(one(t, good, "attempts")); got != "3" || attempts != "3" {
+		t.Errorf("good: %s delivered beside %s attempts at 100 %%, want 3 and 3", got, attempts)
 	}
 	if got := text(one(t, bad, "consecutive-failures")); got != "3" {
 		t.Errorf("bad consecutive failures %q", got)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -32,6 +33,10 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		subName, subState, circuit = v.Name(), s.State, s.Circuit
 	}
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
+	if d.Endpoint.Deleted() {
+		// Its page is gone: name it without a link.
+		subName, subHref = "deleted subscription "+httpx.RedactURL(d.Endpoint.URL), ""
+	}
 	label, class := deliveryState(d.Delivery)
 	p := templates.DeliveryPage{
 		Layout: h.tenantLayout(r, tenantID, "Delivery "+shortID(d.ID), append(h.tenantCrumbs(r, tenantID),

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -37,6 +38,8 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subS
 		}
 	}
 	switch {
+	case d.Endpoint.Deleted() && (d.State == delivery.Pending || d.State == delivery.InFlight):
+		p.TimelineEnd, p.EndClass = "no more attempts: its subscription was deleted", "end"
 	case d.State == delivery.Pending && d.NextAttemptAt != nil:
 		p.TimelineEnd, p.EndClass = "next attempt at "+d.NextAttemptAt.UTC().Format(timeLayout)+" ("+ago(h.now(), *d.NextAttemptAt)+")", "upcoming"
 	case d.State == delivery.InFlight:
@@ -46,6 +49,9 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subS
 	}
 	p.Summary = h.summary(d, subState)
 	p.Resend, p.RetryNow = h.actions(d, admin)
+	if d.Endpoint.Deleted() {
+		p.EndpointDeleted = endpointDeletedText(d)
+	}
 	if held := h.circuitHold(circuit); held != "" && p.RetryNow.Enabled() {
 		p.RetryNow.Reason = held
 	}
@@ -93,6 +99,9 @@ func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary 
 		if d.Discarded {
 			s.Note = ""
 		}
+		if d.Endpoint.Deleted() {
+			s.Note = "Nothing more is tried."
+		}
 	case d.State == delivery.InFlight:
 		s.Class, s.Headline = "waiting", "Being sent now"
 	case d.Retrying():
@@ -104,6 +113,12 @@ func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary 
 	default:
 		s.Class, s.Headline = "waiting", "Not tried yet"
 		s.AtLabel, s.At = "due", h.timePtr(d.NextAttemptAt)
+	}
+	if d.Endpoint.Deleted() && (d.State == delivery.Pending || d.State == delivery.InFlight) {
+		// Not retrying any more, whatever its schedule says: nothing is sent to a deleted subscription.
+		s.Class, s.Headline = "dead", "No more attempts: its subscription was deleted"
+		s.AtLabel, s.At, s.Note = "", templates.Time{}, ""
+		return s
 	}
 	if d.State == delivery.Pending && subState == subscriptions.Paused {
 		s.Headline += ": waiting for the subscription to be resumed"
@@ -140,12 +155,30 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// actions says which of Resend and Retry now a delivery's page offers, and why one is disabled.
+// endpointDeletedText says that a delivery's subscription was deleted, naming it, and what that means for
+// the delivery: nothing is sent to it any more, so it cannot be resent, and one still waiting ends as dead.
+func endpointDeletedText(d delivery.Detail) string {
+	s := "Its subscription " + httpx.RedactURL(d.Endpoint.URL) + " (" + d.SubscriptionID.String() + ") was deleted"
+	if d.Endpoint.DeletedAt != nil {
+		s += " on " + d.Endpoint.DeletedAt.UTC().Format(timeLayout)
+	}
+	s += ": nothing is sent to it any more, so this delivery cannot be resent."
+	if !d.State.Dead() && d.State != delivery.Delivered {
+		s += " It ends as dead (reason: subscription deleted) within seconds."
+	}
+	return s
+}
+
+// actions says which of Resend and Retry now a delivery's page offers, and why one is disabled. A deleted
+// subscription's delivery gets neither: nothing would ever send it (the page says why instead).
 func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templates.Action) {
+	if d.Endpoint.Deleted() {
+		return resend, retryNow
+	}
 	capped := fmt.Sprintf("Retried by hand %d of %d times, the most allowed: it cannot be retried again from here.", d.ManualRetries, h.maxManual)
 	if d.Retrying() {
 		retryNow.Show = true
-		switch delivery.CheckRetryNow(d.Delivery, admin, h.maxManual) {
+		switch delivery.CheckRetryNow(d.Delivery, d.Endpoint, admin, h.maxManual) {
 		case delivery.RetryCapped:
 			retryNow.Reason = capped
 		case delivery.RetryDiscarded:
@@ -156,7 +189,7 @@ func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templ
 		return resend, retryNow
 	}
 	resend.Show = true
-	switch delivery.CheckRetry(d.Delivery, admin, h.maxManual) {
+	switch delivery.CheckRetry(d.Delivery, d.Endpoint, admin, h.maxManual) {
 	case delivery.RetryDiscarded:
 		resend.Reason = "It was discarded and cannot be resent."
 	case delivery.RetryQueued:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -37,7 +38,7 @@ func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 	if err != nil {
 		return nil, err
 	}
-	outcomes, err := h.subs.OutcomesSince(ctx, tenantID, ids, since)
+	states, err := h.dels.StateCounts(ctx, tenantID, ids, tabCountUpTo)
 	if err != nil {
 		return nil, err
 	}
@@ -51,15 +52,16 @@ func (h *Handler) subscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 		if s.FailingSince != nil {
 			v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
 		}
-		v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
+		v.Health = h.healthView(health[s.ID], series[s.ID], states[s.ID], rg, v.Href)
 		out = append(out, v)
 	}
 	return out, nil
 }
 
 // subscriptionWithHealth is one subscription with its health over the page's ?range (24 h when absent or
-// unknown), with the other ranges offered.
-func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription) (templates.Subscription, error) {
+// unknown), with the other ranges offered; states are its deliveries by state now, read by the caller
+// with the page's list.
+func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, states delivery.StateCounts) (templates.Subscription, error) {
 	ctx := r.Context()
 	rg, ok := subscriptions.RangeNamed(r.URL.Query().Get("range"))
 	if !ok {
@@ -75,10 +77,6 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	if err != nil {
 		return templates.Subscription{}, err
 	}
-	outcomes, err := h.subs.OutcomesSince(ctx, tenantID, []uuid.UUID{s.ID}, since)
-	if err != nil {
-		return templates.Subscription{}, err
-	}
 	runs, err := h.subs.FailingRuns(ctx, tenantID, []subscriptions.Subscription{s})
 	if err != nil {
 		return templates.Subscription{}, err
@@ -87,7 +85,7 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	if s.FailingSince != nil {
 		v.FailingSince = failingText(*s.FailingSince, runs[s.ID], h.now())
 	}
-	v.Health = h.healthView(health[s.ID], series[s.ID], outcomes[s.ID], rg, v.Href)
+	v.Health = h.healthView(health[s.ID], series[s.ID], states, rg, v.Href)
 	for _, o := range subscriptions.Ranges {
 		v.Health.Ranges = append(v.Health.Ranges, templates.RangeOption{
 			Value: o.Name, Label: rangeLabels[o.Name], Href: v.Href + "?range=" + o.Name, Current: o.Name == rg.Name,
@@ -104,12 +102,18 @@ func percent(share float64) string {
 	return strings.Replace(strconv.FormatFloat(share*100, 'f', 1, 64)+" %", ".0 %", " %", 1)
 }
 
-func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.HourBucket, oc subscriptions.Outcomes,
+// healthView is the health card. Two kinds of numbers, each with one meaning: over the range, the attempts
+// (how many, the share that succeeded, latency, the chart) and "delivered", the attempts that succeeded
+// (each delivered a delivery), from the same per-minute totals, so that after a replay of old deliveries
+// the card says 30 delivered beside 30 attempts at 100 %; and now, the subscription's deliveries that
+// are dead, pending (of them retrying) or in flight, counted as its list's state tabs count them (states),
+// each a link to that tab.
+func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.HourBucket, states delivery.StateCounts,
 	rg subscriptions.Range, subHref string) templates.Health {
 	v := templates.Health{
 		HasAttempts: hl.Attempts > 0, Attempts: hl.Attempts, Successes: hl.Successes, Failures: hl.Attempts - hl.Successes,
 		P50: "—", P95: "—", ConsecutiveFailures: hl.ConsecutiveFailures,
-		LastSuccess: h.timePtr(hl.LastSuccessAt), LastFailure: h.timePtr(hl.LastFailureAt), Dead: oc.Dead,
+		LastSuccess: h.timePtr(hl.LastSuccessAt), LastFailure: h.timePtr(hl.LastFailureAt),
 		Chart: chartView(series, rg), RangeLabel: rg.Label,
 	}
 	if hl.SuccessRate != nil {
@@ -128,24 +132,23 @@ func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.Hou
 		v.P50 = span(time.Duration(hl.LatencyMsP50 * float64(time.Millisecond)))
 		v.P95 = span(time.Duration(hl.LatencyMsP95 * float64(time.Millisecond)))
 	}
-	link := func(state string) string { return subHref + "?state=" + state + "&range=" + rg.Name }
+	link := func(state string) string { return subHref + "?state=" + state }
+	now := func(label string, c delivery.Capped, state, class, testID string, part bool) templates.Outcome {
+		return templates.Outcome{Label: label, Count: countText(c.N, c.AtLeast), N: c.N, Href: link(state), Class: class,
+			TestID: testID, Part: part}
+	}
 	// The words of delivery.Pending, as the tabs count them: retrying is part of pending.
 	v.Outcomes = []templates.Outcome{
-		{Label: "delivered", Count: oc.Delivered, Href: link("delivered"), Class: "badge-ok", TestID: "delivered-count"},
-		{Label: "dead", Count: oc.Dead, Href: link("dead"), Class: "badge-bad", TestID: "dead-count"},
-		{Label: "pending", Count: oc.Pending, Href: link("pending"), Class: "badge-info", TestID: "pending-count"},
-		{Label: "retrying", Count: oc.Retrying, Href: link("retrying"), Class: "badge-warn", TestID: "retrying-count", Part: true},
+		{Label: "delivered", Count: countText(int64(hl.Successes), false), N: int64(hl.Successes), Class: "badge-ok",
+			TestID: "delivered-count", When: "in the " + rg.Label},
+		now("dead", states.Dead, "dead", "badge-bad", "dead-count", false),
+		now("pending", states.Pending, "pending", "badge-info", "pending-count", false),
+		now("retrying", states.Retrying, "retrying", "badge-warn", "retrying-count", true),
 	}
-	if oc.InFlight > 0 {
-		v.Outcomes = append(v.Outcomes, templates.Outcome{Label: "in flight", Count: oc.InFlight, Href: link("in_flight"),
-			Class: "badge-info", TestID: "in-flight-count"})
+	if states.InFlight.N > 0 {
+		v.Outcomes = append(v.Outcomes, now("in flight", states.InFlight, "in_flight", "badge-info", "in-flight-count", false))
 	}
-	if done := oc.Delivered + oc.Dead; done > 0 {
-		v.DeliveredShare = percent(float64(oc.Delivered) / float64(done))
-	}
-	if oc.AtLeast {
-		v.OutcomesNote = fmt.Sprintf("Counted over the newest %d deliveries of the %s.", oc.Counted, rg.Label)
-	}
+	v.OutcomesNote = "Delivered: the attempts of the " + rg.Label + " that succeeded. Dead, pending and in flight: this endpoint's deliveries in that state now, as its list counts them."
 	return v
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -134,7 +133,11 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 // deliveryList builds a list of deliveries for a page: the filter form with its choices, the state tabs
 // with capped counts, one page of rows and the pager. A bad filter is not an error of the page: the list
 // says what is wrong (status 400) and shows no rows, without also saying that nothing matches.
-func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) (templates.DeliveryList, int, error) {
+// On a subscription's page (sc.sub set) it also returns the subscription's deliveries by state now
+// (its health card's counts and its paused note's "N waiting"): read in the same snapshot as the rows and
+// the tabs, so that every number on the page is of one moment.
+func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) (templates.DeliveryList, int, delivery.StateCounts, error) {
+	var states delivery.StateCounts
 	l := templates.DeliveryList{Action: sc.base, AllSubscriptions: sc.sub == nil}
 	f, fv, ferr := parseListFilter(q, sc.sub == nil, h.now())
 	var subID *uuid.UUID
@@ -145,7 +148,7 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	// Choices first: the form shows them even when the filter is wrong.
 	types, err := h.dels.EventTypes(ctx, sc.tenantID, subID, typesUpTo)
 	if err != nil {
-		return l, 0, err
+		return l, 0, states, err
 	}
 	if sc.sub != nil {
 		types = append(types, sc.sub.EventTypes...)
@@ -160,63 +163,72 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	}
 	l.Filter = fv
 	l.Tabs = tabs(sc.base, q, fv.State)
-	status := http.StatusOK
-	if ferr != nil {
-		return h.listError(l, ferr)
-	}
-	if sc.sub == nil && f.SubscriptionID != nil {
+	if ferr == nil && sc.sub == nil && f.SubscriptionID != nil {
 		// Another tenant's or an unknown subscription would list nothing, which reads as "no deliveries".
 		if _, ok := sc.subs[*f.SubscriptionID]; !ok {
 			known, err := h.subs.Known(ctx, sc.tenantID, *f.SubscriptionID)
 			if err != nil {
-				return l, 0, err
+				return l, 0, states, err
 			}
 			if !known {
-				return h.listError(l, fault.New(fault.NotFound, "No such subscription: %s is not one of your subscriptions", f.SubscriptionID))
+				ferr = fault.New(fault.NotFound, "No such subscription: %s is not one of your subscriptions", f.SubscriptionID)
 			}
 		}
 	}
-	// The page and each tab's capped count at once: on a million rows a selective filter makes each count
-	// read a few thousand rows, and the page waits for the slowest rather than for their sum.
+	// The page, each tab's capped count and the subscription's counts by state, in one snapshot: one by one,
+	// a delivery that moved in between was counted by one number and not by the next ("10 matching" above
+	// 9 rows). One transaction runs its statements one after another; each count stops at tabCountUpTo.
 	var (
 		page    delivery.Page
 		listErr error
-		wg      sync.WaitGroup
+		counts  = make([]delivery.Capped, len(l.Tabs))
 	)
-	counts := make([]struct {
-		n       int64
-		atLeast bool
-		err     error
-	}, len(l.Tabs))
-	wg.Add(1 + len(l.Tabs))
-	go func() {
-		defer wg.Done()
-		page, listErr = h.dels.List(ctx, sc.tenantID, f)
-	}()
-	for i := range l.Tabs {
-		tf := f
-		tf.States = nil
-		if s := l.Tabs[i].State; s != "all" {
-			tf.States = []string{s}
+	err = h.dels.Read(ctx, func(v *delivery.View) error {
+		if sc.sub != nil {
+			by, err := v.StateCounts(ctx, sc.tenantID, []uuid.UUID{sc.sub.ID}, tabCountUpTo)
+			if err != nil {
+				return err
+			}
+			states = by[sc.sub.ID]
 		}
-		go func() {
-			defer wg.Done()
-			c := &counts[i]
-			c.n, c.atLeast, c.err = h.dels.Count(ctx, sc.tenantID, tf, tabCountUpTo)
-		}()
+		if ferr != nil {
+			return nil
+		}
+		if page, listErr = v.List(ctx, sc.tenantID, f); listErr != nil {
+			if fe := fault.As(listErr); fe != nil {
+				return nil // the filter's fault, shown on the list
+			}
+			return listErr
+		}
+		for i := range l.Tabs {
+			tf := f
+			tf.States = nil
+			if s := l.Tabs[i].State; s != "all" {
+				tf.States = []string{s}
+			}
+			n, atLeast, err := v.Count(ctx, sc.tenantID, tf, tabCountUpTo)
+			if err != nil {
+				return err
+			}
+			counts[i] = delivery.Capped{N: n, AtLeast: atLeast}
+		}
+		return nil
+	})
+	if err != nil {
+		return l, 0, states, err
 	}
-	wg.Wait()
-	if listErr != nil {
-		return h.listError(l, listErr)
+	if ferr == nil {
+		ferr = listErr
+	}
+	if ferr != nil {
+		l, status, err := h.listError(l, ferr)
+		return l, status, states, err
 	}
 	for i, c := range counts {
-		if c.err != nil {
-			return l, 0, c.err
-		}
-		l.Tabs[i].Count = countText(c.n, c.atLeast)
+		l.Tabs[i].Count = countText(c.N, c.AtLeast)
 		if l.Tabs[i].Current {
-			l.Total = countText(c.n, c.atLeast) + " matching deliveries"
-			if c.n == 1 && !c.atLeast {
+			l.Total = countText(c.N, c.AtLeast) + " matching deliveries"
+			if c.N == 1 && !c.AtLeast {
 				l.Total = "1 matching delivery"
 			}
 		}
@@ -232,7 +244,7 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	if q.Get("cursor") != "" {
 		l.FirstHref = withQuery(sc.base, without(q, "cursor"))
 	}
-	return l, status, nil
+	return l, http.StatusOK, states, nil
 }
 
 // listError puts a filter's INVALID_REQUEST (400) or the NOT_FOUND of what it names (404) on the list;
@@ -396,7 +408,7 @@ func (h *Handler) deliveriesPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	l, status, err := h.deliveryList(ctx, r.URL.Query(), listScope{tenantID: tenantID, base: "/deliveries", subs: subs})
+	l, status, _, err := h.deliveryList(ctx, r.URL.Query(), listScope{tenantID: tenantID, base: "/deliveries", subs: subs})
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -94,14 +93,28 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request) {
 // when a recover preview renders the page).
 func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, rec templates.RecoverForm) {
 	ctx := r.Context()
-	// The health panel counts dead deliveries over its range itself: no count of all of them (a scan of
-	// every dead row of the tenant, 0.1 s at a million rows).
-	sv, err := h.subscriptionWithHealth(r, tenantID, s)
+	q := r.URL.Query()
+	q.Del("recover_since")
+	subs, err := h.tenantSubscriptions(ctx, tenantID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	subs[s.ID] = s
 	base := "/subscriptions/" + s.ID.String()
+	// The list, its tabs and the subscription's counts by state (the health card's and the paused note's)
+	// come from one snapshot: the card's "3 pending", the note's "3 waiting" and the Pending tab of an
+	// unfiltered list are one number.
+	l, status, states, err := h.deliveryList(ctx, q, listScope{tenantID: tenantID, base: base, sub: &s, subs: subs})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sv, err := h.subscriptionWithHealth(r, tenantID, s, states)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	p := templates.SubscriptionPage{
 		Layout: h.tenantLayout(r, tenantID, sv.Name(), append(h.tenantCrumbs(r, tenantID), templates.Crumb{Label: sv.Name()})...),
 		Sub:    sv, ActionBase: base, Contract: h.contract(),
@@ -109,6 +122,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
 		CanTest:   s.State != subscriptions.Disabled,
 		TestType:  TestEventType,
+		List:      l,
 	}
 	if p.Incidents, err = h.incidentRows(r, tenantID, s.ID); err != nil {
 		h.fail(w, r, err)
@@ -118,27 +132,8 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		h.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	q.Del("recover_since")
-	subs, err := h.tenantSubscriptions(ctx, tenantID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	subs[s.ID] = s
-	l, status, err := h.deliveryList(ctx, q, listScope{tenantID: tenantID, base: base, sub: &s, subs: subs})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p.List = l
 	if s.State != subscriptions.Active {
-		n, atLeast, err := h.dels.Count(ctx, tenantID, delivery.Filter{SubscriptionID: &s.ID, States: []string{"pending"}}, tabCountUpTo)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		p.Waiting = countText(n, atLeast)
+		p.Waiting = countText(states.Pending.N, states.Pending.AtLeast)
 	}
 	h.render(w, r, status, templates.SubscriptionView(p))
 }

@@ -234,8 +234,12 @@ func (h *Handler) stateText(d delivery.Detail, subState string) string {
 		return fmt.Sprintf("expired: past the %s window while still failing (last: %s).", words(h.policy.Window), last())
 	case d.State == delivery.Expired:
 		return fmt.Sprintf("expired: out of attempts — all %d failed (last: %s).", d.AttemptCount, last())
+	case d.State == delivery.InFlight && d.Endpoint.Deleted():
+		return "in flight: an attempt that began before its subscription was deleted; it is the last one."
 	case d.State == delivery.InFlight:
 		return "in flight: an attempt is being made right now."
+	case d.State == delivery.Pending && d.Endpoint.Deleted():
+		return "ending: its subscription was deleted, so it is not sent again and ends as dead (subscription deleted)."
 	case d.Retrying():
 		s := fmt.Sprintf("retrying: attempt %d failed (%s); ", d.TotalAttempts, last())
 		if d.NextAttemptAt != nil {

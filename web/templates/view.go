@@ -103,17 +103,15 @@ type Health struct {
 	ConsecutiveFailures int
 	LastSuccess         Time
 	LastFailure         Time
-	Dead                int
 	Chart               Chart
 	// RangeLabel names the span the numbers cover ("last 24 hours"); Ranges, when set, offer the others.
 	RangeLabel string
 	Ranges     []RangeOption
-	// Outcomes are the deliveries of the range by outcome (delivered, retrying, dead), each linking to the
-	// list; DeliveredShare is how many of the finished ones were delivered ("88.6 %"), OutcomesNote says
-	// when only the newest were counted.
-	Outcomes       []Outcome
-	DeliveredShare string
-	OutcomesNote   string
+	// Outcomes are the deliveries: delivered over the range (the attempts that succeeded), and dead,
+	// pending (of them retrying) and in flight now, each of those linking to its tab of the list;
+	// OutcomesNote says what each counts.
+	Outcomes     []Outcome
+	OutcomesNote string
 }
 
 // Chart is successes and failures per hour, drawn as inline SVG.
@@ -267,20 +265,23 @@ type Attempt struct {
 // DeliveryPage is /deliveries/{id}.
 type DeliveryPage struct {
 	Layout
-	ID          string
-	EventID     string
-	EventType   string
-	SubHref     string
-	SubName     string
-	State       string
-	StateClass  string
-	StateText   string
-	Discarded   bool
-	Created     Time
-	NextAttempt Time
-	GiveUp      Time
-	LastAttempt Time
-	DeadAt      Time
+	ID        string
+	EventID   string
+	EventType string
+	SubHref   string // empty when the subscription was deleted (its page is gone)
+	SubName   string
+	// EndpointDeleted, when its subscription was deleted, says so, naming it: nothing is sent to it any
+	// more, and the page offers neither Resend nor Retry now.
+	EndpointDeleted string
+	State           string
+	StateClass      string
+	StateText       string
+	Discarded       bool
+	Created         Time
+	NextAttempt     Time
+	GiveUp          Time
+	LastAttempt     Time
+	DeadAt          Time
 	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
 	Replay      string
 	ReplayHref  string

@@ -22,12 +22,15 @@ type Action struct {
 // Enabled reports whether the button can be pressed.
 func (a Action) Enabled() bool { return a.Show && a.Reason == "" }
 
-// Outcome is one count of the health panel's "deliveries by outcome", linking to the filtered list.
+// Outcome is one count of the health panel's deliveries: over the range (delivered) or now (dead, pending,
+// retrying, in flight), the latter linking to the list's tab that counts the same.
 type Outcome struct {
 	Label string // delivered, pending, retrying, in flight, dead
-	Count int
-	Href  string
+	Count string // as shown: "12", "1,000+"
+	N     int64  // the number, for data-count
+	Href  string // the list's tab; empty for a count no list shows (delivered over the range)
 	Class string // badge class
+	When  string // what it counts over, when not now: "in the last 24 hours"
 	// TestID names the count for tests ("pending-count"); Part marks a count that is part of the one
 	// before it (retrying ones are pending), shown as "of the pending".
 	TestID string

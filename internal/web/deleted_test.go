@@ -1,0 +1,61 @@
+package web_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/hookline/hookline/internal/delivery"
+)
+
+// TestDeliveryOfADeletedSubscription: a dead delivery's page, once its subscription is deleted, names the
+// deleted subscription, offers no Resend (nothing would ever send it), and does not tell the customer to
+// fix the endpoint and resend; a Resend posted anyway is refused in words, with nothing queued. The page
+// offered Resend, which queued the delivery for good as "Retrying · due 14 s ago".
+func TestDeliveryOfADeletedSubscription(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("deleted endpoint")
+	sub := e.newSubscription(tn, "/bad/deleted-endpoint", "soon deleted", "order.paid")
+	id := e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": 1})
+	e.waitState(tn, id, delivery.Failed)
+	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(tn.Email)
+	p := c.get("/deliveries/" + id.String())
+	if p.Status != 200 {
+		t.Fatalf("delivery page: %s", p)
+	}
+	if got := byTestID(p.Doc, "resend"); len(got) != 0 {
+		t.Errorf("the page offers Resend for a deleted subscription's delivery")
+	}
+	if got := byTestID(p.Doc, "retry-now"); len(got) != 0 {
+		t.Errorf("the page offers Retry now for a deleted subscription's delivery")
+	}
+	notice := text(one(t, p.Doc, "endpoint-deleted"))
+	for _, want := range []string{e.recv.URL + "/bad/deleted-endpoint", sub.ID.String(), "deleted", "cannot be resent"} {
+		if !strings.Contains(notice, want) {
+			t.Errorf("notice %q does not say %q", notice, want)
+		}
+	}
+	if got := byTestID(p.Doc, "subscription-link"); len(got) != 0 {
+		t.Errorf("the page links the deleted subscription's page (a 404)")
+	}
+	if name := text(one(t, p.Doc, "subscription-name")); !strings.Contains(name, "deleted") {
+		t.Errorf("the subscription is named %q, not as deleted", name)
+	}
+	if strings.Contains(p.text(), "then Resend") {
+		t.Errorf("the page tells the customer to resend: %q", text(one(t, p.Doc, "summary")))
+	}
+
+	after := c.post("/deliveries/"+id.String()+"/resend", url.Values{})
+	if flash := after.text(); !strings.Contains(flash, "Not resent") || !strings.Contains(flash, "deleted") {
+		t.Errorf("a posted Resend says %q, want it refused because the subscription was deleted", text(one(t, after.Doc, "summary")))
+	}
+	if d := e.waitState(tn, id, delivery.Failed, delivery.Pending); d.State != delivery.Failed || d.ManualRetries != 0 {
+		t.Errorf("after the refused Resend: %s with %d manual retries, want failed with 0", d.State, d.ManualRetries)
+	}
+}
