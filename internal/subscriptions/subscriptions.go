@@ -439,9 +439,12 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 	return fromRow(row), secret, nil
 }
 
-// ErrTooMany is Create's refusal of a tenant's subscription beyond the limit.
-func ErrTooMany(limit int) *fault.Error {
-	return fault.Invalid("this account already has %d subscriptions, the most allowed (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); delete one before adding another", limit)
+// ErrTooMany is Create's refusal of a tenant's subscription beyond the limit: about the whole form (no
+// field), its message for people without the server's setting, which names the product a white-labelled
+// platform's customers do not see; the API's names it.
+func ErrTooMany(limit int) *FieldError {
+	return fieldError("", fmt.Sprintf("This account already has %d subscriptions, the most allowed. Delete one before adding another.", limit),
+		fault.Invalid("this account already has %d subscriptions, the most allowed (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); delete one before adding another", limit))
 }
 
 func dedupe(in []string) []string {

@@ -40,7 +40,9 @@ type Layout struct {
 	Brand string
 	// LogoURL is the platform's logo (empty: Hookline's, or none when a brand name is set); BrandCSS
 	// links the stylesheet with the platform's accent colour.
-	LogoURL  string
+	LogoURL string
+	// IconURL is the browser tab's icon (empty: none).
+	IconURL  string
 	BrandCSS bool
 	// Theme forces "light" or "dark"; empty follows the viewer's setting.
 	Theme string
