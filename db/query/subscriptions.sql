@@ -14,6 +14,11 @@ WHERE subscription_id = @subscription_id AND (expires_at IS NULL OR expires_at >
 -- name: GetSubscription :one
 SELECT * FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL;
 
+-- name: SubscriptionNames :many
+-- What pages call some of a tenant's subscriptions, deleted ones included (the activity log names the
+-- subscriptions its entries are about, also once they are gone).
+SELECT id, url, description, deleted_at FROM subscriptions WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
 -- name: ListSubscriptions :many
 SELECT * FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL ORDER BY created_at, id;
 

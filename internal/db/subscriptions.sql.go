@@ -708,6 +708,49 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 	return i, err
 }
 
+const subscriptionNames = `-- name: SubscriptionNames :many
+SELECT id, url, description, deleted_at FROM subscriptions WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type SubscriptionNamesParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+type SubscriptionNamesRow struct {
+	ID          uuid.UUID
+	URL         string
+	Description string
+	DeletedAt   *time.Time
+}
+
+// What pages call some of a tenant's subscriptions, deleted ones included (the activity log names the
+// subscriptions its entries are about, also once they are gone).
+func (q *Queries) SubscriptionNames(ctx context.Context, arg SubscriptionNamesParams) ([]SubscriptionNamesRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionNames, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionNamesRow{}
+	for rows.Next() {
+		var i SubscriptionNamesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.URL,
+			&i.Description,
+			&i.DeletedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscriptionOfTenant = `-- name: SubscriptionOfTenant :one
 SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = $1 AND tenant_id = $2)::bool
 `

@@ -485,6 +485,34 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID) ([]Subscription,
 	return out, nil
 }
 
+// Named is what pages call a subscription: its description, else its URL; Deleted says it is gone.
+type Named struct {
+	Name    string
+	Deleted bool
+}
+
+// Names says what pages call some of a tenant's subscriptions, deleted ones included (an activity log
+// names what its entries are about, also once it is gone). Ids of no subscription of the tenant's are
+// left out.
+func (s *Service) Names(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Named, error) {
+	out := make(map[uuid.UUID]Named, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.SubscriptionNames(ctx, db.SubscriptionNamesParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, fmt.Errorf("subscription names: %w", err)
+	}
+	for _, r := range rows {
+		n := Named{Name: r.Description, Deleted: r.DeletedAt != nil}
+		if n.Name == "" {
+			n.Name = r.URL
+		}
+		out[r.ID] = n
+	}
+	return out, nil
+}
+
 // Update changes the fields given. The row is read and locked first, in the change's transaction: its
 // activity entry names only the fields whose value the change really moved (a form that sends every field
 // changes only what was edited), and a header given without a value keeps its stored one when
