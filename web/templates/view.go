@@ -159,6 +159,10 @@ type Subscription struct {
 	FailingSince string
 	Created      Time
 	Health       Health
+	// HeaderNames are the custom headers every request carries, lower-case; their values are never shown.
+	HeaderNames []string
+	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
+	RateLimit string
 }
 
 // Name is what a subscription is called in titles: its description, else its URL.
