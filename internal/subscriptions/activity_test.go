@@ -86,13 +86,13 @@ func TestChangeRecordsOnlyWhatChanged(t *testing.T) {
 	}
 	svc := subscriptions.NewService(pool, time.Now, true)
 	svc.UseKeys(box)
+	user := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorUser, ID: "u1", Email: "ann@example.com"})
 	u, desc, types, rate := "https://example.com/hook", "Orders", []string{"order.created", "order.paid"}, 5
 	headers := map[string]string{"X-Api-Key": "key-1", "X-Team": "billing"}
-	sub, _, err := svc.Create(ctx, tn.ID, subscriptions.Input{URL: &u, Description: &desc, EventTypes: &types, Headers: &headers, RateLimitPerSecond: &rate})
+	sub, _, err := svc.Create(user, tn.ID, subscriptions.Input{URL: &u, Description: &desc, EventTypes: &types, Headers: &headers, RateLimitPerSecond: &rate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorUser, ID: "u1", Email: "ann@example.com"})
 	log := activity.NewLog(pool)
 	entries := func() []activity.Entry {
 		t.Helper()

@@ -299,7 +299,7 @@ func TestBrowserLayouts(t *testing.T) {
 	flaky := e.newSubscription(s.tn, "/flaky/layout", "Flaky billing endpoint", "invoice.created", "invoice.paid")
 	// Custom headers and a rate limit, shown on its page.
 	headers, rate := map[string]string{"X-Api-Key": "k", "X-Billing-Environment-Name": "production"}, 25
-	if _, err := e.srv.Subscriptions.Update(context.Background(), s.tn.ID, flaky.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
+	if _, err := e.srv.Subscriptions.Update(byOperator(), s.tn.ID, flaky.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
 		t.Fatal(err)
 	}
 	expired := e.publishTo(s.tn, flaky.ID, "invoice.created", map[string]any{"invoice": "in_123", "amount": 4200, "currency": "eur"})

@@ -5,9 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
+
+// byOperator is the context of a change a test makes through the services directly: an operator's, so it
+// is recorded like any change (activity entries need an actor).
+func byOperator() context.Context {
+	return activity.WithActor(context.Background(), activity.Actor{Kind: activity.ActorAdmin, Email: "operator@example.com"})
+}
 
 // requestHeaders are the rows of a delivery page's request headers, name to value.
 func requestHeaders(t *testing.T, p *page) map[string]string {
@@ -31,7 +38,7 @@ func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 	tn := e.newTenant("settings shown")
 	u, desc, rate := e.recv.URL+"/good/settings-shown", "With headers", 10
 	headers := map[string]string{"X-Api-Key": "secret-value-1", "X-Env": "prod-value"}
-	sub, _, err := e.srv.Subscriptions.Create(context.Background(), tn.ID, subscriptions.Input{URL: &u, Description: &desc, Headers: &headers, RateLimitPerSecond: &rate})
+	sub, _, err := e.srv.Subscriptions.Create(byOperator(), tn.ID, subscriptions.Input{URL: &u, Description: &desc, Headers: &headers, RateLimitPerSecond: &rate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +63,7 @@ func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 	}
 
 	// To be sent (paused: no attempt yet), then as sent.
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(byOperator(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	id := e.publishTo(tn, sub.ID, "order.created", map[string]any{"n": 1})
@@ -67,7 +74,7 @@ func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 	if h := requestHeaders(t, pending); h["x-api-key"] != delivery.Masked || h["x-env"] != delivery.Masked {
 		t.Errorf("request to be sent: headers %v, want the custom ones masked", h)
 	}
-	if _, err := e.srv.Subscriptions.Resume(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Resume(byOperator(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.waitState(tn, id, delivery.Delivered)

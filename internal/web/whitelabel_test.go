@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,7 +36,7 @@ func TestWhiteLabelNamesNoHookline(t *testing.T) {
 	tn := e.newTenant("white label")
 	u := e.recv.URL + "/good/white-label"
 	desc := "branded endpoint"
-	sub, _, err := e.srv.Subscriptions.Create(context.Background(), tn.ID, subscriptions.Input{
+	sub, _, err := e.srv.Subscriptions.Create(byOperator(), tn.ID, subscriptions.Input{
 		URL: &u, Description: &desc, Headers: &map[string]string{"X-Api-Key": "k-123"},
 	})
 	if err != nil {
