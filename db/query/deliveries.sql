@@ -292,8 +292,11 @@ SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint
 SELECT * FROM webhook_deliveries WHERE id = @id AND tenant_id = @tenant_id;
 
 -- name: GetDeliveryDetail :one
+-- With the subscription's URL and the names of its custom headers (never their values), which a request
+-- not sent yet will carry.
 SELECT sqlc.embed(d), e.body, e.created_at AS event_created_at, s.url AS subscription_url,
-       s.deleted_at AS subscription_deleted_at
+       s.deleted_at AS subscription_deleted_at,
+       ARRAY(SELECT jsonb_object_keys(s.headers) ORDER BY 1)::text[] AS subscription_header_names
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id

@@ -110,9 +110,9 @@ SELECT (SELECT count(*) FROM batch)::int AS looked_at,
 
 -- name: CreateReplay :one
 -- @traceparent is the trace context of the request that started it ('' for none), which its chunks continue.
-INSERT INTO replays (kind, actor, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
+INSERT INTO replays (kind, actor, actor_name, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
                      spread_seconds, started_at, updated_at, finished_at, traceparent)
-VALUES (@kind, @actor, @criteria, @dry_run, @matched, 0, @state, sqlc.narg('tenant_id'), sqlc.narg('subscription_id'),
+VALUES (@kind, @actor, @actor_name, @criteria, @dry_run, @matched, 0, @state, sqlc.narg('tenant_id'), sqlc.narg('subscription_id'),
         @spread_seconds, @now, @now, sqlc.narg('finished_at'), nullif(@traceparent::text, ''))
 RETURNING *;
 

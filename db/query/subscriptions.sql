@@ -14,6 +14,11 @@ WHERE subscription_id = @subscription_id AND (expires_at IS NULL OR expires_at >
 -- name: GetSubscription :one
 SELECT * FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL;
 
+-- name: SubscriptionNames :many
+-- What pages call some of a tenant's subscriptions, deleted ones included (the activity log names the
+-- subscriptions its entries are about, also once they are gone).
+SELECT id, url, description, deleted_at FROM subscriptions WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
 -- name: ListSubscriptions :many
 SELECT * FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL ORDER BY created_at, id;
 
@@ -190,9 +195,10 @@ SELECT id FROM tenants WHERE id = @tenant_id FOR NO KEY UPDATE;
 -- name: CountTenantSubscriptions :one
 SELECT count(*)::int FROM subscriptions WHERE tenant_id = @tenant_id AND deleted_at IS NULL;
 
--- name: GetSubscriptionHeadersForUpdate :one
--- The stored custom headers (values sealed), locked for an update that keeps some of their values.
-SELECT headers FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL FOR NO KEY UPDATE;
+-- name: GetSubscriptionForUpdate :one
+-- A subscription as it is before a change, locked until the change commits: the activity entry compares it
+-- with the row the change leaves, and a header given without a value keeps the value stored here.
+SELECT * FROM subscriptions WHERE id = @id AND tenant_id = @tenant_id AND deleted_at IS NULL FOR NO KEY UPDATE;
 
 -- name: ValidSubscriptionSecrets :many
 -- The signing secrets a subscription signs with now (as the claim picks them), newest first.

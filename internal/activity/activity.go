@@ -84,6 +84,8 @@ func (a Actor) Label() string {
 		return a.Email
 	case a.Kind == ActorAdmin:
 		return "admin"
+	case a.Kind == ActorPortal && a.ID != "":
+		return "portal user " + a.ID
 	case a.ID != "":
 		return a.Kind + " " + a.ID
 	}

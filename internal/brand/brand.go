@@ -293,6 +293,29 @@ type Brand struct {
 // Custom reports whether a brand name other than Hookline's own is set.
 func (b Brand) Custom() bool { return b.Name != "" && b.Name != DefaultName }
 
+// The dashboard's test event ("Send test event") has a type of its own, never a real one: a handler of
+// invoice.paid must not receive a made-up invoice. Without a brand it is Hookline's; under a platform's
+// brand it names no product, because the receivers of a white-labelled platform must not learn whose
+// software sends its webhooks. Both are reserved (never in the event catalogue) and always accepted,
+// whatever the brand is now, so a catalogue stays valid when a brand is set or removed later.
+const (
+	DefaultTestEventType = "hookline.test"
+	NeutralTestEventType = "webhook.test"
+)
+
+// TestEventType is the type of the dashboard's test event under this brand.
+func (b Brand) TestEventType() string {
+	if b.Custom() {
+		return NeutralTestEventType
+	}
+	return DefaultTestEventType
+}
+
+// IsTestEventType reports whether name is the dashboard's test event type under any brand.
+func IsTestEventType(name string) bool {
+	return name == DefaultTestEventType || name == NeutralTestEventType
+}
+
 // Load checks the three settings; empty ones take the defaults. Errors name the variable.
 func Load(name, logoPath, color string) (Brand, error) {
 	b := Brand{Name: strings.TrimSpace(name)}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/fault"
 )
 
@@ -137,7 +138,7 @@ func (s *Service) Stop() {
 // details; with RegisteredOnly, a type that is not in the catalogue (or archived) is refused too. The
 // dashboard's test event is always accepted.
 func (s *Service) CheckEvent(eventType string, payload []byte) error {
-	if eventType == TestEventType {
+	if brand.IsTestEventType(eventType) {
 		return nil
 	}
 	c := s.snap.Load().types[eventType]
@@ -164,7 +165,7 @@ func (s *Service) CheckEvent(eventType string, payload []byte) error {
 // exact name must be in the catalogue (not archived), a prefix pattern (invoice.*) must cover at least one
 // type that is, as the fan-out would match it. The dashboard's test event is always known.
 func (s *Service) Known(typeOrPattern string) bool {
-	if typeOrPattern == TestEventType {
+	if brand.IsTestEventType(typeOrPattern) {
 		return true
 	}
 	snap := s.snap.Load()

@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
@@ -25,8 +26,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// TestEventType is the dashboard's test event: always accepted, whatever the catalogue says.
-const TestEventType = "hookline.test"
+// TestEventType is the dashboard's test event without a brand; under a brand it is
+// brand.NeutralTestEventType. Both are always accepted, whatever the catalogue says (brand.IsTestEventType).
+const TestEventType = brand.DefaultTestEventType
 
 // Limits on what an event type may hold.
 const (
@@ -313,8 +315,8 @@ func checkName(name string) error {
 	if !delivery.ValidEventType(name) {
 		return fault.Invalid("name must be an event type: 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
 	}
-	if name == TestEventType {
-		return fault.Invalid("%s is the dashboard's test event, which is always accepted and cannot be in the catalogue", TestEventType)
+	if brand.IsTestEventType(name) {
+		return fault.Invalid("%s is the dashboard's test event, which is always accepted and cannot be in the catalogue", name)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
@@ -156,14 +157,15 @@ func TestCreateChangeArchive(t *testing.T) {
 
 	// Bad inputs change nothing.
 	for what, in := range map[string]Input{
-		"bad name":         {Name: "no spaces"},
-		"test type":        {Name: TestEventType},
-		"schema not JSON":  {Name: name + "x", Schema: json.RawMessage(`{`)},
-		"schema array":     {Name: name + "x", Schema: json.RawMessage(`[]`)},
-		"bad schema":       {Name: name + "x", Schema: json.RawMessage(`{"type": 1}`)},
-		"example mismatch": {Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)},
-		"example array":    {Name: name + "x", Example: json.RawMessage(`[1]`)},
-		"group control":    {Name: name + "x", Group: ptr("a\nb")},
+		"bad name":          {Name: "no spaces"},
+		"test type":         {Name: TestEventType},
+		"branded test type": {Name: brand.NeutralTestEventType},
+		"schema not JSON":   {Name: name + "x", Schema: json.RawMessage(`{`)},
+		"schema array":      {Name: name + "x", Schema: json.RawMessage(`[]`)},
+		"bad schema":        {Name: name + "x", Schema: json.RawMessage(`{"type": 1}`)},
+		"example mismatch":  {Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)},
+		"example array":     {Name: name + "x", Example: json.RawMessage(`[1]`)},
+		"group control":     {Name: name + "x", Group: ptr("a\nb")},
 	} {
 		_, err := s.Create(ctx, in)
 		wantCode(t, what, err, fault.InvalidRequest)
@@ -253,8 +255,10 @@ func TestCheckEventAndKnown(t *testing.T) {
 		if err := s.CheckEvent(plain, []byte(`{"anything":1}`)); err != nil {
 			t.Errorf("type without schema refused: %v", err)
 		}
-		if err := s.CheckEvent(TestEventType, []byte(`{}`)); err != nil {
-			t.Errorf("test event refused: %v", err)
+		for _, tt := range []string{TestEventType, brand.NeutralTestEventType} {
+			if err := s.CheckEvent(tt, []byte(`{}`)); err != nil {
+				t.Errorf("test event %s refused: %v", tt, err)
+			}
 		}
 	}
 	if err := any.CheckEvent("unknown.type", []byte(`{}`)); err != nil {
@@ -263,7 +267,7 @@ func TestCheckEventAndKnown(t *testing.T) {
 	wantCode(t, "registered: unknown type", registered.CheckEvent("unknown.type", []byte(`{}`)), fault.InvalidRequest)
 
 	prefix := strings.TrimSuffix(name, ".created")
-	for v, want := range map[string]bool{name: true, plain: true, TestEventType: true, prefix + ".*": true,
+	for v, want := range map[string]bool{name: true, plain: true, TestEventType: true, brand.NeutralTestEventType: true, prefix + ".*": true,
 		"unknown.type": false, "unknown.*": false, prefix + ".created.*": false} {
 		if got := registered.Known(v); got != want {
 			t.Errorf("Known(%q) = %v, want %v", v, got, want)

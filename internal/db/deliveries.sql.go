@@ -654,7 +654,8 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
 SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
-       s.deleted_at AS subscription_deleted_at
+       s.deleted_at AS subscription_deleted_at,
+       ARRAY(SELECT jsonb_object_keys(s.headers) ORDER BY 1)::text[] AS subscription_header_names
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -667,13 +668,16 @@ type GetDeliveryDetailParams struct {
 }
 
 type GetDeliveryDetailRow struct {
-	WebhookDelivery       WebhookDelivery
-	Body                  []byte
-	EventCreatedAt        time.Time
-	SubscriptionURL       string
-	SubscriptionDeletedAt *time.Time
+	WebhookDelivery         WebhookDelivery
+	Body                    []byte
+	EventCreatedAt          time.Time
+	SubscriptionURL         string
+	SubscriptionDeletedAt   *time.Time
+	SubscriptionHeaderNames []string
 }
 
+// With the subscription's URL and the names of its custom headers (never their values), which a request
+// not sent yet will carry.
 func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailParams) (GetDeliveryDetailRow, error) {
 	row := q.db.QueryRow(ctx, getDeliveryDetail, arg.ID, arg.TenantID)
 	var i GetDeliveryDetailRow
@@ -706,6 +710,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
 		&i.SubscriptionDeletedAt,
+		&i.SubscriptionHeaderNames,
 	)
 	return i, err
 }

@@ -160,6 +160,7 @@ type Replay struct {
 	Error           string
 	UpdatedAt       time.Time
 	Traceparent     *string
+	ActorName       string
 }
 
 type Session struct {

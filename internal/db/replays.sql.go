@@ -89,16 +89,17 @@ func (q *Queries) CountDeadLetters(ctx context.Context, arg CountDeadLettersPara
 }
 
 const createReplay = `-- name: CreateReplay :one
-INSERT INTO replays (kind, actor, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
+INSERT INTO replays (kind, actor, actor_name, criteria, dry_run, matched, scheduled, state, tenant_id, subscription_id,
                      spread_seconds, started_at, updated_at, finished_at, traceparent)
-VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8,
-        $9, $10, $10, $11, nullif($12::text, ''))
-RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent
+VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9,
+        $10, $11, $11, $12, nullif($13::text, ''))
+RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent, actor_name
 `
 
 type CreateReplayParams struct {
 	Kind           string
 	Actor          string
+	ActorName      string
 	Criteria       []byte
 	DryRun         bool
 	Matched        int32
@@ -116,6 +117,7 @@ func (q *Queries) CreateReplay(ctx context.Context, arg CreateReplayParams) (Rep
 	row := q.db.QueryRow(ctx, createReplay,
 		arg.Kind,
 		arg.Actor,
+		arg.ActorName,
 		arg.Criteria,
 		arg.DryRun,
 		arg.Matched,
@@ -148,6 +150,7 @@ func (q *Queries) CreateReplay(ctx context.Context, arg CreateReplayParams) (Rep
 		&i.Error,
 		&i.UpdatedAt,
 		&i.Traceparent,
+		&i.ActorName,
 	)
 	return i, err
 }
@@ -396,7 +399,7 @@ UPDATE replays
 SET state = $1, error = $2, skipped = greatest(matched - scheduled, 0), finished_at = $3::timestamptz,
     updated_at = $3::timestamptz
 WHERE id = $4 AND state = 'running'
-RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent
+RETURNING id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent, actor_name
 `
 
 type FinishReplayParams struct {
@@ -436,12 +439,13 @@ func (q *Queries) FinishReplay(ctx context.Context, arg FinishReplayParams) (Rep
 		&i.Error,
 		&i.UpdatedAt,
 		&i.Traceparent,
+		&i.ActorName,
 	)
 	return i, err
 }
 
 const getReplay = `-- name: GetReplay :one
-SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, o.delivered, o.dead, o.pending, o.counted
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, r.actor_name, o.delivered, o.dead, o.pending, o.counted
 FROM replays r
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
@@ -494,6 +498,7 @@ func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplay
 		&i.Replay.Error,
 		&i.Replay.UpdatedAt,
 		&i.Replay.Traceparent,
+		&i.Replay.ActorName,
 		&i.Delivered,
 		&i.Dead,
 		&i.Pending,
@@ -682,7 +687,7 @@ func (q *Queries) ListReplayDeliveries(ctx context.Context, arg ListReplayDelive
 }
 
 const listReplays = `-- name: ListReplays :many
-SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, o.delivered, o.dead, o.pending, o.counted
+SELECT r.id, r.actor, r.criteria, r.dry_run, r.matched, r.scheduled, r.state, r.started_at, r.finished_at, r.kind, r.tenant_id, r.subscription_id, r.skipped, r.spread_seconds, r.cursor_created_at, r.cursor_id, r.error, r.updated_at, r.traceparent, r.actor_name, o.delivered, o.dead, o.pending, o.counted
 FROM replays r
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.state = 'delivered')::bigint AS delivered,
@@ -755,6 +760,7 @@ func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Lis
 			&i.Replay.Error,
 			&i.Replay.UpdatedAt,
 			&i.Replay.Traceparent,
+			&i.Replay.ActorName,
 			&i.Delivered,
 			&i.Dead,
 			&i.Pending,
@@ -771,7 +777,7 @@ func (q *Queries) ListReplays(ctx context.Context, arg ListReplaysParams) ([]Lis
 }
 
 const lockRunningReplay = `-- name: LockRunningReplay :one
-SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent FROM replays WHERE id = $1 AND state = 'running' FOR UPDATE SKIP LOCKED
+SELECT id, actor, criteria, dry_run, matched, scheduled, state, started_at, finished_at, kind, tenant_id, subscription_id, skipped, spread_seconds, cursor_created_at, cursor_id, error, updated_at, traceparent, actor_name FROM replays WHERE id = $1 AND state = 'running' FOR UPDATE SKIP LOCKED
 `
 
 // Takes one running replay for the length of a chunk's transaction. SKIP LOCKED: a replay another instance
@@ -799,6 +805,7 @@ func (q *Queries) LockRunningReplay(ctx context.Context, id uuid.UUID) (Replay, 
 		&i.Error,
 		&i.UpdatedAt,
 		&i.Traceparent,
+		&i.ActorName,
 	)
 	return i, err
 }

@@ -433,21 +433,49 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 	return i, err
 }
 
-const getSubscriptionHeadersForUpdate = `-- name: GetSubscriptionHeadersForUpdate :one
-SELECT headers FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+const getSubscriptionForUpdate = `-- name: GetSubscriptionForUpdate :one
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
-type GetSubscriptionHeadersForUpdateParams struct {
+type GetSubscriptionForUpdateParams struct {
 	ID       uuid.UUID
 	TenantID uuid.UUID
 }
 
-// The stored custom headers (values sealed), locked for an update that keeps some of their values.
-func (q *Queries) GetSubscriptionHeadersForUpdate(ctx context.Context, arg GetSubscriptionHeadersForUpdateParams) ([]byte, error) {
-	row := q.db.QueryRow(ctx, getSubscriptionHeadersForUpdate, arg.ID, arg.TenantID)
-	var headers []byte
-	err := row.Scan(&headers)
-	return headers, err
+// A subscription as it is before a change, locked until the change commits: the activity entry compares it
+// with the row the change leaves, and a header given without a value keeps the value stored here.
+func (q *Queries) GetSubscriptionForUpdate(ctx context.Context, arg GetSubscriptionForUpdateParams) (Subscription, error) {
+	row := q.db.QueryRow(ctx, getSubscriptionForUpdate, arg.ID, arg.TenantID)
+	var i Subscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.URL,
+		&i.Description,
+		&i.EventTypes,
+		&i.State,
+		&i.DisabledReason,
+		&i.Headers,
+		&i.RateLimitPerSecond,
+		&i.CircuitState,
+		&i.CircuitOpenedAt,
+		&i.ConsecutiveFailures,
+		&i.LastSuccessAt,
+		&i.LastFailureAt,
+		&i.FailingSince,
+		&i.DeletedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Claimed,
+		&i.CircuitProbeAt,
+		&i.CircuitProbeMs,
+		&i.RateTokens,
+		&i.RateCountedAt,
+		&i.ResendTokens,
+		&i.ResendCountedAt,
+		&i.DisabledNotifiedAt,
+	)
+	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
@@ -602,6 +630,49 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.DisabledNotifiedAt,
 	)
 	return i, err
+}
+
+const subscriptionNames = `-- name: SubscriptionNames :many
+SELECT id, url, description, deleted_at FROM subscriptions WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type SubscriptionNamesParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+type SubscriptionNamesRow struct {
+	ID          uuid.UUID
+	URL         string
+	Description string
+	DeletedAt   *time.Time
+}
+
+// What pages call some of a tenant's subscriptions, deleted ones included (the activity log names the
+// subscriptions its entries are about, also once they are gone).
+func (q *Queries) SubscriptionNames(ctx context.Context, arg SubscriptionNamesParams) ([]SubscriptionNamesRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionNames, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionNamesRow{}
+	for rows.Next() {
+		var i SubscriptionNamesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.URL,
+			&i.Description,
+			&i.DeletedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const subscriptionOfTenant = `-- name: SubscriptionOfTenant :one

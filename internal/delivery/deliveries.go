@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -146,6 +147,11 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 	} else {
 		d.Request.Headers = map[string]string{
 			"content-type": "application/json", "user-agent": UserAgent, "webhook-id": r.WebhookDelivery.EventID.String(),
+		}
+		for _, k := range r.SubscriptionHeaderNames {
+			if lk := strings.ToLower(k); d.Request.Headers[lk] == "" {
+				d.Request.Headers[lk] = Masked
+			}
 		}
 	}
 	return d, nil

@@ -51,9 +51,12 @@ const (
 
 // Replay is one bulk replay or recover, as the audit log keeps it.
 type Replay struct {
-	ID             uuid.UUID  `json:"id"`
-	Kind           string     `json:"kind"`
-	Actor          string     `json:"actor"`
+	ID    uuid.UUID `json:"id"`
+	Kind  string    `json:"kind"`
+	Actor string    `json:"actor"`
+	// ActorName is how a customer's page names who started it: the name a portal link gave, else the
+	// email, as the activity log's actor says it ("" when no person started it). Actor is the audit's.
+	ActorName      string     `json:"-"`
 	Criteria       DeadFilter `json:"criteria"`
 	DryRun         bool       `json:"dry_run"`
 	State          string     `json:"state"`
@@ -106,7 +109,7 @@ func withOutcome(r db.Replay, delivered, dead, pending, counted int64) Replay {
 
 func replayFromRow(r db.Replay) Replay {
 	out := Replay{
-		ID: r.ID, Kind: r.Kind, Actor: r.Actor, DryRun: r.DryRun, State: r.State, Matched: int64(r.Matched),
+		ID: r.ID, Kind: r.Kind, Actor: r.Actor, ActorName: r.ActorName, DryRun: r.DryRun, State: r.State, Matched: int64(r.Matched),
 		Scheduled: int64(r.Scheduled), Skipped: int64(r.Skipped), SpreadSeconds: int(r.SpreadSeconds),
 		TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, Error: r.Error, StartedAt: r.StartedAt,
 		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
@@ -263,6 +266,15 @@ func (s *Replays) Recover(ctx context.Context, tenantID, subscriptionID uuid.UUI
 	return s.create(ctx, ReplayRecover, ReplayRequest{Filter: f, Spread: spread, DryRun: dryRun, Actor: actor})
 }
 
+// actorName is how pages name the person ctx's request is from, as the activity log does ("" outside a
+// request).
+func actorName(ctx context.Context) string {
+	if a, ok := activity.ActorOf(ctx); ok {
+		return a.Label()
+	}
+	return ""
+}
+
 func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (out Replay, err error) {
 	if s.Tracer != nil {
 		var span trace.Span
@@ -291,7 +303,7 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (o
 		state, finished = ReplayFinished, &now
 	}
 	arg := db.CreateReplayParams{
-		Kind: kind, Actor: req.Actor, Criteria: criteria, DryRun: req.DryRun, Matched: int32(matched), State: state,
+		Kind: kind, Actor: req.Actor, ActorName: actorName(ctx), Criteria: criteria, DryRun: req.DryRun, Matched: int32(matched), State: state,
 		SpreadSeconds: int32(req.Spread / time.Second), Now: now, FinishedAt: finished, Traceparent: tracing.Traceparent(ctx),
 	}
 	if kind == ReplayRecover {

@@ -18,6 +18,9 @@ import (
 	"unicode/utf8"
 )
 
+// Masked stands for a value that is sent but never shown or stored: a custom header's.
+const Masked = "••••"
+
 // UserAgent names Hookline to receivers.
 const UserAgent = "Hookline-Webhooks/1.0 (+https://github.com/hookline/hookline)"
 
@@ -180,7 +183,8 @@ type Response struct {
 	RetryAfter time.Duration
 	Snippet    string
 	Err        string
-	// Headers are the request headers that were sent, minus the custom ones (those may hold secrets).
+	// Headers are the request headers that were sent, the custom ones by name only, their value Masked
+	// (it may be a credential): the attempt's stored copy shows the customer that they were sent.
 	Headers map[string]string
 	// Canceled is set when the attempt was cut short by shutdown rather than by the receiver.
 	Canceled bool
@@ -205,6 +209,11 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 		return res
 	}
 	headers["webhook-signature"] = sig
+	for k := range req.CustomHeaders {
+		if lk := strings.ToLower(k); headers[lk] == "" { // ours win, as on the wire
+			headers[lk] = Masked
+		}
+	}
 	res.Headers = headers
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)

@@ -145,7 +145,8 @@ func TestSendBoundsTheAnswer(t *testing.T) {
 }
 
 // The request carries our five headers once each, over any custom header of the same name in any case,
-// and the custom ones as given; the response names ours, the ones stored with the attempt.
+// and the custom ones as given; the response names ours and the custom ones with their value masked, the
+// ones stored with the attempt.
 func TestSendHeaders(t *testing.T) {
 	t.Parallel()
 	got := make(chan http.Header, 1)
@@ -173,7 +174,7 @@ func TestSendHeaders(t *testing.T) {
 		}
 	}
 	want := map[string]string{"content-type": "application/json", "user-agent": UserAgent, "webhook-id": "msg_1",
-		"webhook-timestamp": "1767225600", "webhook-signature": sig}
+		"webhook-timestamp": "1767225600", "webhook-signature": sig, "x-trace": Masked}
 	if len(res.Headers) != len(want) {
 		t.Errorf("response headers %v, want %v", res.Headers, want)
 	}

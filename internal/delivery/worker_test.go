@@ -114,15 +114,18 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 		t.Error("the verifier accepts a changed body: it proves nothing")
 	}
 
-	// The stored request copy never holds custom headers.
+	// The stored request copy names the custom headers, never their values.
 	d, err := e.svc.Get(e.ctx, e.tenant, uuid.MustParse(p.Deliveries[0].ID))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range d.Request.Headers {
-		if strings.EqualFold(k, "x-customer-token") || v == "tok_123" {
-			t.Errorf("stored request copy shows the custom header %s", k)
+		if v == "tok_123" || v == "abc" {
+			t.Errorf("stored request copy shows the value of the custom header %s", k)
 		}
+	}
+	if d.Request.Headers["x-customer-token"] != delivery.Masked || d.Request.Headers["x-trace"] != delivery.Masked {
+		t.Errorf("stored request copy %v, want the custom headers named, masked", d.Request.Headers)
 	}
 
 	// After a rotation both secrets sign, space-separated, and a receiver holding either verifies.

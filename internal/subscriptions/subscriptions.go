@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -441,9 +442,12 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 	return fromRow(row), secret, nil
 }
 
-// ErrTooMany is Create's refusal of a tenant's subscription beyond the limit.
-func ErrTooMany(limit int) *fault.Error {
-	return fault.Invalid("this account already has %d subscriptions, the most allowed (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); delete one before adding another", limit)
+// ErrTooMany is Create's refusal of a tenant's subscription beyond the limit: about the whole form (no
+// field), its message for people without the server's setting, which names the product a white-labelled
+// platform's customers do not see; the API's names it.
+func ErrTooMany(limit int) *FieldError {
+	return fieldError("", fmt.Sprintf("This account already has %d subscriptions, the most allowed. Delete one before adding another.", limit),
+		fault.Invalid("this account already has %d subscriptions, the most allowed (HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT); delete one before adding another", limit))
 }
 
 func dedupe(in []string) []string {
@@ -483,70 +487,59 @@ func (s *Service) List(ctx context.Context, tenantID uuid.UUID) ([]Subscription,
 	return out, nil
 }
 
-// Update changes the fields given.
+// Named is what pages call a subscription: its description, else its URL; Deleted says it is gone.
+type Named struct {
+	Name    string
+	Deleted bool
+}
+
+// Names says what pages call some of a tenant's subscriptions, deleted ones included (an activity log
+// names what its entries are about, also once it is gone). Ids of no subscription of the tenant's are
+// left out.
+func (s *Service) Names(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Named, error) {
+	out := make(map[uuid.UUID]Named, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.SubscriptionNames(ctx, db.SubscriptionNamesParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, fmt.Errorf("subscription names: %w", err)
+	}
+	for _, r := range rows {
+		n := Named{Name: r.Description, Deleted: r.DeletedAt != nil}
+		if n.Name == "" {
+			n.Name = r.URL
+		}
+		out[r.ID] = n
+	}
+	return out, nil
+}
+
+// Update changes the fields given. The row is read and locked first, in the change's transaction: its
+// activity entry names only the fields whose value the change really moved (a form that sends every field
+// changes only what was edited), and a header given without a value keeps its stored one when
+// in.KeepHeaderValues asks.
 func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) (Subscription, error) {
 	if err := s.validate(in); err != nil {
 		return Subscription{}, err
 	}
-	if in.Headers != nil && in.KeepHeaderValues {
-		return s.updateKeepingHeaders(ctx, tenantID, id, in)
-	}
-	var headers []byte
-	if in.Headers != nil {
-		var err error
-		if headers, err = s.sealHeaders(*in.Headers); err != nil {
-			return Subscription{}, err
-		}
-	}
-	// In a transaction: the change and its activity entry are written together.
-	var out Subscription
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.update(ctx, s.q.WithTx(tx), tenantID, id, in, headers)
-		return err
-	})
-	return out, err
-}
-
-// updateKeepingHeaders is Update for a form that never shows stored header values: a header given with an
-// empty value keeps the value stored under its name. The row is locked from reading the stored values to
-// writing the new ones, so a concurrent change of the headers is not undone.
-func (s *Service) updateKeepingHeaders(ctx context.Context, tenantID, id uuid.UUID, in Input) (Subscription, error) {
 	var out Subscription
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		raw, err := q.GetSubscriptionHeadersForUpdate(ctx, db.GetSubscriptionHeadersForUpdateParams{ID: id, TenantID: tenantID})
+		old, err := q.GetSubscriptionForUpdate(ctx, db.GetSubscriptionForUpdateParams{ID: id, TenantID: tenantID})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fault.Missing("subscription")
 		}
 		if err != nil {
 			return err
 		}
-		var stored map[string]string
-		if err := json.Unmarshal(raw, &stored); err != nil {
-			return fmt.Errorf("stored custom headers: %w", err)
-		}
-		given, kept := map[string]string{}, map[string]string{}
-		for k, v := range canonicalHeaders(*in.Headers) {
-			if old, ok := stored[k]; ok && v == "" {
-				kept[k] = old // sealed as stored
-			} else {
-				given[k] = v
-			}
-		}
-		headers, err := s.sealHeaders(given)
-		if err != nil {
-			return err
-		}
-		if len(kept) > 0 {
-			var merged map[string]string
-			_ = json.Unmarshal(headers, &merged)
-			maps.Copy(merged, kept)
-			if headers, err = json.Marshal(merged); err != nil {
+		var headers []byte
+		if in.Headers != nil {
+			if headers, err = s.newHeaders(old.Headers, *in.Headers, in.KeepHeaderValues); err != nil {
 				return err
 			}
 		}
-		out, err = s.update(ctx, q, tenantID, id, in, headers)
+		out, err = s.update(ctx, q, tenantID, old, in, headers)
 		return err
 	})
 	if err != nil && fault.As(err) == nil {
@@ -555,11 +548,39 @@ func (s *Service) updateKeepingHeaders(ctx context.Context, tenantID, id uuid.UU
 	return out, err
 }
 
-// update writes the fields given, headers already in their stored form, and records the change, on q
-// (a transaction's).
-func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.UUID, in Input, headers []byte) (Subscription, error) {
-	// One guarded statement: fields not given stay as the row has them when it runs, not as read earlier.
-	p := db.UpdateSubscriptionParams{ID: id, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
+// newHeaders is the stored form of the headers given: sealed, except that with keep a header given with an
+// empty value keeps the value stored under its name (a form that never shows stored values back).
+func (s *Service) newHeaders(stored []byte, given map[string]string, keep bool) ([]byte, error) {
+	if !keep {
+		return s.sealHeaders(given)
+	}
+	var old map[string]string
+	if err := json.Unmarshal(stored, &old); err != nil {
+		return nil, fmt.Errorf("stored custom headers: %w", err)
+	}
+	typed, kept := map[string]string{}, map[string]string{}
+	for k, v := range canonicalHeaders(given) {
+		if was, ok := old[k]; ok && v == "" {
+			kept[k] = was // sealed as stored
+		} else {
+			typed[k] = v
+		}
+	}
+	headers, err := s.sealHeaders(typed)
+	if err != nil || len(kept) == 0 {
+		return headers, err
+	}
+	var merged map[string]string
+	_ = json.Unmarshal(headers, &merged)
+	maps.Copy(merged, kept)
+	return json.Marshal(merged)
+}
+
+// update writes the fields given, headers already in their stored form, and records what changed from old
+// (the row as read and locked in q's transaction).
+func (s *Service) update(ctx context.Context, q *db.Queries, tenantID uuid.UUID, old db.Subscription, in Input, headers []byte) (Subscription, error) {
+	// One guarded statement: fields not given stay as the row has them.
+	p := db.UpdateSubscriptionParams{ID: old.ID, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
 	if in.EventTypes != nil {
 		p.EventTypes = dedupe(*in.EventTypes) // never nil: an empty list is stored, not skipped
 	}
@@ -569,18 +590,105 @@ func (s *Service) update(ctx context.Context, q *db.Queries, tenantID, id uuid.U
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
-	out, err := q.UpdateSubscription(ctx, p)
-	if err == nil {
-		err = activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(id),
-			map[string]any{"fields": in.fields()})
-	}
+	row, err := q.UpdateSubscription(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription: %w", err)
 	}
-	return fromRow(out), nil
+	// A save that changed nothing is no change: nothing to record.
+	if details := s.changes(old, row); details != nil {
+		if err := activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(old.ID), details); err != nil {
+			return Subscription{}, err
+		}
+	}
+	return fromRow(row), nil
+}
+
+// changes are the details of a change's activity entry: "fields", the fields whose value differs between
+// before and after, in the order the API lists them, and for custom headers "headers", the names
+// "added", "removed" and "changed" (a new value). Values are never part of it. nil when nothing changed.
+func (s *Service) changes(before, after db.Subscription) map[string]any {
+	fields := []string{}
+	if before.URL != after.URL {
+		fields = append(fields, "url")
+	}
+	if !sameSet(before.EventTypes, after.EventTypes) {
+		fields = append(fields, "event_types")
+	}
+	if before.Description != after.Description {
+		fields = append(fields, "description")
+	}
+	headers := s.headerChanges(before.Headers, after.Headers)
+	if headers != nil {
+		fields = append(fields, "headers")
+	}
+	if !equalPtr(before.RateLimitPerSecond, after.RateLimitPerSecond) {
+		fields = append(fields, "rate_limit_per_second")
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	out := map[string]any{"fields": fields}
+	if headers != nil {
+		out["headers"] = headers
+	}
+	return out
+}
+
+// headerChanges compares two stored header sets by name and by value (opened: the same value sealed
+// twice is stored differently), and says which names were added, removed or given a new value; nil when
+// none. A value that cannot be opened (a key no longer configured) counts as changed when its stored form
+// differs.
+func (s *Service) headerChanges(before, after []byte) map[string][]string {
+	var b, a map[string]string
+	_ = json.Unmarshal(before, &b)
+	_ = json.Unmarshal(after, &a)
+	added, removed, changed := []string{}, []string{}, []string{}
+	for k, av := range a {
+		bv, ok := b[k]
+		switch {
+		case !ok:
+			added = append(added, k)
+		case av != bv && !s.sameValue(av, bv):
+			changed = append(changed, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	if len(added)+len(removed)+len(changed) == 0 {
+		return nil
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	sort.Strings(changed)
+	return map[string][]string{"added": added, "removed": removed, "changed": changed}
+}
+
+// sameValue reports whether two stored header values hold the same plaintext.
+func (s *Service) sameValue(x, y string) bool {
+	px, errX := s.box.Open(x)
+	py, errY := s.box.Open(y)
+	return errX == nil && errY == nil && px == py
+}
+
+// sameSet reports whether two lists hold the same strings, whatever their order.
+func sameSet(x, y []string) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
+	return slices.Equal(xs, ys)
+}
+
+func equalPtr[T comparable](x, y *T) bool {
+	return (x == nil) == (y == nil) && (x == nil || *x == *y)
 }
 
 // Delete removes a subscription. Its queued deliveries are dead-lettered (reason subscription_deleted)
@@ -792,28 +900,6 @@ func ptr[T any](v T) *T { return &v }
 // object names a subscription in the activity log.
 func object(id uuid.UUID) activity.Object {
 	return activity.Object{Type: "subscription", ID: id.String()}
-}
-
-// fields names the fields an update gives, for its activity entry (names only: a header value may be a
-// credential).
-func (in Input) fields() []string {
-	out := []string{}
-	if in.URL != nil {
-		out = append(out, "url")
-	}
-	if in.EventTypes != nil {
-		out = append(out, "event_types")
-	}
-	if in.Description != nil {
-		out = append(out, "description")
-	}
-	if in.Headers != nil {
-		out = append(out, "headers")
-	}
-	if in.RateLimitPerSecond != nil || in.ClearRateLimit {
-		out = append(out, "rate_limit_per_second")
-	}
-	return out
 }
 
 // TenantOf says which tenant a live subscription belongs to (operators open any subscription by its id); an unknown or deleted one is NOT_FOUND.

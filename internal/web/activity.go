@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -97,8 +99,9 @@ func (h *Handler) activityPage(w http.ResponseWriter, r *http.Request, tenantID 
 		h.fail(w, r, err)
 		return
 	}
-	for _, e := range page.Items {
-		p.Rows = append(p.Rows, h.activityRow(e))
+	if p.Rows, err = h.activityRows(r, tenantID, page.Items); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	filter := url.Values{}
 	for k, v := range map[string]string{"action": p.Action, "since": p.Since, "until": p.Until} {
@@ -128,14 +131,35 @@ func (h *Handler) recentTenantActivity(r *http.Request, tenantID uuid.UUID) (tem
 	if err != nil {
 		return out, err
 	}
-	for _, e := range page.Items {
-		out.Rows = append(out.Rows, h.activityRow(e))
-	}
-	return out, nil
+	out.Rows, err = h.activityRows(r, tenantID, page.Items)
+	return out, err
 }
 
-// activityRow is an entry as a page shows it: in words, with a link to what it changed where that has a page.
-func (h *Handler) activityRow(e activity.Entry) templates.ActivityRow {
+// activityRows are entries as a page shows them, naming the subscriptions they are about as pages do
+// (their description, else their URL), also those deleted since.
+func (h *Handler) activityRows(r *http.Request, tenantID uuid.UUID, entries []activity.Entry) ([]templates.ActivityRow, error) {
+	var ids []uuid.UUID
+	for _, e := range entries {
+		if e.Object.Type == "subscription" {
+			if id, err := uuid.Parse(e.Object.ID); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	names, err := h.subs.Names(r.Context(), tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]templates.ActivityRow, 0, len(entries))
+	for _, e := range entries {
+		rows = append(rows, h.activityRow(e, names))
+	}
+	return rows, nil
+}
+
+// activityRow is an entry as a page shows it: in words, with a link to what it changed where that has a
+// page; names are the tenant's subscriptions the entries are about.
+func (h *Handler) activityRow(e activity.Entry, names map[uuid.UUID]subscriptions.Named) templates.ActivityRow {
 	row := templates.ActivityRow{
 		At: h.timeView(e.At), Action: e.Action, Label: actionLabels[e.Action], Who: e.Actor.Label(),
 		WhoKind: actorKinds[e.Actor.Kind], Correlation: e.CorrelationID, Details: activityDetails(e),
@@ -152,9 +176,15 @@ func (h *Handler) activityRow(e activity.Entry) templates.ActivityRow {
 	}
 	switch e.Object.Type {
 	case "subscription":
-		row.Object = "subscription …" + short
-		if e.Action != activity.SubscriptionDeleted {
-			row.ObjectHref = "/subscriptions/" + e.Object.ID
+		id, _ := uuid.Parse(e.Object.ID)
+		n, ok := names[id]
+		switch {
+		case !ok:
+			row.Object = "subscription …" + short
+		case n.Deleted:
+			row.Object = n.Name + " (deleted)"
+		default:
+			row.Object, row.ObjectHref = n.Name, "/subscriptions/"+e.Object.ID
 		}
 	case "delivery":
 		row.Object, row.ObjectHref = "delivery …"+short, "/deliveries/"+e.Object.ID
@@ -183,18 +213,7 @@ func activityDetails(e activity.Entry) string {
 	case activity.SubscriptionCreated:
 		return str("url")
 	case activity.SubscriptionChanged:
-		var names []string
-		if fs, ok := d["fields"].([]any); ok {
-			for _, f := range fs {
-				if s, ok := f.(string); ok {
-					names = append(names, strings.ReplaceAll(s, "_", " "))
-				}
-			}
-		}
-		if len(names) == 0 {
-			return ""
-		}
-		return "changed: " + strings.Join(names, ", ")
+		return changedFields(d)
 	case activity.SubscriptionDeleted:
 		if n := num("dead_lettered"); n > 0 {
 			return fmt.Sprintf("%s waiting dead-lettered", plural(n, "delivery", "deliveries"))
@@ -235,6 +254,47 @@ func activityDetails(e activity.Entry) string {
 		}
 	}
 	return ""
+}
+
+// fieldLabels name a subscription's fields as the endpoint form does.
+var fieldLabels = map[string]string{
+	"url": "URL", "event_types": "event types", "description": "description", "headers": "custom headers",
+	"rate_limit_per_second": "rate limit",
+}
+
+// changedFields says what a subscription change changed: the fields whose value moved and, for custom
+// headers, which were added, removed or given a new value (their names; values are never recorded).
+func changedFields(d map[string]any) string {
+	strs := func(v any) []string {
+		var out []string
+		l, _ := v.([]any)
+		for _, x := range l {
+			if s, ok := x.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var parts []string
+	for _, f := range strs(d["fields"]) {
+		label := cmp.Or(fieldLabels[f], strings.ReplaceAll(f, "_", " "))
+		if h, ok := d["headers"].(map[string]any); ok && f == "headers" {
+			var what []string
+			for _, k := range [][2]string{{"added", "added"}, {"removed", "removed"}, {"changed", "new value"}} {
+				if names := strs(h[k[0]]); len(names) > 0 {
+					what = append(what, strings.Join(names, ", ")+" "+k[1])
+				}
+			}
+			if len(what) > 0 {
+				label += " (" + strings.Join(what, "; ") + ")"
+			}
+		}
+		parts = append(parts, label)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "changed: " + strings.Join(parts, ", ")
 }
 
 // plural writes n and the noun that fits it.

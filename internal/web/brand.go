@@ -41,6 +41,36 @@ func (h *Handler) brandRoutes(r chi.Router) {
 	}
 }
 
+// marks are the header's logo and the browser tab's icon: Hookline's own without a brand, the platform's
+// logo under a brand that has one, and none under a brand without one (Hookline's mark beside another name
+// would say whose product this is).
+func (h *Handler) marks() (logo, icon string) {
+	switch {
+	case h.brand.Logo != nil:
+		return brandLogoPath, brandLogoPath
+	case h.brand.Custom():
+		return "", ""
+	}
+	return "/static/logo.svg", "/static/favicon.svg"
+}
+
+// iconURL is the browser tab's icon (marks).
+func (h *Handler) iconURL() string {
+	_, icon := h.marks()
+	return icon
+}
+
+// favicon answers /favicon.ico, which browsers ask for on their own: the page's icon, or 404 under a
+// brand without a logo.
+func (h *Handler) favicon(w http.ResponseWriter, r *http.Request) {
+	icon := h.iconURL()
+	if icon == "" {
+		http.NotFound(w, r)
+		return
+	}
+	http.Redirect(w, r, icon, http.StatusMovedPermanently)
+}
+
 // embeddable makes the session cookie work inside the platform's frame when framing is allowed: a
 // third-party frame gets its cookies only when they are SameSite=None (hence Secure), and Partitioned
 // (CHIPS) keeps them to that embedding site, which is also what browsers phasing out third-party cookies

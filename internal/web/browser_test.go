@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 )
 
 // Browser tests drive Debian's chromium, headless. Without chromium they skip, unless CI=true or
@@ -296,6 +297,11 @@ func TestBrowserLayouts(t *testing.T) {
 	e := setup(t, nil)
 	s := seed(e, "layout", 3)
 	flaky := e.newSubscription(s.tn, "/flaky/layout", "Flaky billing endpoint", "invoice.created", "invoice.paid")
+	// Custom headers and a rate limit, shown on its page.
+	headers, rate := map[string]string{"X-Api-Key": "k", "X-Billing-Environment-Name": "production"}, 25
+	if _, err := e.srv.Subscriptions.Update(byOperator(), s.tn.ID, flaky.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
 	expired := e.publishTo(s.tn, flaky.ID, "invoice.created", map[string]any{"invoice": "in_123", "amount": 4200, "currency": "eur"})
 	e.waitState(s.tn, expired, delivery.Expired)
 	pages := []struct{ name, path string }{

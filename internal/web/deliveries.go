@@ -49,7 +49,7 @@ func (h *Handler) delivery(w http.ResponseWriter, r *http.Request) {
 		ManualRetries: d.ManualRetries, MaxManual: h.maxManual, ActionBase: "/deliveries/" + d.ID.String(),
 	}
 	p.Replay, p.ReplayHref = h.replayedBy(r, tenantID, d.ReplayID)
-	p.Headers = h.portalHeaders(r, p.Headers)
+	p.Headers = h.brandedHeaders(r, p.Headers)
 	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
 		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
 	}

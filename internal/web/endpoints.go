@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -64,7 +65,7 @@ func (h *Handler) eventTypeChoices(ctx context.Context, tenantID uuid.UUID, chos
 	}
 	names = append(names, chosen...)
 	for _, n := range names {
-		if n != "" && n != TestEventType && !listed[n] {
+		if n != "" && !brand.IsTestEventType(n) && !listed[n] {
 			out = append(out, eventTypeChoice{Name: n})
 		}
 	}

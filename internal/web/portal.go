@@ -176,11 +176,12 @@ func (h *Handler) portalLogout(w http.ResponseWriter, r *http.Request, id string
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// portalHeaders leaves the user-agent out of a request's headers shown to a portal session under a
-// platform's brand: its value names Hookline, which such pages do not. (Receivers still get it; leaving
-// a header out of the page is not saying something untrue about what was sent.)
-func (h *Handler) portalHeaders(r *http.Request, hd []templates.KV) []templates.KV {
-	if _, ok := currentPortal(r); !ok || !h.brand.Custom() {
+// brandedHeaders leaves the user-agent out of a request's headers shown to a customer (in a portal session
+// or signed in with a password) under a platform's brand: its value names Hookline, which such pages do
+// not. Operators see it. (Receivers still get it, as the contract asks; leaving a header out of the page is
+// not saying something untrue about what was sent.)
+func (h *Handler) brandedHeaders(r *http.Request, hd []templates.KV) []templates.KV {
+	if currentUser(r).Admin || !h.brand.Custom() {
 		return hd
 	}
 	out := hd[:0:0]

@@ -101,6 +101,9 @@ func (h *Handler) recoverPage(w http.ResponseWriter, r *http.Request) {
 	p := templates.ReplayPage{Layout: h.tenantLayout(r, tenantID, title, crumbs...), Customer: !u.Admin}
 	h.fillReplayPage(&p, rep, nil, dels, recoverHref(id), cursor)
 	p.Replay = recoverRow(p.Replay, rep)
+	if p.Customer {
+		p.Replay.Actor = startedBy(rep)
+	}
 	h.render(w, r, http.StatusOK, templates.ReplayView(p))
 }
 
@@ -169,6 +172,20 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 			templates.Plural(rep.Matched, "dead delivery", "dead deliveries"), when, spreadWords(rep.SpreadSeconds)))
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// startedBy names the person who started a recover as the customer's pages name people: the name their
+// portal link gave, else their email (ActorName), never the audit's identifier ("portal:<user id>"). A
+// recover recorded without a name (a preview from before names were kept) falls back to that identifier
+// in words.
+func startedBy(rep delivery.Replay) string {
+	if rep.ActorName != "" {
+		return rep.ActorName
+	}
+	if id, ok := strings.CutPrefix(rep.Actor, "portal:"); ok {
+		return "portal user " + id
+	}
+	return rep.Actor
 }
 
 // maxKeptSince bounds the since value kept for the page: a date and time is 16 characters; anything much

@@ -36,13 +36,8 @@ func (h *Handler) tenantLayout(r *http.Request, tenantID uuid.UUID, title string
 // frame is layout without the incident banner, for operator pages.
 func (h *Handler) frame(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := templates.Layout{Title: title, Crumbs: crumbs, Brand: h.brand.Name, BrandCSS: h.brand.Accent != nil,
-		FrameOrigins: h.frameOrigins(), LogoURL: "/static/logo.svg"}
-	switch {
-	case h.brand.Logo != nil:
-		l.LogoURL = brandLogoPath
-	case h.brand.Custom():
-		l.LogoURL = "" // Hookline's mark beside another name would say whose product this is
-	}
+		FrameOrigins: h.frameOrigins()}
+	l.LogoURL, l.IconURL = h.marks()
 	if u := currentUser(r); u.Email != "" {
 		l.User, l.Admin = u.Email, u.Admin
 		_, l.HasTenant = tenantOf(u)
@@ -104,7 +99,7 @@ func (h *Handler) crossOrigin(w http.ResponseWriter, r *http.Request) {
 	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", httpx.LogPath(r.URL.Path),
 		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
 	h.render(w, r, http.StatusForbidden, templates.ErrorView(templates.ErrorPage{
-		Layout: templates.Layout{Title: "Forbidden", Brand: h.brand.Name}, Status: http.StatusForbidden, Heading: "Request refused",
+		Layout: templates.Layout{Title: "Forbidden", Brand: h.brand.Name, IconURL: h.iconURL()}, Status: http.StatusForbidden, Heading: "Request refused",
 		Message: "This form was sent from another site, so it was not carried out. Go back to the page and try again.",
 	}))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -18,8 +19,9 @@ const pageSize = 25
 // countUpTo caps the "N matching deliveries" count, which would otherwise scan every match.
 const countUpTo = 10000
 
-// TestEventType is the event type "Send test event" publishes, to one subscription whatever its event types.
-const TestEventType = "hookline.test"
+// TestEventType is the event type "Send test event" publishes, to one subscription whatever its event types,
+// without a brand; under a brand it names no product (brand.Brand.TestEventType).
+const TestEventType = brand.DefaultTestEventType
 
 // home lists the tenant's subscriptions with their health. An operator without a tenant goes to /admin.
 func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
@@ -121,7 +123,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		CanPause:  s.State == subscriptions.Active,
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
 		CanTest:   s.State != subscriptions.Disabled,
-		TestType:  TestEventType,
+		TestType:  h.brand.TestEventType(),
 		List:      l,
 	}
 	if p.Incidents, err = h.incidentRows(r, tenantID, s.ID); err != nil {
@@ -172,11 +174,12 @@ func (h *Handler) setSubscriptionState(w http.ResponseWriter, r *http.Request, p
 	http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
 }
 
-// sendTest publishes a hookline.test event to this subscription only, whatever its event types (no real
-// type: a handler of invoice.paid must never receive a made-up invoice), and says what it sent, with a link
-// to the delivery it made. The body (the event's data) is documented in the README:
+// sendTest publishes a test event (hookline.test, or webhook.test under a brand) to this subscription only,
+// whatever its event types (no real type: a handler of invoice.paid must never receive a made-up invoice),
+// and says what it sent, with a link to the delivery it made. The body (the event's data) is documented in
+// the README; the message names the brand, so a white-labelled platform's receivers never read Hookline:
 //
-//	{"test": true, "message": "A test event sent from the Hookline dashboard.", "subscription_id": "…", "sent_at": "…"}
+//	{"test": true, "message": "A test event sent from the <brand> dashboard.", "subscription_id": "…", "sent_at": "…"}
 func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)
 	if err != nil {
@@ -187,16 +190,17 @@ func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
 	// No personal data: the payload leaves for the customer's endpoint (and its logs), so it does not
 	// say who pressed the button.
 	payload, _ := json.Marshal(map[string]any{
-		"test": true, "message": "A test event sent from the Hookline dashboard.",
+		"test": true, "message": "A test event sent from the " + h.brand.Name + " dashboard.",
 		"subscription_id": s.ID.String(), "sent_at": h.now().UTC().Format(time.RFC3339),
 	})
-	deliveryID, ok := h.sendOne(w, r, tenantID, s, TestEventType, payload, activity.TestEventSent, "Test event", back)
+	testType := h.brand.TestEventType()
+	deliveryID, ok := h.sendOne(w, r, tenantID, s, testType, payload, activity.TestEventSent, "Test event", back)
 	if !ok {
 		return
 	}
-	msg := "Sent a " + TestEventType + " event (a test, not a real event) to this endpoint only."
+	msg := "Sent a " + testType + " event (a test, not a real event) to this endpoint only."
 	if s.State == subscriptions.Paused {
-		msg = "Queued a " + TestEventType + " event (a test, not a real event) for this endpoint only; it waits until you resume the subscription."
+		msg = "Queued a " + testType + " event (a test, not a real event) for this endpoint only; it waits until you resume the subscription."
 	}
 	h.setFlashLink(r, "success", msg, "/deliveries/"+deliveryID, "Open its delivery →")
 	http.Redirect(w, r, back, http.StatusSeeOther)

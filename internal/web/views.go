@@ -148,6 +148,12 @@ func (h *Handler) subscriptionView(s subscriptions.Subscription) templates.Subsc
 		EventTypes: s.EventTypes, State: s.State, StateClass: subStateClass(s.State), StateReason: s.DisabledReason,
 		Created: h.timeView(s.CreatedAt),
 	}
+	for _, n := range s.HeaderNames {
+		v.HeaderNames = append(v.HeaderNames, strings.ToLower(n))
+	}
+	if r := s.RateLimitPerSecond; r != nil {
+		v.RateLimit = "at most " + templates.Plural(int64(*r), "request", "requests") + " a second"
+	}
 	now := h.now()
 	switch c := s.Circuit; c.State {
 	case delivery.CircuitOpen:

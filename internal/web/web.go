@@ -145,9 +145,7 @@ func (h *Handler) Routes() http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		static.ServeHTTP(w, r)
 	})
-	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/static/favicon.svg", http.StatusMovedPermanently)
-	})
+	r.Get("/favicon.ico", h.favicon)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))

@@ -40,7 +40,9 @@ type Layout struct {
 	Brand string
 	// LogoURL is the platform's logo (empty: Hookline's, or none when a brand name is set); BrandCSS
 	// links the stylesheet with the platform's accent colour.
-	LogoURL  string
+	LogoURL string
+	// IconURL is the browser tab's icon (empty: none).
+	IconURL  string
 	BrandCSS bool
 	// Theme forces "light" or "dark"; empty follows the viewer's setting.
 	Theme string
@@ -155,6 +157,10 @@ type Subscription struct {
 	FailingSince string
 	Created      Time
 	Health       Health
+	// HeaderNames are the custom headers every request carries, lower-case; their values are never shown.
+	HeaderNames []string
+	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
+	RateLimit string
 }
 
 // Name is what a subscription is called in titles: its description, else its URL.

@@ -1,0 +1,111 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/subscriptions"
+	"golang.org/x/net/html"
+)
+
+// The activity log says what a change changed in the words of the form (only what was edited, though the
+// form sends every field), names the endpoint as its page does (its description, linking to it; marked
+// deleted once gone, without a link), and names people as the platform's link did (the name, never
+// "portal:<id>"), here and on the recover page of a recover they started, and of a preview.
+func TestActivityNamesEndpointsAndPeople(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	tn := e.newTenant("activity names")
+	u, desc, types, rate := e.recv.URL+"/bad/names", "Orders", []string{"order.paid"}, 5
+	sub, _, err := e.srv.Subscriptions.Create(byOperator(), tn.ID, subscriptions.Input{URL: &u, Description: &desc, EventTypes: &types,
+		Headers: &map[string]string{"X-Api-Key": "key-1"}, RateLimitPerSecond: &rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deadOf(tn, sub.ID, "order.paid", 1)
+	path := "/subscriptions/" + sub.ID.String()
+	pc := e.portalClient(e.portalLink(tn, portal.LinkRequest{User: portal.User{ID: "u_42", Name: "Grace Hopper"}}))
+
+	// The form as the browser sends it: every field, the header's value left empty (kept).
+	if p := pc.post(path, url.Values{"url": {sub.URL}, "description": {"Orders v2"}, "event_types": {"order.paid"},
+		"header_name": {"X-Api-Key"}, "header_value": {""}, "rate_limit_per_second": {"5"}}); p.Status != http.StatusOK || p.URL.Path != path {
+		t.Fatalf("save: %s", p)
+	}
+	pc.post(path, url.Values{"url": {sub.URL}, "description": {"Orders v2"}, "event_types": {"order.paid"},
+		"header_name": {"X-Api-Key", "X-Region"}, "header_value": {"key-2", "eu"}, "rate_limit_per_second": {""}})
+
+	// A preview and a recover, by the same person.
+	hour := formTimeOf(time.Now().Add(-time.Hour))
+	if p := pc.post(path+"/recover", url.Values{"action": {"preview"}, "since": {hour}}); p.Status != http.StatusOK {
+		t.Fatalf("preview: %s", p)
+	}
+	if p := pc.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {hour}}); p.URL.Path != path {
+		t.Fatalf("recover: %s", p)
+	}
+
+	p := pc.get("/activity")
+	var rows []*html.Node // the person's: the operator's creation is not
+	for _, row := range byTestID(p.Doc, "activity-row") {
+		if a := attr(row, "data-action"); a == "subscription.changed" || a == "recover.started" {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d entries, want the two changes and the recover: %v", len(rows), activityRows(t, p))
+	}
+	for _, row := range rows {
+		if who := text(one(t, row, "activity-who")); who != "Grace Hopper" {
+			t.Errorf("%s: who %q, want the person's name", attr(row, "data-action"), who)
+		}
+	}
+	for i, want := range []string{"changed: custom headers (X-Region added; X-Api-Key new value), rate limit", "changed: description"} {
+		row := rows[i+1]
+		if attr(row, "data-action") != "subscription.changed" {
+			t.Fatalf("row %d is %s", i+1, attr(row, "data-action"))
+		}
+		if got := text(one(t, row, "activity-details")); got != want {
+			t.Errorf("details %q, want %q", got, want)
+		}
+		if obj := one(t, row, "activity-object"); text(obj) != "Orders v2" || attr(obj, "href") != path {
+			t.Errorf("object %q → %q, want the endpoint's name linking to its page", text(obj), attr(obj, "href"))
+		}
+	}
+	if strings.Contains(p.Body, "portal:u_42") || strings.Contains(p.Body, "key-2") {
+		t.Error("the activity page shows the audit identifier or a header value")
+	}
+
+	// The recover's page and the preview's: started by the person, by name.
+	sp := pc.get(path)
+	var links []string
+	for _, id := range []string{"recover-recent", "recover-previews"} {
+		for _, a := range byTestID(one(t, sp.Doc, id), "replay-link") {
+			links = append(links, attr(a, "href"))
+		}
+	}
+	if len(links) != 2 {
+		t.Fatalf("recover links %v, want the recover and the preview", links)
+	}
+	for _, l := range links {
+		rp := pc.get(l)
+		if got := text(one(t, rp.Doc, "started-by")); got != "Started by Grace Hopper" || strings.Contains(rp.Body, "portal:u_42") {
+			t.Errorf("%s: %q", l, got)
+		}
+	}
+
+	// Deleted: named still, marked, no link to a page that is gone.
+	if err := e.srv.Subscriptions.Delete(byOperator(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range byTestID(pc.get("/activity").Doc, "activity-row") {
+		if attr(row, "data-action") != "subscription.changed" {
+			continue
+		}
+		if obj := one(t, row, "activity-object"); text(obj) != "Orders v2 (deleted)" || attr(obj, "href") != "" {
+			t.Errorf("a deleted endpoint's entry: %q → %q", text(obj), attr(obj, "href"))
+		}
+	}
+}
