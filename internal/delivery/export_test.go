@@ -30,6 +30,22 @@ func (w *Worker) RecordStatus(ctx context.Context, rows []db.ClaimDeliveriesRow,
 // RecordStatuses is RecordStatus with a status and a start time of its
 // own for each row, all in one batch.
 func (w *Worker) RecordStatuses(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, statuses []int, startedAt []time.Time) error {
+	return w.Record(ctx, w.syntheticBatch(rows, leaseID, statuses, startedAt))
+}
+
+// WriteStatus writes one synthetic attempt per row that answered status as the completer writes a batch
+// (writeResults: tries, waits, gives up), each try within try; it returns when the completer would go on.
+func (w *Worker) WriteStatus(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, status int, try time.Duration) {
+	now := w.o.Now()
+	statuses, started := make([]int, len(rows)), make([]time.Time, len(rows))
+	for i := range rows {
+		statuses[i], started[i] = status, now
+	}
+	w.recordTry = try
+	w.writeResults(ctx, w.syntheticBatch(rows, leaseID, statuses, started))
+}
+
+func (w *Worker) syntheticBatch(rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, statuses []int, startedAt []time.Time) []attemptResult {
 	now := w.o.Now()
 	batch := make([]attemptResult, len(rows))
 	for i, row := range rows {
@@ -38,7 +54,7 @@ func (w *Worker) RecordStatuses(ctx context.Context, rows []db.ClaimDeliveriesRo
 		batch[i] = attemptResult{row: row, leaseID: leaseID, resp: resp,
 			decision: w.policy.Decide(Result{Status: statuses[i]}, int(row.AttemptCount)+1, row.GiveUpAt, now, w.o.Jitter())}
 	}
-	return w.Record(ctx, batch)
+	return batch
 }
 
 // ClaimAndRecord claims up to BatchSize due deliveries and records a synthetic status for each: the
