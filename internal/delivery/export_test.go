@@ -77,6 +77,16 @@ type BatchedPublish struct {
 
 // PublishTogether stores the publishes as one batch, as the writers do with publishes that arrive together.
 func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
+	ctxs := make([]context.Context, len(ins))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return p.PublishTogetherFor(ctxs, ins...)
+}
+
+// PublishTogetherFor is PublishTogether with each publish's caller's context: ctxs[i] is the caller of
+// ins[i], as store passes it to the batch.
+func (p *Publisher) PublishTogetherFor(ctxs []context.Context, ins ...PublishInput) []BatchedPublish {
 	out := make([]BatchedPublish, len(ins))
 	var batch []*publishRequest
 	var at []int
@@ -87,7 +97,7 @@ func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
 			continue
 		}
 		out[i].EventID = ev.id
-		batch = append(batch, &publishRequest{ctx: context.Background(), event: ev, done: make(chan struct{})})
+		batch = append(batch, &publishRequest{ctx: ctxs[i], event: ev, done: make(chan struct{}), taken: true})
 		at = append(at, i)
 	}
 	p.writeBatch(batch, false)
@@ -127,10 +137,22 @@ func (p *Publisher) PublishAndClaim(ctx context.Context, w *Worker, reserved any
 	if err != nil {
 		return nil, err
 	}
-	_, claimed, _, err := p.publishAndClaim(ctx, w, reserved.(publishClaim), publishParams([]storedEvent{ev}))
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	_, claimed, _, err := p.publishAndClaim(ctx, ctx, conn, w, reserved.(publishClaim), publishParams([]storedEvent{ev}))
 	ids := make([]uuid.UUID, 0, len(claimed))
 	for id := range claimed {
 		ids = append(ids, id)
 	}
 	return ids, err
+}
+
+// Waiting is how many publishes wait for a batch (none of their statements has started).
+func (p *Publisher) Waiting() int {
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
+	return len(p.waiting)
 }

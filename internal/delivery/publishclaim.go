@@ -8,6 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A publish that finds its own process's worker idle claims for it: the worker's claim statement is sent
@@ -101,11 +102,12 @@ func (w *Worker) releaseClaimed(rows []db.ClaimDeliveriesRow, leaseID uuid.UUID)
 	}
 }
 
-// publishAndClaim stores one publish and claims for the local worker in the same transaction. It reports
-// how many rows the claim took and whether that was all it had slots for (more may be due: the worker
-// should be woken). When PostgreSQL refuses the pair (the claim may be what failed), the publish is stored
-// alone; any other failure (a lost connection, a timeout) is returned, since the pair may have committed.
-func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishClaim, params db.PublishEventsParams) (rows []db.PublishEventsRow, claimed map[uuid.UUID]bool, full bool, err error) {
+// publishAndClaim stores one publish and claims for the local worker in the same transaction, on conn. It
+// reports how many rows the claim took and whether that was all it had slots for (more may be due: the
+// worker should be woken). When PostgreSQL refuses the pair (the claim may be what failed), the publish is
+// stored alone, unless its caller has gone meanwhile (a cancel is refused too); any other failure (a lost
+// connection, a timeout) is returned, since the pair may have committed.
+func (p *Publisher) publishAndClaim(ctx, caller context.Context, conn *pgxpool.Conn, w *Worker, c publishClaim, params db.PublishEventsParams) (rows []db.PublishEventsRow, claimed map[uuid.UUID]bool, full bool, err error) {
 	var b pgx.Batch
 	queue := db.New(queueing{&b})
 	if _, err := queue.PublishEvents(ctx, params); !errors.Is(err, errQueued) {
@@ -114,7 +116,7 @@ func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishCla
 	if _, err := queue.ClaimDeliveries(ctx, c.params); !errors.Is(err, errQueued) {
 		panic("publishAndClaim: ClaimDeliveries was not queued")
 	}
-	br := p.pool.SendBatch(ctx, &b)
+	br := conn.SendBatch(ctx, &b)
 	read := db.New(batchReader{br})
 	rows, err = read.PublishEvents(ctx, params)
 	var taken []db.ClaimDeliveriesRow
@@ -127,10 +129,10 @@ func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishCla
 	if err != nil {
 		w.startClaimed(c, nil)
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) {
+		if !errors.As(err, &pgErr) || caller.Err() != nil {
 			return nil, nil, false, err
 		}
-		rows, err = db.New(p.pool).PublishEvents(ctx, params)
+		rows, err = db.New(conn).PublishEvents(ctx, params)
 		return rows, nil, false, err
 	}
 	w.startClaimed(c, taken)
