@@ -290,9 +290,10 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	return ev, nil
 }
 
-// firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the same
-// event and deliveries, each "pending" as it was then. Events stored before answers were rebuilt from
-// their rows kept the answer itself, which wins.
+// firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the
+// answer kept with the event when there is one (a publish whose deliveries were claimed in its own
+// transaction keeps it, "in_flight" for those: KeepPublishAnswer; so did events stored before answers
+// were rebuilt), else the same event and deliveries rebuilt from the rows, each "pending" as it was then.
 func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishInput, reqHash []byte) (Published, error) {
 	prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: &in.IdempotencyKey})
 	if err != nil {
@@ -306,6 +307,7 @@ func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishIn
 		if err := json.Unmarshal(prev.Response, &first); err != nil {
 			return Published{}, fmt.Errorf("publish: idempotent event %s has no readable stored answer", prev.ID)
 		}
+		first.CreatedAt = first.CreatedAt.UTC() // kept by PostgreSQL with an offset; answered in UTC
 		return first, nil
 	}
 	rows, err := q.PublishedDeliveries(ctx, db.PublishedDeliveriesParams{EventID: prev.ID, TenantID: in.TenantID})
