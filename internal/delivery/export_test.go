@@ -156,3 +156,12 @@ func (p *Publisher) Waiting() int {
 	defer p.batchMu.Unlock()
 	return len(p.waiting)
 }
+
+// WakeWorkers sends the NOTIFY that wakes every process's workers, as a publish does after its commit,
+// within timeout, and returns a channel that gets how it ended.
+func (p *Publisher) WakeWorkers(timeout time.Duration) <-chan error {
+	ended := make(chan error, 1)
+	p.notifyTimeout, p.notified = timeout, func(err error) { ended <- err }
+	p.wake(context.Background(), false)
+	return ended
+}
