@@ -133,7 +133,9 @@ func TestPublishAnswerIsWhatItsBatchStored(t *testing.T) {
 	// behind them and go together, as one batch, once the writers are free.
 	releaseFirst := e.lockSubscription(first.ID)
 	releaseSecond := e.lockSubscription(second.ID)
-	busy1, busy2 := e.publishAsync(e.ctx, e.tenant), e.publishAsync(e.ctx, e.tenant)
+	busy1 := e.publishAsync(e.ctx, e.tenant) // one at a time, so that each writer takes one
+	eventually(t, 10*time.Second, "the first writer to wait", func() bool { return e.waitingPublishes() == 1 })
+	busy2 := e.publishAsync(e.ctx, e.tenant)
 	eventually(t, 10*time.Second, "both writers to wait", func() bool { return e.waitingPublishes() == 2 })
 	leavingCtx, leave := context.WithCancel(e.ctx)
 	leaving, staying := e.publishAsync(leavingCtx, other.tenant), e.publishAsync(e.ctx, other.tenant)
