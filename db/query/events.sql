@@ -70,6 +70,20 @@ JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.event_id = @event_id AND d.tenant_id = @tenant_id
 ORDER BY s.created_at, s.id;
 
+-- name: KeepPublishAnswer :exec
+-- Keeps the answer of a publish with an Idempotency-Key as it is sent, in the publish's own transaction
+-- after the local worker's claim (publishAndClaim): "in_flight" for the deliveries that claim took,
+-- "pending" for the rest, in the answer's order. A publish that reuses the key gets this answer, not one
+-- rebuilt from rows that have moved on. Nothing for an event without a key, or one this publish did not
+-- store (its key was used before).
+UPDATE events e SET response = jsonb_build_object(
+    'id', e.id, 'event_type', e.event_type, 'created_at', e.created_at,
+    'deliveries', coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.id, 'subscription_id', d.subscription_id,
+                                                                'state', d.state) ORDER BY s.created_at, s.id)
+                            FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+                            WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id), '[]'::jsonb))
+WHERE e.id = @id AND e.tenant_id = @tenant_id AND e.idempotency_key IS NOT NULL;
+
 -- name: GetEventByIdempotencyKey :one
 SELECT * FROM events WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
 

@@ -1,47 +1,63 @@
 -- name: OpenIncidents :many
--- Opens an incident for every live subscription whose attempts have only failed since before @cutoff
--- (now - HOOKLINE_INCIDENT_AFTER) and has none open. The unique index on open incidents makes this safe to
--- run from several processes at once: one insert wins, the others do nothing.
+-- Opens an incident for up to @max_rows live subscriptions whose attempts have only failed since before
+-- @cutoff (now - HOOKLINE_INCIDENT_AFTER) and that have none open (the caller repeats while it gets
+-- @max_rows: one shared receiver's outage may open thousands). The unique index on open incidents makes this
+-- safe to run from several processes at once: one insert wins, the others do nothing.
 INSERT INTO incidents (tenant_id, subscription_id, failing_since, opened_at)
 SELECT s.tenant_id, s.id, s.failing_since, sqlc.arg('now')::timestamptz
 FROM subscriptions s
 WHERE s.failing_since < sqlc.arg('cutoff')::timestamptz AND s.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.subscription_id = s.id AND i.ended_at IS NULL)
+ORDER BY s.id
+LIMIT sqlc.arg('max_rows')::int
 ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: EndIncidents :many
--- Ends the open incidents whose subscription has had a 2xx since (failing_since cleared, or a newer run of
--- failures began), or was deleted.
+-- Ends up to @max_rows open incidents whose subscription has had a 2xx since (failing_since cleared, or a
+-- newer run of failures began), or was deleted.
 UPDATE incidents i SET ended_at = sqlc.arg('now')::timestamptz
-FROM subscriptions s
-WHERE i.subscription_id = s.id AND i.ended_at IS NULL
-  AND (s.failing_since IS NULL OR s.failing_since > i.failing_since OR s.deleted_at IS NOT NULL)
+FROM (SELECT o.id FROM incidents o JOIN subscriptions s ON s.id = o.subscription_id
+      WHERE o.ended_at IS NULL
+        AND (s.failing_since IS NULL OR s.failing_since > o.failing_since OR s.deleted_at IS NOT NULL)
+      ORDER BY o.id
+      LIMIT sqlc.arg('max_rows')::int) due
+WHERE i.id = due.id AND i.ended_at IS NULL
 RETURNING i.*;
 
 -- name: ClaimIncidentDaySteps :many
--- The 24 h step of incidents still open a day after they opened, each claimed once.
+-- The 24 h step of up to @max_rows incidents still open a day after they opened, each claimed once.
 UPDATE incidents SET day_notified_at = sqlc.arg('now')::timestamptz
-WHERE ended_at IS NULL AND day_notified_at IS NULL AND opened_at <= sqlc.arg('day_ago')::timestamptz
+WHERE id IN (SELECT o.id FROM incidents o
+             WHERE o.ended_at IS NULL AND o.day_notified_at IS NULL AND o.opened_at <= sqlc.arg('day_ago')::timestamptz
+             ORDER BY o.id
+             LIMIT sqlc.arg('max_rows')::int)
+  AND ended_at IS NULL AND day_notified_at IS NULL
 RETURNING *;
 
 -- name: ClaimIncidentExpiringSteps :many
--- The "before the first delivery expires" step: the earliest give_up_at of the subscription's waiting
--- deliveries is less than @warn_before away. Claimed once per incident.
+-- The "before the first delivery expires" step of up to @max_rows incidents: the earliest give_up_at of the
+-- subscription's waiting deliveries is less than @warn_before away. Claimed once per incident.
 WITH due AS (
     SELECT i.id, (SELECT min(d.give_up_at) FROM webhook_deliveries d
                   WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')) AS first_expiry
     FROM incidents i
     WHERE i.ended_at IS NULL AND i.expiring_notified_at IS NULL
+), picked AS (
+    SELECT due.id, due.first_expiry FROM due
+    WHERE due.first_expiry < sqlc.arg('warn_before')::timestamptz
+    ORDER BY due.id
+    LIMIT sqlc.arg('max_rows')::int
 )
 UPDATE incidents i SET expiring_notified_at = sqlc.arg('now')::timestamptz
-FROM due
-WHERE i.id = due.id AND due.first_expiry < sqlc.arg('warn_before')::timestamptz AND i.expiring_notified_at IS NULL
-RETURNING i.*, due.first_expiry::timestamptz AS first_expiry;
+FROM picked
+WHERE i.id = picked.id AND i.expiring_notified_at IS NULL
+RETURNING i.*, picked.first_expiry::timestamptz AS first_expiry;
 
 -- name: ClaimIncidentExpiredSteps :many
--- The "what was lost" step: deliveries of the subscription expired during the incident, the first of them
--- at least @settle ago (so one summary covers a burst). Claimed once per incident, with the count.
+-- The "what was lost" step of up to @max_rows incidents: deliveries of the subscription expired during the
+-- incident, the first of them at least @settle ago (so one summary covers a burst). Claimed once per
+-- incident, with the count.
 WITH lost AS (
     SELECT i.id, count(*)::int AS n, min(d.dead_at) AS first_dead
     FROM incidents i
@@ -49,10 +65,15 @@ WITH lost AS (
                              AND d.dead_at >= i.failing_since
     WHERE i.ended_at IS NULL AND i.expired_notified_at IS NULL
     GROUP BY i.id
+), picked AS (
+    SELECT lost.id, lost.n FROM lost
+    WHERE lost.first_dead <= sqlc.arg('settled_before')::timestamptz
+    ORDER BY lost.id
+    LIMIT sqlc.arg('max_rows')::int
 )
-UPDATE incidents i SET expired_notified_at = sqlc.arg('now')::timestamptz, expired_count = lost.n
-FROM lost
-WHERE i.id = lost.id AND lost.first_dead <= sqlc.arg('settled_before')::timestamptz AND i.expired_notified_at IS NULL
+UPDATE incidents i SET expired_notified_at = sqlc.arg('now')::timestamptz, expired_count = picked.n
+FROM picked
+WHERE i.id = picked.id AND i.expired_notified_at IS NULL
 RETURNING i.*;
 
 -- name: ExpiredEventsOfIncident :many
@@ -94,32 +115,46 @@ VALUES (sqlc.arg('tenant_id'), sqlc.narg('incident_id'), sqlc.arg('kind'), sqlc.
         sqlc.arg('now')::timestamptz);
 
 -- name: ClaimDisabledNotices :many
--- Subscriptions disabled (410 or auto-disable) that the operator has not been told about; claimed once.
--- The rows are locked in id order first, as the claim, the completions and auto-disable lock them: updated
--- in scan order, several rows at once could deadlock with a completion holding some of them.
+-- Up to @max_rows subscriptions disabled (410 or auto-disable) that the operator has not been told about;
+-- claimed once. The rows are locked in id order first, as the claim, the completions and auto-disable lock
+-- them: updated in scan order, several rows at once could deadlock with a completion holding some of them.
 WITH ordered AS (
     SELECT id FROM subscriptions
     WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
-    ORDER BY id FOR NO KEY UPDATE
+    ORDER BY id
+    LIMIT sqlc.arg('max_rows')::int
+    FOR NO KEY UPDATE
 )
 UPDATE subscriptions s SET disabled_notified_at = sqlc.arg('now')::timestamptz
 FROM ordered o
 WHERE s.id = o.id AND s.state = 'disabled' AND s.deleted_at IS NULL AND s.disabled_notified_at IS NULL
 RETURNING s.id, s.tenant_id, s.url, s.disabled_reason;
 
--- name: AdvanceOperatorWatermark :one
--- Moves a watermark to @until and returns where it was (or @until on first use), under the row's lock so
--- that two processes never report the same span.
+-- name: LockOperatorWatermark :one
+-- A watermark's row, locked until the transaction ends so that two processes never report the same span;
+-- made at @until on first use (nothing before a first use is reported).
 INSERT INTO operator_watermarks AS w (name, until) VALUES (sqlc.arg('name'), sqlc.arg('until')::timestamptz)
-ON CONFLICT (name) DO UPDATE SET until = excluded.until
-RETURNING coalesce((SELECT o.until FROM operator_watermarks o WHERE o.name = sqlc.arg('name')), sqlc.arg('until')::timestamptz)::timestamptz AS previous;
+ON CONFLICT (name) DO UPDATE SET name = w.name
+RETURNING w.until, w.reporting_until, w.reporting_after;
+
+-- name: SetOperatorWatermark :exec
+-- Where a watermark's report stands: reported up to @until, and the window (@until, @reporting_until] under
+-- way after subscription @reporting_after (both NULL when no window is under way).
+UPDATE operator_watermarks
+SET until = sqlc.arg('until')::timestamptz, reporting_until = sqlc.narg('reporting_until')::timestamptz,
+    reporting_after = sqlc.narg('reporting_after')::uuid
+WHERE name = sqlc.arg('name');
 
 -- name: ExhaustedSince :many
--- Deliveries that expired in (@since, @until], counted per subscription (for deliveries.exhausted).
+-- Deliveries that expired in (@since, @until], counted per subscription (for deliveries.exhausted): up to
+-- @max_rows subscriptions, in id order, after @after_subscription (the nil uuid to start).
 SELECT d.tenant_id, d.subscription_id, s.url, count(*)::int AS expired
 FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.state = 'expired' AND d.dead_at > sqlc.arg('since')::timestamptz AND d.dead_at <= sqlc.arg('until')::timestamptz
-GROUP BY d.tenant_id, d.subscription_id, s.url;
+  AND d.subscription_id > sqlc.arg('after_subscription')::uuid
+GROUP BY d.tenant_id, d.subscription_id, s.url
+ORDER BY d.subscription_id
+LIMIT sqlc.arg('max_rows')::int;
 
 -- name: InternalTenant :one
 SELECT * FROM tenants WHERE internal AND name = sqlc.arg('name') ORDER BY created_at LIMIT 1;

@@ -68,6 +68,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 			return f, fault.Invalid("include_totals must be true or false")
 		}
 		f.WithTotal = b
+		f.CountUpTo = delivery.TotalUpTo // any deliveries:read token may ask: never an unbounded count
 	}
 	return f, nil
 }

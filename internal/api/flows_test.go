@@ -498,3 +498,43 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// include_totals counts up to 1,000, as the dashboard's counts do, and says so: any deliveries:read token
+// may ask, and an uncapped count of a large tenant is a scan of all its rows. Below the cap the total is
+// exact and total_at_least false.
+func TestDeliveriesTotalIsCapped(t *testing.T) {
+	e := newEnv(t)
+	tid := e.newTenant("many")
+	sub := e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:1/hook"})
+	// 1,001 delivered deliveries, written straight to the tables (nothing for the worker to send).
+	if _, err := e.srv.Pool.Exec(t.Context(), `
+		WITH ev AS (
+			INSERT INTO events (tenant_id, event_type, body)
+			SELECT $1, 'a', '{}' FROM generate_series(1, 1001)
+			RETURNING id)
+		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, give_up_at)
+		SELECT $1, ev.id, $2, 'a', 'delivered', now() + interval '1 day' FROM ev`, tid, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	token := e.newToken(tid, "deliveries:read")
+	for q, want := range map[string]struct {
+		total   int
+		atLeast bool
+	}{
+		"include_totals=true":                 {1000, true},
+		"include_totals=true&state=delivered": {1000, true},
+		"include_totals=true&state=failed":    {0, false},
+	} {
+		p := must[page](e, 200, "GET", "/tenants/"+tid+"/deliveries?"+q, token, nil)
+		if p.Total == nil || p.TotalAtLeast == nil || *p.Total != want.total || *p.TotalAtLeast != want.atLeast {
+			t.Errorf("?%s: total %v, total_at_least %v; want %d, %v", q, deref(p.Total), deref(p.TotalAtLeast), want.total, want.atLeast)
+		}
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

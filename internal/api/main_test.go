@@ -269,9 +269,10 @@ type deliveryDetail struct {
 }
 
 type page struct {
-	Items      []deliveryDetail `json:"items"`
-	NextCursor string           `json:"next_cursor"`
-	Total      *int             `json:"total"`
+	Items        []deliveryDetail `json:"items"`
+	NextCursor   string           `json:"next_cursor"`
+	Total        *int             `json:"total"`
+	TotalAtLeast *bool            `json:"total_at_least"`
 }
 
 // newTenant creates a tenant as admin.

@@ -49,9 +49,17 @@ type errorDetail struct {
 // and shown as INTERNAL without detail.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	fe := fault.As(err)
-	if fe == nil && pgfail.Unavailable(err) {
-		// A database failover or restart: the same request will work once a primary answers again. Still
-		// INTERNAL (500), the contract's code for the server's own failures.
+	switch {
+	case fe != nil:
+	case pgfail.TimedOut(err):
+		// A statement that ran out of time (a lock wait, a busy database, a statement_timeout): not known to
+		// be an outage, so not called one. Still INTERNAL (500), the contract's code for the server's own
+		// failures.
+		httpx.Logger(r.Context()).Warn("request failed: the database did not answer in time", "err", err)
+		fe = fault.New(fault.Internal, "the database did not answer in time: retry the request; a publish retried with the same Idempotency-Key is stored once")
+	case pgfail.Unavailable(err):
+		// A connection that broke or could not be made (a failover, a restart): the same request will work
+		// once a primary answers again.
 		httpx.Logger(r.Context()).Warn("request failed: the database is unavailable", "err", err)
 		fe = fault.New(fault.Internal, "the database is unavailable for a moment (a restart or failover): retry the request; a publish retried with the same Idempotency-Key is stored once")
 	}

@@ -62,6 +62,31 @@ func (q *Queries) GetEventByIdempotencyKey(ctx context.Context, arg GetEventById
 	return i, err
 }
 
+const keepPublishAnswer = `-- name: KeepPublishAnswer :exec
+UPDATE events e SET response = jsonb_build_object(
+    'id', e.id, 'event_type', e.event_type, 'created_at', e.created_at,
+    'deliveries', coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.id, 'subscription_id', d.subscription_id,
+                                                                'state', d.state) ORDER BY s.created_at, s.id)
+                            FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+                            WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id), '[]'::jsonb))
+WHERE e.id = $1 AND e.tenant_id = $2 AND e.idempotency_key IS NOT NULL
+`
+
+type KeepPublishAnswerParams struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+}
+
+// Keeps the answer of a publish with an Idempotency-Key as it is sent, in the publish's own transaction
+// after the local worker's claim (publishAndClaim): "in_flight" for the deliveries that claim took,
+// "pending" for the rest, in the answer's order. A publish that reuses the key gets this answer, not one
+// rebuilt from rows that have moved on. Nothing for an event without a key, or one this publish did not
+// store (its key was used before).
+func (q *Queries) KeepPublishAnswer(ctx context.Context, arg KeepPublishAnswerParams) error {
+	_, err := q.db.Exec(ctx, keepPublishAnswer, arg.ID, arg.TenantID)
+	return err
+}
+
 const notifyDeliveriesReady = `-- name: NotifyDeliveriesReady :exec
 SELECT pg_notify('hookline_deliveries', $1::text)
 `

@@ -12,37 +12,24 @@ import (
 	"github.com/google/uuid"
 )
 
-const advanceOperatorWatermark = `-- name: AdvanceOperatorWatermark :one
-INSERT INTO operator_watermarks AS w (name, until) VALUES ($1, $2::timestamptz)
-ON CONFLICT (name) DO UPDATE SET until = excluded.until
-RETURNING coalesce((SELECT o.until FROM operator_watermarks o WHERE o.name = $1), $2::timestamptz)::timestamptz AS previous
-`
-
-type AdvanceOperatorWatermarkParams struct {
-	Name  string
-	Until time.Time
-}
-
-// Moves a watermark to @until and returns where it was (or @until on first use), under the row's lock so
-// that two processes never report the same span.
-func (q *Queries) AdvanceOperatorWatermark(ctx context.Context, arg AdvanceOperatorWatermarkParams) (time.Time, error) {
-	row := q.db.QueryRow(ctx, advanceOperatorWatermark, arg.Name, arg.Until)
-	var previous time.Time
-	err := row.Scan(&previous)
-	return previous, err
-}
-
 const claimDisabledNotices = `-- name: ClaimDisabledNotices :many
 WITH ordered AS (
     SELECT id FROM subscriptions
     WHERE state = 'disabled' AND deleted_at IS NULL AND disabled_notified_at IS NULL
-    ORDER BY id FOR NO KEY UPDATE
+    ORDER BY id
+    LIMIT $2::int
+    FOR NO KEY UPDATE
 )
 UPDATE subscriptions s SET disabled_notified_at = $1::timestamptz
 FROM ordered o
 WHERE s.id = o.id AND s.state = 'disabled' AND s.deleted_at IS NULL AND s.disabled_notified_at IS NULL
 RETURNING s.id, s.tenant_id, s.url, s.disabled_reason
 `
+
+type ClaimDisabledNoticesParams struct {
+	Now     time.Time
+	MaxRows int32
+}
 
 type ClaimDisabledNoticesRow struct {
 	ID             uuid.UUID
@@ -51,11 +38,11 @@ type ClaimDisabledNoticesRow struct {
 	DisabledReason string
 }
 
-// Subscriptions disabled (410 or auto-disable) that the operator has not been told about; claimed once.
-// The rows are locked in id order first, as the claim, the completions and auto-disable lock them: updated
-// in scan order, several rows at once could deadlock with a completion holding some of them.
-func (q *Queries) ClaimDisabledNotices(ctx context.Context, now time.Time) ([]ClaimDisabledNoticesRow, error) {
-	rows, err := q.db.Query(ctx, claimDisabledNotices, now)
+// Up to @max_rows subscriptions disabled (410 or auto-disable) that the operator has not been told about;
+// claimed once. The rows are locked in id order first, as the claim, the completions and auto-disable lock
+// them: updated in scan order, several rows at once could deadlock with a completion holding some of them.
+func (q *Queries) ClaimDisabledNotices(ctx context.Context, arg ClaimDisabledNoticesParams) ([]ClaimDisabledNoticesRow, error) {
+	rows, err := q.db.Query(ctx, claimDisabledNotices, arg.Now, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -81,18 +68,23 @@ func (q *Queries) ClaimDisabledNotices(ctx context.Context, now time.Time) ([]Cl
 
 const claimIncidentDaySteps = `-- name: ClaimIncidentDaySteps :many
 UPDATE incidents SET day_notified_at = $1::timestamptz
-WHERE ended_at IS NULL AND day_notified_at IS NULL AND opened_at <= $2::timestamptz
+WHERE id IN (SELECT o.id FROM incidents o
+             WHERE o.ended_at IS NULL AND o.day_notified_at IS NULL AND o.opened_at <= $2::timestamptz
+             ORDER BY o.id
+             LIMIT $3::int)
+  AND ended_at IS NULL AND day_notified_at IS NULL
 RETURNING id, tenant_id, subscription_id, failing_since, opened_at, ended_at, day_notified_at, expiring_notified_at, expired_notified_at, expired_count
 `
 
 type ClaimIncidentDayStepsParams struct {
-	Now    time.Time
-	DayAgo time.Time
+	Now     time.Time
+	DayAgo  time.Time
+	MaxRows int32
 }
 
-// The 24 h step of incidents still open a day after they opened, each claimed once.
+// The 24 h step of up to @max_rows incidents still open a day after they opened, each claimed once.
 func (q *Queries) ClaimIncidentDaySteps(ctx context.Context, arg ClaimIncidentDayStepsParams) ([]Incident, error) {
-	rows, err := q.db.Query(ctx, claimIncidentDaySteps, arg.Now, arg.DayAgo)
+	rows, err := q.db.Query(ctx, claimIncidentDaySteps, arg.Now, arg.DayAgo, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -130,22 +122,29 @@ WITH lost AS (
                              AND d.dead_at >= i.failing_since
     WHERE i.ended_at IS NULL AND i.expired_notified_at IS NULL
     GROUP BY i.id
+), picked AS (
+    SELECT lost.id, lost.n FROM lost
+    WHERE lost.first_dead <= $2::timestamptz
+    ORDER BY lost.id
+    LIMIT $3::int
 )
-UPDATE incidents i SET expired_notified_at = $1::timestamptz, expired_count = lost.n
-FROM lost
-WHERE i.id = lost.id AND lost.first_dead <= $2::timestamptz AND i.expired_notified_at IS NULL
+UPDATE incidents i SET expired_notified_at = $1::timestamptz, expired_count = picked.n
+FROM picked
+WHERE i.id = picked.id AND i.expired_notified_at IS NULL
 RETURNING i.id, i.tenant_id, i.subscription_id, i.failing_since, i.opened_at, i.ended_at, i.day_notified_at, i.expiring_notified_at, i.expired_notified_at, i.expired_count
 `
 
 type ClaimIncidentExpiredStepsParams struct {
 	Now           time.Time
 	SettledBefore time.Time
+	MaxRows       int32
 }
 
-// The "what was lost" step: deliveries of the subscription expired during the incident, the first of them
-// at least @settle ago (so one summary covers a burst). Claimed once per incident, with the count.
+// The "what was lost" step of up to @max_rows incidents: deliveries of the subscription expired during the
+// incident, the first of them at least @settle ago (so one summary covers a burst). Claimed once per
+// incident, with the count.
 func (q *Queries) ClaimIncidentExpiredSteps(ctx context.Context, arg ClaimIncidentExpiredStepsParams) ([]Incident, error) {
-	rows, err := q.db.Query(ctx, claimIncidentExpiredSteps, arg.Now, arg.SettledBefore)
+	rows, err := q.db.Query(ctx, claimIncidentExpiredSteps, arg.Now, arg.SettledBefore, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -181,16 +180,22 @@ WITH due AS (
                   WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')) AS first_expiry
     FROM incidents i
     WHERE i.ended_at IS NULL AND i.expiring_notified_at IS NULL
+), picked AS (
+    SELECT due.id, due.first_expiry FROM due
+    WHERE due.first_expiry < $2::timestamptz
+    ORDER BY due.id
+    LIMIT $3::int
 )
 UPDATE incidents i SET expiring_notified_at = $1::timestamptz
-FROM due
-WHERE i.id = due.id AND due.first_expiry < $2::timestamptz AND i.expiring_notified_at IS NULL
-RETURNING i.id, i.tenant_id, i.subscription_id, i.failing_since, i.opened_at, i.ended_at, i.day_notified_at, i.expiring_notified_at, i.expired_notified_at, i.expired_count, due.first_expiry::timestamptz AS first_expiry
+FROM picked
+WHERE i.id = picked.id AND i.expiring_notified_at IS NULL
+RETURNING i.id, i.tenant_id, i.subscription_id, i.failing_since, i.opened_at, i.ended_at, i.day_notified_at, i.expiring_notified_at, i.expired_notified_at, i.expired_count, picked.first_expiry::timestamptz AS first_expiry
 `
 
 type ClaimIncidentExpiringStepsParams struct {
 	Now        time.Time
 	WarnBefore time.Time
+	MaxRows    int32
 }
 
 type ClaimIncidentExpiringStepsRow struct {
@@ -207,10 +212,10 @@ type ClaimIncidentExpiringStepsRow struct {
 	FirstExpiry        time.Time
 }
 
-// The "before the first delivery expires" step: the earliest give_up_at of the subscription's waiting
-// deliveries is less than @warn_before away. Claimed once per incident.
+// The "before the first delivery expires" step of up to @max_rows incidents: the earliest give_up_at of the
+// subscription's waiting deliveries is less than @warn_before away. Claimed once per incident.
 func (q *Queries) ClaimIncidentExpiringSteps(ctx context.Context, arg ClaimIncidentExpiringStepsParams) ([]ClaimIncidentExpiringStepsRow, error) {
-	rows, err := q.db.Query(ctx, claimIncidentExpiringSteps, arg.Now, arg.WarnBefore)
+	rows, err := q.db.Query(ctx, claimIncidentExpiringSteps, arg.Now, arg.WarnBefore, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -259,16 +264,24 @@ func (q *Queries) CreateInternalTenant(ctx context.Context, name string) (Tenant
 
 const endIncidents = `-- name: EndIncidents :many
 UPDATE incidents i SET ended_at = $1::timestamptz
-FROM subscriptions s
-WHERE i.subscription_id = s.id AND i.ended_at IS NULL
-  AND (s.failing_since IS NULL OR s.failing_since > i.failing_since OR s.deleted_at IS NOT NULL)
+FROM (SELECT o.id FROM incidents o JOIN subscriptions s ON s.id = o.subscription_id
+      WHERE o.ended_at IS NULL
+        AND (s.failing_since IS NULL OR s.failing_since > o.failing_since OR s.deleted_at IS NOT NULL)
+      ORDER BY o.id
+      LIMIT $2::int) due
+WHERE i.id = due.id AND i.ended_at IS NULL
 RETURNING i.id, i.tenant_id, i.subscription_id, i.failing_since, i.opened_at, i.ended_at, i.day_notified_at, i.expiring_notified_at, i.expired_notified_at, i.expired_count
 `
 
-// Ends the open incidents whose subscription has had a 2xx since (failing_since cleared, or a newer run of
-// failures began), or was deleted.
-func (q *Queries) EndIncidents(ctx context.Context, now time.Time) ([]Incident, error) {
-	rows, err := q.db.Query(ctx, endIncidents, now)
+type EndIncidentsParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+// Ends up to @max_rows open incidents whose subscription has had a 2xx since (failing_since cleared, or a
+// newer run of failures began), or was deleted.
+func (q *Queries) EndIncidents(ctx context.Context, arg EndIncidentsParams) ([]Incident, error) {
+	rows, err := q.db.Query(ctx, endIncidents, arg.Now, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -329,12 +342,17 @@ const exhaustedSince = `-- name: ExhaustedSince :many
 SELECT d.tenant_id, d.subscription_id, s.url, count(*)::int AS expired
 FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.state = 'expired' AND d.dead_at > $1::timestamptz AND d.dead_at <= $2::timestamptz
+  AND d.subscription_id > $3::uuid
 GROUP BY d.tenant_id, d.subscription_id, s.url
+ORDER BY d.subscription_id
+LIMIT $4::int
 `
 
 type ExhaustedSinceParams struct {
-	Since time.Time
-	Until time.Time
+	Since             time.Time
+	Until             time.Time
+	AfterSubscription uuid.UUID
+	MaxRows           int32
 }
 
 type ExhaustedSinceRow struct {
@@ -344,9 +362,15 @@ type ExhaustedSinceRow struct {
 	Expired        int32
 }
 
-// Deliveries that expired in (@since, @until], counted per subscription (for deliveries.exhausted).
+// Deliveries that expired in (@since, @until], counted per subscription (for deliveries.exhausted): up to
+// @max_rows subscriptions, in id order, after @after_subscription (the nil uuid to start).
 func (q *Queries) ExhaustedSince(ctx context.Context, arg ExhaustedSinceParams) ([]ExhaustedSinceRow, error) {
-	rows, err := q.db.Query(ctx, exhaustedSince, arg.Since, arg.Until)
+	rows, err := q.db.Query(ctx, exhaustedSince,
+		arg.Since,
+		arg.Until,
+		arg.AfterSubscription,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -624,26 +648,56 @@ func (q *Queries) InternalTenant(ctx context.Context, name string) (Tenant, erro
 	return i, err
 }
 
+const lockOperatorWatermark = `-- name: LockOperatorWatermark :one
+INSERT INTO operator_watermarks AS w (name, until) VALUES ($1, $2::timestamptz)
+ON CONFLICT (name) DO UPDATE SET name = w.name
+RETURNING w.until, w.reporting_until, w.reporting_after
+`
+
+type LockOperatorWatermarkParams struct {
+	Name  string
+	Until time.Time
+}
+
+type LockOperatorWatermarkRow struct {
+	Until          time.Time
+	ReportingUntil *time.Time
+	ReportingAfter *uuid.UUID
+}
+
+// A watermark's row, locked until the transaction ends so that two processes never report the same span;
+// made at @until on first use (nothing before a first use is reported).
+func (q *Queries) LockOperatorWatermark(ctx context.Context, arg LockOperatorWatermarkParams) (LockOperatorWatermarkRow, error) {
+	row := q.db.QueryRow(ctx, lockOperatorWatermark, arg.Name, arg.Until)
+	var i LockOperatorWatermarkRow
+	err := row.Scan(&i.Until, &i.ReportingUntil, &i.ReportingAfter)
+	return i, err
+}
+
 const openIncidents = `-- name: OpenIncidents :many
 INSERT INTO incidents (tenant_id, subscription_id, failing_since, opened_at)
 SELECT s.tenant_id, s.id, s.failing_since, $1::timestamptz
 FROM subscriptions s
 WHERE s.failing_since < $2::timestamptz AND s.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM incidents i WHERE i.subscription_id = s.id AND i.ended_at IS NULL)
+ORDER BY s.id
+LIMIT $3::int
 ON CONFLICT DO NOTHING
 RETURNING id, tenant_id, subscription_id, failing_since, opened_at, ended_at, day_notified_at, expiring_notified_at, expired_notified_at, expired_count
 `
 
 type OpenIncidentsParams struct {
-	Now    time.Time
-	Cutoff time.Time
+	Now     time.Time
+	Cutoff  time.Time
+	MaxRows int32
 }
 
-// Opens an incident for every live subscription whose attempts have only failed since before @cutoff
-// (now - HOOKLINE_INCIDENT_AFTER) and has none open. The unique index on open incidents makes this safe to
-// run from several processes at once: one insert wins, the others do nothing.
+// Opens an incident for up to @max_rows live subscriptions whose attempts have only failed since before
+// @cutoff (now - HOOKLINE_INCIDENT_AFTER) and that have none open (the caller repeats while it gets
+// @max_rows: one shared receiver's outage may open thousands). The unique index on open incidents makes this
+// safe to run from several processes at once: one insert wins, the others do nothing.
 func (q *Queries) OpenIncidents(ctx context.Context, arg OpenIncidentsParams) ([]Incident, error) {
-	rows, err := q.db.Query(ctx, openIncidents, arg.Now, arg.Cutoff)
+	rows, err := q.db.Query(ctx, openIncidents, arg.Now, arg.Cutoff, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -791,6 +845,32 @@ type RecordIncidentOperatorEventParams struct {
 // The operator notification of an incident step, written in the transaction that claimed the step.
 func (q *Queries) RecordIncidentOperatorEvent(ctx context.Context, arg RecordIncidentOperatorEventParams) error {
 	_, err := q.db.Exec(ctx, recordIncidentOperatorEvent, arg.IncidentID, arg.Kind, arg.EventID)
+	return err
+}
+
+const setOperatorWatermark = `-- name: SetOperatorWatermark :exec
+UPDATE operator_watermarks
+SET until = $1::timestamptz, reporting_until = $2::timestamptz,
+    reporting_after = $3::uuid
+WHERE name = $4
+`
+
+type SetOperatorWatermarkParams struct {
+	Until          time.Time
+	ReportingUntil *time.Time
+	ReportingAfter *uuid.UUID
+	Name           string
+}
+
+// Where a watermark's report stands: reported up to @until, and the window (@until, @reporting_until] under
+// way after subscription @reporting_after (both NULL when no window is under way).
+func (q *Queries) SetOperatorWatermark(ctx context.Context, arg SetOperatorWatermarkParams) error {
+	_, err := q.db.Exec(ctx, setOperatorWatermark,
+		arg.Until,
+		arg.ReportingUntil,
+		arg.ReportingAfter,
+		arg.Name,
+	)
 	return err
 }
 

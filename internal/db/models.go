@@ -116,8 +116,10 @@ type Notification struct {
 }
 
 type OperatorWatermark struct {
-	Name  string
-	Until time.Time
+	Name           string
+	Until          time.Time
+	ReportingUntil *time.Time
+	ReportingAfter *uuid.UUID
 }
 
 type PortalLink struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/sleep"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // complete batches finished attempts: whatever has arrived is written in one statement. (Several
@@ -47,27 +48,32 @@ func (w *Worker) complete() {
 	}
 }
 
-// recordTry bounds one try at writing a batch: a database that stopped answering fails the try instead
-// of holding the completer (and every slot of the batch) for good.
+// recordTry bounds one try at writing a batch: a database that stopped answering, or a statement that
+// waits on a lock or runs a bad plan, fails the try instead of holding the completer (and every slot of
+// the batch) for good.
 const recordTry = 5 * time.Second
 
-// recordGiveUp is how many tries that failed with the database answering (the statement itself failing)
-// writeResults makes before giving a batch up.
-const recordGiveUp = 6
+// recordTries is how many tries writeResults makes at a batch whose statement fails with the database
+// there (an error of the statement, or a try that ran out of time while the database answers) before it
+// gives the batch up, as River's completer does (3 tries). Three tries of recordTry end well within a
+// lease (AttemptTimeout + 15 s by default).
+const recordTries = 3
 
-// writeResults stores a batch, each try within recordTry, until ctx ends (shutdown's deadline).
+// writeResults stores a batch, each try within w.recordTry, until ctx ends (shutdown's deadline).
 //
-// While the database is away (down, restarting, failing over to a standby: pgfail.Unavailable) it keeps
-// trying, however long that takes: the results are good, nothing can be claimed meanwhile anyway, and the
-// writes are guarded by the rows' lease ids, so one that lands late, even after the lease ran out, records
-// exactly the rows the rescuer has not taken back. Giving up after a few seconds, as it once did, had every
-// delivery in flight at a failover sent a second time once its lease ran out. A statement that fails with
-// the database answering is retried recordGiveUp times and then given up: the leases run out and the
-// rescuer re-queues the rows, so an attempt record may be lost, a delivery never is.
+// While the database is away (down, restarting, failing over to a standby, or silent: pgfail.Away) it
+// keeps trying, however long that takes: the results are good, nothing can be claimed meanwhile anyway, and
+// the writes are guarded by the rows' lease ids, so one that lands late, even after the lease ran out,
+// records exactly the rows the rescuer has not taken back. Giving up after a few seconds, as it once did,
+// had every delivery in flight at a failover sent a second time once its lease ran out. A try that fails
+// with the database there is counted, a slow one too (a lock wait, a bad plan: a try that ran out of time
+// while the database answers a ping), and after recordTries the batch is given up and logged: its rows
+// stay in flight under their lease and the rescuer puts them back in the queue when it runs out, so an
+// attempt's record may be lost (the delivery is sent again), a delivery never is.
 func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
 	failed := 0
 	for try := 0; ; try++ {
-		tryCtx, cancel := context.WithTimeout(ctx, recordTry)
+		tryCtx, cancel := context.WithTimeout(ctx, w.recordTry)
 		err := w.Record(tryCtx, batch)
 		cancel()
 		if err == nil {
@@ -80,16 +86,18 @@ func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
 			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
 			return
 		}
-		away := pgfail.Unavailable(err)
+		away := pgfail.Away(ctx, w.recordPool(len(batch)), err)
 		if !away {
 			failed++
 		}
-		if failed == recordGiveUp {
-			w.log.Error("recording attempts failed; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
+		if failed == recordTries {
+			w.log.Error("recording attempts failed; giving the batch up: its rows stay in flight and will be rescued when the lease runs out",
+				"err", err, "attempts", len(batch), "tries", try+1, "timed_out", pgfail.TimedOut(err))
 			return
 		}
 		if try < 5 || try%20 == 0 { // a long outage is logged every twentieth try, not every one
-			w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1, "database_unavailable", away)
+			w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1, "database_unavailable", away,
+				"timed_out", pgfail.TimedOut(err))
 		}
 		if !sleep.For(ctx, min(time.Duration(100<<min(try, 5))*time.Millisecond, 2*time.Second)) {
 			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "attempts", len(batch))
@@ -198,10 +206,18 @@ const genericCompletionMax = 64
 // of the whole write (BenchmarkRecordSmallBatch: 20 rows 3.3–3.5 ms planned, 1.7–1.9 ms generic; at 100
 // and 200 rows the two were level).
 func (w *Worker) recordQueries(n int) *db.Queries {
-	if w.o.GenericPool != nil && n <= genericCompletionMax {
-		return db.New(w.o.GenericPool)
+	if p := w.recordPool(n); p != w.pool {
+		return db.New(p)
 	}
 	return withCustomPlans(w.pool)
+}
+
+// recordPool is the pool a batch of n results is written on (see recordQueries).
+func (w *Worker) recordPool(n int) *pgxpool.Pool {
+	if w.o.GenericPool != nil && n <= genericCompletionMax {
+		return w.o.GenericPool
+	}
+	return w.pool
 }
 
 func (w *Worker) noteRetry(at time.Time) {

@@ -516,8 +516,8 @@ func TestListTotalCountUpTo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if page.Total == nil || *page.Total != c.total || page.TotalAtLeast != c.atLeast || len(page.Items) != 2 {
-			t.Errorf("CountUpTo %d: total %v at least %v items %d, want %d %v 2", c.upTo, deref(page.Total), page.TotalAtLeast, len(page.Items), c.total, c.atLeast)
+		if page.Total == nil || page.TotalAtLeast == nil || *page.Total != c.total || *page.TotalAtLeast != c.atLeast || len(page.Items) != 2 {
+			t.Errorf("CountUpTo %d: total %v at least %v items %d, want %d %v 2", c.upTo, deref(page.Total), deref(page.TotalAtLeast), len(page.Items), c.total, c.atLeast)
 		}
 	}
 }

@@ -30,6 +30,22 @@ func (w *Worker) RecordStatus(ctx context.Context, rows []db.ClaimDeliveriesRow,
 // RecordStatuses is RecordStatus with a status and a start time of its
 // own for each row, all in one batch.
 func (w *Worker) RecordStatuses(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, statuses []int, startedAt []time.Time) error {
+	return w.Record(ctx, w.syntheticBatch(rows, leaseID, statuses, startedAt))
+}
+
+// WriteStatus writes one synthetic attempt per row that answered status as the completer writes a batch
+// (writeResults: tries, waits, gives up), each try within try; it returns when the completer would go on.
+func (w *Worker) WriteStatus(ctx context.Context, rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, status int, try time.Duration) {
+	now := w.o.Now()
+	statuses, started := make([]int, len(rows)), make([]time.Time, len(rows))
+	for i := range rows {
+		statuses[i], started[i] = status, now
+	}
+	w.recordTry = try
+	w.writeResults(ctx, w.syntheticBatch(rows, leaseID, statuses, started))
+}
+
+func (w *Worker) syntheticBatch(rows []db.ClaimDeliveriesRow, leaseID uuid.UUID, statuses []int, startedAt []time.Time) []attemptResult {
 	now := w.o.Now()
 	batch := make([]attemptResult, len(rows))
 	for i, row := range rows {
@@ -38,7 +54,7 @@ func (w *Worker) RecordStatuses(ctx context.Context, rows []db.ClaimDeliveriesRo
 		batch[i] = attemptResult{row: row, leaseID: leaseID, resp: resp,
 			decision: w.policy.Decide(Result{Status: statuses[i]}, int(row.AttemptCount)+1, row.GiveUpAt, now, w.o.Jitter())}
 	}
-	return w.Record(ctx, batch)
+	return batch
 }
 
 // ClaimAndRecord claims up to BatchSize due deliveries and records a synthetic status for each: the
@@ -61,6 +77,16 @@ type BatchedPublish struct {
 
 // PublishTogether stores the publishes as one batch, as the writers do with publishes that arrive together.
 func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
+	ctxs := make([]context.Context, len(ins))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return p.PublishTogetherFor(ctxs, ins...)
+}
+
+// PublishTogetherFor is PublishTogether with each publish's caller's context: ctxs[i] is the caller of
+// ins[i], as store passes it to the batch.
+func (p *Publisher) PublishTogetherFor(ctxs []context.Context, ins ...PublishInput) []BatchedPublish {
 	out := make([]BatchedPublish, len(ins))
 	var batch []*publishRequest
 	var at []int
@@ -71,7 +97,7 @@ func (p *Publisher) PublishTogether(ins ...PublishInput) []BatchedPublish {
 			continue
 		}
 		out[i].EventID = ev.id
-		batch = append(batch, &publishRequest{ctx: context.Background(), event: ev, done: make(chan struct{})})
+		batch = append(batch, &publishRequest{ctx: ctxs[i], event: ev, done: make(chan struct{}), taken: true})
 		at = append(at, i)
 	}
 	p.writeBatch(batch, false)
@@ -111,10 +137,31 @@ func (p *Publisher) PublishAndClaim(ctx context.Context, w *Worker, reserved any
 	if err != nil {
 		return nil, err
 	}
-	_, claimed, _, err := p.publishAndClaim(ctx, w, reserved.(publishClaim), publishParams([]storedEvent{ev}))
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	_, claimed, _, err := p.publishAndClaim(ctx, ctx, conn, w, reserved.(publishClaim), publishParams([]storedEvent{ev}))
 	ids := make([]uuid.UUID, 0, len(claimed))
 	for id := range claimed {
 		ids = append(ids, id)
 	}
 	return ids, err
+}
+
+// Waiting is how many publishes wait for a batch (none of their statements has started).
+func (p *Publisher) Waiting() int {
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
+	return len(p.waiting)
+}
+
+// WakeWorkers sends the NOTIFY that wakes every process's workers, as a publish does after its commit,
+// within timeout, and returns a channel that gets how it ended.
+func (p *Publisher) WakeWorkers(timeout time.Duration) <-chan error {
+	ended := make(chan error, 1)
+	p.notifyTimeout, p.notified = timeout, func(err error) { ended <- err }
+	p.wake(context.Background(), false)
+	return ended
 }

@@ -42,9 +42,14 @@ type Page struct {
 	Items      []Delivery `json:"items"`
 	NextCursor string     `json:"next_cursor"`
 	Total      *int64     `json:"total,omitempty"`
-	// TotalAtLeast is set when counting stopped at Filter.CountUpTo.
-	TotalAtLeast bool `json:"-"`
+	// TotalAtLeast comes with Total: true when counting stopped at Filter.CountUpTo, so there are Total
+	// matches or more.
+	TotalAtLeast *bool `json:"total_at_least,omitempty"`
 }
+
+// TotalUpTo is where a list's total stops counting for the API's include_totals, as the dashboard's
+// counts do: past it a total says "at least", so a count never scans millions of rows.
+const TotalUpTo = 1000
 
 // ParseStates turns the API's comma list (with "dead" and "retrying") into states and a retrying flag.
 func ParseStates(list string) (states []string, retrying *bool, err error) {
@@ -140,7 +145,7 @@ func (s *Service) list(ctx context.Context, q *db.Queries, tenantID uuid.UUID, f
 		if err != nil {
 			return Page{}, err
 		}
-		page.Total, page.TotalAtLeast = &n, atLeast
+		page.Total, page.TotalAtLeast = &n, &atLeast
 	}
 	return page, nil
 }

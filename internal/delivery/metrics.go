@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -31,6 +33,9 @@ type QueueStats struct {
 	Pending, Dead, CircuitsOpen, Disabled int64
 	// LagSeconds is how long the oldest due delivery of an active subscription has waited.
 	LagSeconds float64
+	// Unknown says the gauges could not be read (their query failed): they are reported as NaN, not as
+	// values of an earlier read that would look current.
+	Unknown bool
 }
 
 // NewMetrics registers the engine's metrics on reg. stats, when not nil, backs the queue gauges
@@ -73,7 +78,13 @@ func NewMetrics(reg prometheus.Registerer, stats func() QueueStats) *Metrics {
 		reg.MustRegister(m.Failed, m.Attempts, m.AttemptDuration, m.EventsPublished, m.Finished)
 		if stats != nil {
 			gauge := func(name, help string, v func(QueueStats) float64) prometheus.Collector {
-				return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
+				return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+					s := stats()
+					if s.Unknown {
+						return math.NaN()
+					}
+					return v(s)
+				})
 			}
 			reg.MustRegister(
 				gauge("webhook_deliveries_pending", "Deliveries waiting in the queue (state pending, paused subscriptions included).",
@@ -106,25 +117,48 @@ func (m *Metrics) DeadLettered(state State, n int64) {
 	m.Finished.WithLabelValues(string(state)).Add(float64(n))
 }
 
-// QueueStatsReader reads the queue gauges at scrape time, at most once a second (one scrape reads five gauges).
-func QueueStatsReader(pool *pgxpool.Pool, now func() time.Time) func() QueueStats {
-	var mu sync.Mutex
-	var last time.Time
-	var value QueueStats
+// QueueStatsReader reads the queue gauges at scrape time, at most once a second (one scrape reads five
+// gauges), each read within 2 s; now is the clock the queue's lag is taken against. A read that fails
+// leaves the gauges unknown (NaN) until one succeeds, rather than repeating the last values as if they were
+// current (a queue whose lag grows while its query times out would look calm), and log says so: when the
+// failures start, with the error, at most once a minute while they last, and when they end.
+func QueueStatsReader(pool *pgxpool.Pool, now func() time.Time, log *slog.Logger) func() QueueStats {
+	var (
+		mu                   sync.Mutex
+		readAt               time.Time // when the last read was tried
+		value                QueueStats
+		failingSince, toldAt time.Time
+	)
 	q := db.New(pool)
 	return func() QueueStats {
 		mu.Lock()
 		defer mu.Unlock()
-		if time.Since(last) < time.Second {
+		if !readAt.IsZero() && time.Since(readAt) < time.Second {
 			return value
 		}
+		readAt = time.Now()
+		t := readAt
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if g, err := q.QueueGauges(ctx, now()); err == nil {
-			value = QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
-				Disabled: g.Disabled, LagSeconds: g.LagSeconds}
-			last = time.Now()
+		g, err := q.QueueGauges(ctx, now())
+		if err != nil {
+			value = QueueStats{Unknown: true}
+			switch {
+			case failingSince.IsZero():
+				failingSince, toldAt = t, t
+				log.Warn("reading the queue gauges failed: they read NaN until a read succeeds", "err", err)
+			case t.Sub(toldAt) >= time.Minute:
+				toldAt = t
+				log.Warn("reading the queue gauges still fails: they read NaN", "err", err, "failing_for", t.Sub(failingSince).Round(time.Second))
+			}
+			return value
 		}
+		if !failingSince.IsZero() {
+			log.Info("reading the queue gauges works again", "failed_for", t.Sub(failingSince).Round(time.Second))
+			failingSince = time.Time{}
+		}
+		value = QueueStats{Pending: g.Pending, Dead: g.Dead, CircuitsOpen: g.CircuitsOpen,
+			Disabled: g.Disabled, LagSeconds: g.LagSeconds}
 		return value
 	}
 }

@@ -2,7 +2,9 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +94,38 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 	m.DeadLettered(delivery.Failed, 3)
 	if dead(delivery.Failed) != 5 || finished(delivery.Failed) != 5 {
 		t.Errorf("after DeadLettered: failed_total %v, finished_total %v, want 5 and 5", dead(delivery.Failed), finished(delivery.Failed))
+	}
+}
+
+// A queue gauge whose query fails reads NaN (unknown) instead of the last values as if they were current,
+// and the log says why; once a read succeeds the gauges are real again.
+func TestQueueGaugesSayWhenTheyCannotBeRead(t *testing.T) {
+	e := setup(t)
+	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
+	e.publishOne(`{}`)
+	pool := connect(t, 2)
+	var logs logBuffer
+	reg := prometheus.NewRegistry()
+	delivery.NewMetrics(reg, delivery.QueueStatsReader(pool, e.clock.Now, logs.logger()))
+	pending := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "webhook_deliveries_pending" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no webhook_deliveries_pending")
+		return 0
+	}
+	if v := pending(); v != 1 {
+		t.Fatalf("pending %v, want 1", v)
+	}
+	pool.Close() // every later read fails
+	eventually(t, 5*time.Second, "the gauge to read NaN", func() bool { return math.IsNaN(pending()) })
+	if !strings.Contains(logs.String(), "reading the queue gauges failed") {
+		t.Errorf("the failed read was not logged:\n%s", logs.String())
 	}
 }

@@ -74,6 +74,10 @@ type Publisher struct {
 	wakeMu        sync.Mutex
 	wakeScheduled bool
 	wokeAt        time.Time
+	// notifyTimeout bounds a NOTIFY (notifyTimeout; tests shorten it).
+	notifyTimeout time.Duration
+	// notified, set by tests, hears how each background NOTIFY ended.
+	notified func(error)
 	// Metrics, when set, counts the events accepted (EventsPublished). A field rather than a parameter so
 	// that tests and tools building a Publisher without metrics need not change.
 	Metrics *Metrics
@@ -97,7 +101,7 @@ type LocalWorker interface {
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
 func NewPublisher(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) *Publisher {
-	return &Publisher{pool: pool, policy: policy, now: now}
+	return &Publisher{pool: pool, policy: policy, now: now, notifyTimeout: notifyTimeout}
 }
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
@@ -290,9 +294,10 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	return ev, nil
 }
 
-// firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the same
-// event and deliveries, each "pending" as it was then. Events stored before answers were rebuilt from
-// their rows kept the answer itself, which wins.
+// firstAnswer answers a publish that reuses an Idempotency-Key as the first publish was answered: the
+// answer kept with the event when there is one (a publish whose deliveries were claimed in its own
+// transaction keeps it, "in_flight" for those: KeepPublishAnswer; so did events stored before answers
+// were rebuilt), else the same event and deliveries rebuilt from the rows, each "pending" as it was then.
 func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishInput, reqHash []byte) (Published, error) {
 	prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: &in.IdempotencyKey})
 	if err != nil {
@@ -306,6 +311,7 @@ func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishIn
 		if err := json.Unmarshal(prev.Response, &first); err != nil {
 			return Published{}, fmt.Errorf("publish: idempotent event %s has no readable stored answer", prev.ID)
 		}
+		first.CreatedAt = first.CreatedAt.UTC() // kept by PostgreSQL with an offset; answered in UTC
 		return first, nil
 	}
 	rows, err := q.PublishedDeliveries(ctx, db.PublishedDeliveriesParams{EventID: prev.ID, TenantID: in.TenantID})
@@ -323,6 +329,9 @@ func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishIn
 // once per gap rather than once per publish (each NOTIFY is a statement here and a claim in every idle
 // worker). The first publish after a quiet spell is announced at once, so idle pickup does not wait.
 const wakeEvery = 5 * time.Millisecond
+
+// notifyTimeout bounds the NOTIFY a publish sends in the background (a statement of milliseconds).
+const notifyTimeout = 5 * time.Second
 
 // wake tells the workers of every process that deliveries are ready, after the publish committed. The
 // NOTIFY is its own statement, not part of the publish: PostgreSQL serialises the commits of transactions
@@ -351,8 +360,15 @@ func (p *Publisher) wake(ctx context.Context, wakeLocal bool) {
 		p.wakeMu.Lock()
 		p.wakeScheduled, p.wokeAt = false, time.Now()
 		p.wakeMu.Unlock()
+		// Bounded: on a database that stopped answering, an unbounded NOTIFY held its connection until TCP
+		// gave up (minutes), and every later publish's NOTIFY another, until the publisher's pool was full.
+		ctx, cancel := context.WithTimeout(ctx, p.notifyTimeout)
+		defer cancel()
 		// A failed NOTIFY only delays pickup until the workers' poll; the event is stored.
-		_ = db.New(p.pool).NotifyDeliveriesReady(ctx, origin)
+		err := db.New(p.pool).NotifyDeliveriesReady(ctx, origin)
+		if p.notified != nil {
+			p.notified(err)
+		}
 	})
 }
 

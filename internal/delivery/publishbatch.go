@@ -2,10 +2,12 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Publishes are stored in batches: the publishes that arrive while earlier ones are being written go
@@ -26,7 +28,8 @@ const (
 	PublishConns = publishWriters + 1
 	// maxPublishBatch bounds the events of one statement.
 	maxPublishBatch = 100
-	// publishTimeout bounds a batch's statement: the publishes waiting on it are answered either way.
+	// publishTimeout bounds a batch's statement and the tries of its publishes alone after it failed: the
+	// publishes waiting on it are answered either way.
 	publishTimeout = 30 * time.Second
 )
 
@@ -48,6 +51,8 @@ type publishRequest struct {
 	ctx   context.Context
 	event storedEvent
 	done  chan struct{}
+	// taken says a batch took it (set under batchMu): from then on a statement decides its fate.
+	taken bool
 	stored
 	err error
 }
@@ -67,6 +72,11 @@ type stored struct {
 // returns its rows of PublishEvents' answer: none when its Idempotency-Key was used before. Writers are
 // goroutines started here while fewer than publishWriters run; each stores batches until none is waiting,
 // then ends, so nothing runs while nobody publishes.
+//
+// A caller whose ctx ends while its publish still waits for a batch gets ctx's error, and the publish is
+// never stored. Once a statement storing it runs, the caller waits for that statement's outcome, so the
+// answer says what was stored: a publish stored alone is cancelled in PostgreSQL when its caller goes
+// (writeAlone), one in a batch with others is stored or not with them (publishTimeout bounds the wait).
 func (p *Publisher) store(ctx context.Context, ev storedEvent) (stored, error) {
 	r := &publishRequest{ctx: ctx, event: ev, done: make(chan struct{})}
 	p.batchMu.Lock()
@@ -80,10 +90,16 @@ func (p *Publisher) store(ctx context.Context, ev storedEvent) (stored, error) {
 	case <-r.done:
 		return r.stored, r.err
 	case <-ctx.Done():
-		// The batch may still store it, as a statement cut off by a vanished client may have committed;
-		// a retry with the same Idempotency-Key gets the first answer either way.
+	}
+	p.batchMu.Lock()
+	taken := r.taken
+	p.batchMu.Unlock()
+	if !taken {
+		// Still waiting: writeBatches drops it (its ctx has ended) rather than store it behind our back.
 		return stored{}, ctx.Err()
 	}
+	<-r.done
+	return r.stored, r.err
 }
 
 func (p *Publisher) writeBatches() {
@@ -106,6 +122,7 @@ func (p *Publisher) writeBatches() {
 				close(r.done)
 				continue
 			}
+			r.taken = true
 			batch = append(batch, r)
 		}
 		p.waiting = append(p.waiting[:0], p.waiting[n:]...)
@@ -116,32 +133,25 @@ func (p *Publisher) writeBatches() {
 	}
 }
 
-// writeBatch stores a batch in one statement. When that fails and the batch holds several publishes, each
-// is tried alone, so one that cannot be stored (its tenant deleted meanwhile, say) fails by itself. A
-// publish stored alone at a quiet moment claims for the local worker if it is idle (publishAndClaim).
+// writeBatch stores a batch in one statement, within publishTimeout. When that fails and the batch holds
+// several publishes, each is tried alone (writeAlone), so one that cannot be stored (its tenant deleted
+// meanwhile, say) fails by itself; the tries share what is left of the batch's time.
 func (p *Publisher) writeBatch(batch []*publishRequest, quiet bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	deadline := time.Now().Add(publishTimeout)
+	if len(batch) == 1 {
+		p.writeAlone(batch[0], quiet, deadline)
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	events := make([]storedEvent, len(batch))
 	for i, r := range batch {
 		events[i] = r.event
 	}
-	if quiet && len(batch) == 1 {
-		if w, ok := p.Local.(*Worker); ok {
-			if c, ok := w.reserveForPublish(); ok {
-				r := batch[0]
-				var full bool
-				r.rows, r.inFlight, full, r.err = p.publishAndClaim(ctx, w, c, publishParams(events))
-				r.localDone = r.inFlight != nil && !full
-				close(r.done)
-				return
-			}
-		}
-	}
 	rows, err := db.New(p.pool).PublishEvents(ctx, publishParams(events))
-	if err != nil && len(batch) > 1 {
+	if err != nil {
 		for _, r := range batch {
-			p.writeBatch([]*publishRequest{r}, false)
+			p.writeAlone(r, false, deadline)
 		}
 		return
 	}
@@ -150,8 +160,92 @@ func (p *Publisher) writeBatch(batch []*publishRequest, quiet bool) {
 		byEvent[row.EventID] = append(byEvent[row.EventID], row)
 	}
 	for _, r := range batch {
-		r.rows, r.err = byEvent[r.event.id], err
+		r.rows = byEvent[r.event.id]
 		close(r.done)
+	}
+}
+
+// writeAlone stores one publish in a statement of its own, until deadline, and only for a caller that is
+// still there: one that has gone (or got an error) before it starts gets nothing stored, and one that goes
+// while it runs has it cancelled in PostgreSQL (not merely abandoned by the client, which would let it
+// commit when, say, the lock it waits on is released). Its answer is what the statement did: stored if it
+// committed before the cancel reached it. A publish stored alone at a quiet moment claims for the local
+// worker if it is idle (publishAndClaim).
+func (p *Publisher) writeAlone(r *publishRequest, quiet bool, deadline time.Time) {
+	defer close(r.done)
+	if err := r.ctx.Err(); err != nil {
+		r.err = err
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		r.err = err
+		return
+	}
+	stopWatching := cancelWhenDone(r.ctx, ctx, conn)
+	defer func() {
+		if stopWatching() {
+			// A cancel request was sent: it may reach the connection's next statement, so it has none.
+			_ = conn.Hijack().Close(context.Background())
+			return
+		}
+		conn.Release()
+	}()
+	if r.ctx.Err() != nil { // gone while we waited for the connection
+		r.err = r.ctx.Err()
+		return
+	}
+	params := publishParams([]storedEvent{r.event})
+	if quiet {
+		if w, ok := p.Local.(*Worker); ok {
+			if c, ok := w.reserveForPublish(); ok {
+				var full bool
+				r.rows, r.inFlight, full, r.err = p.publishAndClaim(ctx, r.ctx, conn, w, c, params)
+				r.localDone = r.inFlight != nil && !full
+				r.err = callerGone(r.ctx, r.err)
+				return
+			}
+		}
+	}
+	r.rows, r.err = db.New(conn).PublishEvents(ctx, params)
+	r.err = callerGone(r.ctx, r.err)
+}
+
+// callerGone says why a statement failed whose caller has gone: it was cancelled for that.
+func callerGone(caller context.Context, err error) error {
+	if err != nil && caller.Err() != nil {
+		return fmt.Errorf("publish cancelled, its caller gone: %w", caller.Err())
+	}
+	return err
+}
+
+// cancelTimeout bounds a cancel request (a new connection to the server).
+const cancelTimeout = 2 * time.Second
+
+// cancelWhenDone asks PostgreSQL to cancel what conn runs once caller or stmt ends (the caller gone, or
+// the statement's time up: the client cutting off the statement alone leaves it running in the server).
+// The returned stop ends the watch, waits for a cancel request under way, and reports whether one was sent.
+func cancelWhenDone(caller, stmt context.Context, conn *pgxpool.Conn) (stop func() bool) {
+	watched, unwatch := context.WithCancel(stmt)
+	stopCaller := context.AfterFunc(caller, unwatch)
+	sent := make(chan struct{})
+	stopCancel := context.AfterFunc(watched, func() {
+		defer close(sent)
+		ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+		defer cancel()
+		_ = conn.Conn().PgConn().CancelRequest(ctx)
+	})
+	return func() bool {
+		stopCaller()
+		if stopCancel() {
+			unwatch()
+			return false // the statement ended first: no cancel request
+		}
+		unwatch()
+		<-sent
+		return true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A publish that finds its own process's worker idle claims for it: the worker's claim statement is sent
@@ -101,11 +102,13 @@ func (w *Worker) releaseClaimed(rows []db.ClaimDeliveriesRow, leaseID uuid.UUID)
 	}
 }
 
-// publishAndClaim stores one publish and claims for the local worker in the same transaction. It reports
-// how many rows the claim took and whether that was all it had slots for (more may be due: the worker
-// should be woken). When PostgreSQL refuses the pair (the claim may be what failed), the publish is stored
-// alone; any other failure (a lost connection, a timeout) is returned, since the pair may have committed.
-func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishClaim, params db.PublishEventsParams) (rows []db.PublishEventsRow, claimed map[uuid.UUID]bool, full bool, err error) {
+// publishAndClaim stores one publish (params holds one event) and claims for the local worker in the same
+// transaction, on conn; with an Idempotency-Key it keeps the answer there too (KeepPublishAnswer). It
+// reports how many rows the claim took and whether that was all it had slots for (more may be due: the
+// worker should be woken). When PostgreSQL refuses the pair (the claim may be what failed), the publish is
+// stored alone, unless its caller has gone meanwhile (a cancel is refused too); any other failure (a lost
+// connection, a timeout) is returned, since the pair may have committed.
+func (p *Publisher) publishAndClaim(ctx, caller context.Context, conn *pgxpool.Conn, w *Worker, c publishClaim, params db.PublishEventsParams) (rows []db.PublishEventsRow, claimed map[uuid.UUID]bool, full bool, err error) {
 	var b pgx.Batch
 	queue := db.New(queueing{&b})
 	if _, err := queue.PublishEvents(ctx, params); !errors.Is(err, errQueued) {
@@ -114,12 +117,24 @@ func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishCla
 	if _, err := queue.ClaimDeliveries(ctx, c.params); !errors.Is(err, errQueued) {
 		panic("publishAndClaim: ClaimDeliveries was not queued")
 	}
-	br := p.pool.SendBatch(ctx, &b)
+	// The answer says in_flight for what the claim took, which a later answer rebuilt from the rows could
+	// not tell from what a worker claimed afterwards: with an Idempotency-Key it is kept as it is sent.
+	keep := db.KeepPublishAnswerParams{ID: params.Ids[0], TenantID: params.TenantIds[0]}
+	keyed := params.IdempotencyKeys[0] != ""
+	if keyed {
+		if err := queue.KeepPublishAnswer(ctx, keep); !errors.Is(err, errQueued) {
+			panic("publishAndClaim: KeepPublishAnswer was not queued")
+		}
+	}
+	br := conn.SendBatch(ctx, &b)
 	read := db.New(batchReader{br})
 	rows, err = read.PublishEvents(ctx, params)
 	var taken []db.ClaimDeliveriesRow
 	if err == nil {
 		taken, err = read.ClaimDeliveries(ctx, c.params)
+	}
+	if err == nil && keyed {
+		err = read.KeepPublishAnswer(ctx, keep)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr // the commit's own failure
@@ -127,10 +142,10 @@ func (p *Publisher) publishAndClaim(ctx context.Context, w *Worker, c publishCla
 	if err != nil {
 		w.startClaimed(c, nil)
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) {
+		if !errors.As(err, &pgErr) || caller.Err() != nil {
 			return nil, nil, false, err
 		}
-		rows, err = db.New(p.pool).PublishEvents(ctx, params)
+		rows, err = db.New(conn).PublishEvents(ctx, params)
 		return rows, nil, false, err
 	}
 	w.startClaimed(c, taken)

@@ -187,3 +187,37 @@ func TestPublishClaimKeepsTheEndpointCap(t *testing.T) {
 	releaseOnce()
 	eventually(t, 5*time.Second, "the second delivery, once the slot was free", func() bool { return rc.hits() == 2 })
 }
+
+// A publish that reuses an Idempotency-Key gets the first answer as it was sent, byte for byte: "in_flight"
+// for the delivery claimed in the first publish's own transaction, not an answer rebuilt from rows that
+// says "pending".
+func TestIdempotentPublishReturnsTheAnswerAsSent(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	e.subscribe(rc.URL(), subscriptions.Input{})
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute}, nil)
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	e.pub.Local = w
+
+	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "order-1"}
+	first, err := e.pub.Publish(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Deliveries) != 1 || first.Deliveries[0].State != "in_flight" {
+		t.Fatalf("first answer %+v, want its one delivery in_flight (claimed with the publish)", first)
+	}
+	eventually(t, 5*time.Second, "the delivery sent", func() bool { return rc.hits() == 1 })
+	again, err := e.pub.Publish(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(first)
+	b, _ := json.Marshal(again)
+	if string(a) != string(b) {
+		t.Errorf("the same Idempotency-Key answered\n%s\nafter\n%s", b, a)
+	}
+}

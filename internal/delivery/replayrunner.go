@@ -22,6 +22,11 @@ type ReplayRunner struct {
 	Poll time.Duration
 	// MaxFailures is how many chunks of one replay may fail in a row before it is marked failed (default 5).
 	MaxFailures int
+	// ChunkTimeout bounds one chunk's transaction, and each of the runner's other statements (default
+	// 30 s; a chunk of ReplayChunkSize rows takes milliseconds to a few hundred). A chunk cut off while the
+	// database answers (a lock wait, a bad plan) counts as a failed chunk; unbounded, it held the runner,
+	// and every replay behind it, for as long as it waited.
+	ChunkTimeout time.Duration
 
 	// pace spaces chunks (DefaultReplayChunksPerSecond; SetChunkRate changes it).
 	pace *chunkPacer
@@ -33,7 +38,7 @@ type ReplayRunner struct {
 
 // NewReplayRunner returns a runner; Start runs it.
 func NewReplayRunner(replays *Replays, log *slog.Logger) *ReplayRunner {
-	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, MaxFailures: 5,
+	return &ReplayRunner{replays: replays, log: log, Poll: 2 * time.Second, MaxFailures: 5, ChunkTimeout: 30 * time.Second,
 		pace: newChunkPacer(DefaultReplayChunksPerSecond), wake: make(chan struct{}, 1)}
 }
 
@@ -84,7 +89,9 @@ func (r *ReplayRunner) Stop() {
 
 // RunAll works every running replay it can take to its end, or until ctx ends.
 func (r *ReplayRunner) RunAll(ctx context.Context) {
-	ids, err := r.replays.Running(ctx)
+	lctx, cancel := context.WithTimeout(ctx, r.ChunkTimeout)
+	ids, err := r.replays.Running(lctx)
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Error("list running replays", "err", err)
@@ -104,22 +111,28 @@ func (r *ReplayRunner) Run(ctx context.Context, id uuid.UUID) {
 		if ctx.Err() != nil {
 			return
 		}
-		taken, done, err := r.replays.Step(ctx, id)
+		cctx, cancel := context.WithTimeout(ctx, r.ChunkTimeout)
+		taken, done, err := r.replays.Step(cctx, id)
+		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
-		case err != nil && pgfail.Unavailable(err):
-			// The database is away (restarting, failing over): not the replay's fault, so it is not counted
-			// against MaxFailures, which a failover of a few seconds would otherwise exhaust and fail the
-			// replay for good. The chunk rolled back; the replay is still running, and the next poll resumes
-			// it from its cursor once a primary answers.
+		case err != nil && pgfail.Away(ctx, r.replays.pool, err):
+			// The database is away (restarting, failing over, silent): not the replay's fault, so it is not
+			// counted against MaxFailures, which a failover of a few seconds would otherwise exhaust and fail
+			// the replay for good. The chunk rolled back; the replay is still running, and the next poll
+			// resumes it from its cursor once a primary answers.
 			r.log.Warn("replay chunk failed: database unavailable; resuming when it answers", "replay_id", id, "err", err)
 			return
 		case err != nil:
 			failures++
-			r.log.Warn("replay chunk failed", "replay_id", id, "err", err, "failures", failures)
+			r.log.Warn("replay chunk failed", "replay_id", id, "err", err, "failures", failures,
+				"timed_out", pgfail.TimedOut(err))
 			if failures >= r.MaxFailures {
-				if ferr := r.replays.Fail(ctx, id, err.Error()); ferr != nil {
+				fctx, cancel := context.WithTimeout(ctx, r.ChunkTimeout)
+				ferr := r.replays.Fail(fctx, id, err.Error())
+				cancel()
+				if ferr != nil {
 					r.log.Error("mark replay failed", "replay_id", id, "err", ferr)
 				}
 				r.log.Error("replay failed", "replay_id", id, "err", err)

@@ -136,6 +136,8 @@ type Worker struct {
 	// recordCtx bounds the completer's writes; Stop cancels it when its deadline passes.
 	recordCtx     context.Context
 	stopRecording context.CancelFunc
+	// recordTry bounds each try at writing a batch of results (recordTry; tests shorten it).
+	recordTry     time.Duration
 	loops         sync.WaitGroup // fetcher, listener
 	attempts      sync.WaitGroup
 	completerDone chan struct{}
@@ -157,6 +159,7 @@ func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerO
 		wake:        make(chan struct{}, 1),
 		rescheduled: make(chan struct{}, 1),
 		results:     make(chan attemptResult, o.Concurrency),
+		recordTry:   recordTry,
 	}
 }
 

@@ -66,16 +66,24 @@ type Options struct {
 	Log       *slog.Logger
 	// Operator, when set, receives operator notifications (HOOKLINE_OPERATOR_WEBHOOK_URL).
 	Operator *Operator
+	// Batch is the most steps of one kind claimed and told in one transaction (default StepBatch).
+	Batch int
 }
+
+// StepBatch is how many steps of one kind one transaction claims and tells at most; a check goes on,
+// batch after batch, until none is left. One shared receiver's outage makes thousands of incidents at
+// once: in one transaction they held thousands of row locks and queued every email and operator
+// notification for as long as that took, and a failure anywhere undid all of it.
+const StepBatch = 100
 
 // Service finds incidents and their steps, and reads them for the dashboard.
 type Service struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
 	o    Options
-	// afterClaim, set by tests, runs in a step's transaction between its claim and what it tells: an
-	// error there is a crash between the two.
-	afterClaim func(ctx context.Context, kind string) error
+	// afterClaim, set by tests, runs in a batch's transaction between its claim of n steps (or operator
+	// notices: kind is then the event type) and what it tells: an error there is a crash between the two.
+	afterClaim func(ctx context.Context, kind string, n int) error
 }
 
 // New returns the Service.
@@ -88,6 +96,9 @@ func New(pool *pgxpool.Pool, o Options) *Service {
 	}
 	if o.After <= 0 {
 		o.After = time.Hour
+	}
+	if o.Batch <= 0 {
+		o.Batch = StepBatch
 	}
 	return &Service{pool: pool, q: db.New(pool), o: o}
 }
@@ -126,8 +137,8 @@ func fromRow(r db.Incident) Incident {
 // processes at once (each step is claimed in SQL), though the maintenance leader is the one that runs it.
 func (s *Service) Check(ctx context.Context) error {
 	now := s.o.Now()
-	if err := s.step(ctx, KindOpened, func(q *db.Queries) ([]toldStep, error) {
-		rows, err := q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After)})
+	if err := s.step(ctx, KindOpened, func(q *db.Queries, batch int32) ([]toldStep, error) {
+		rows, err := q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
 			out = append(out, toldStep{in: fromRow(r), kind: KindOpened, event: EventFailing})
@@ -136,8 +147,8 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("open incidents: %w", err)
 	}
-	if err := s.step(ctx, KindEnded, func(q *db.Queries) ([]toldStep, error) {
-		rows, err := q.EndIncidents(ctx, now)
+	if err := s.step(ctx, KindEnded, func(q *db.Queries, batch int32) ([]toldStep, error) {
+		rows, err := q.EndIncidents(ctx, db.EndIncidentsParams{Now: now, MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
 			out = append(out, toldStep{in: fromRow(r), kind: KindEnded, event: EventRecovered})
@@ -146,8 +157,8 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("end incidents: %w", err)
 	}
-	if err := s.step(ctx, KindDay, func(q *db.Queries) ([]toldStep, error) {
-		rows, err := q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter)})
+	if err := s.step(ctx, KindDay, func(q *db.Queries, batch int32) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
 			out = append(out, toldStep{in: fromRow(r), kind: KindDay})
@@ -156,8 +167,8 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("incident day steps: %w", err)
 	}
-	if err := s.step(ctx, KindExpiring, func(q *db.Queries) ([]toldStep, error) {
-		rows, err := q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning)})
+	if err := s.step(ctx, KindExpiring, func(q *db.Queries, batch int32) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
 			in := fromRow(db.Incident{ID: r.ID, TenantID: r.TenantID, SubscriptionID: r.SubscriptionID, FailingSince: r.FailingSince,
@@ -169,8 +180,8 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("incident expiring steps: %w", err)
 	}
-	if err := s.step(ctx, KindExpired, func(q *db.Queries) ([]toldStep, error) {
-		rows, err := q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle)})
+	if err := s.step(ctx, KindExpired, func(q *db.Queries, batch int32) ([]toldStep, error) {
+		rows, err := q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle), MaxRows: batch})
 		if err != nil {
 			return nil, err
 		}
@@ -208,18 +219,29 @@ type toldStep struct {
 	extra       map[string]any
 }
 
-// step claims steps of one kind and queues what they tell, in one transaction: all of it commits, or
-// none of it and the steps are claimed again by the next check.
-func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Queries) ([]toldStep, error)) error {
+// step claims steps of one kind and queues what they tell, Batch at a time: each batch in one transaction,
+// all of which commits, or none of it and its steps are claimed again by the next check. It goes on while
+// a batch comes back full.
+func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Queries, batch int32) ([]toldStep, error)) error {
+	for {
+		n, err := s.stepBatch(ctx, kind, claim)
+		if err != nil || n < s.o.Batch {
+			return err
+		}
+	}
+}
+
+// stepBatch is one batch of step: it returns how many steps it claimed and told.
+func (s *Service) stepBatch(ctx context.Context, kind string, claim func(q *db.Queries, batch int32) ([]toldStep, error)) (int, error) {
 	var told []toldStep
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		steps, err := claim(q)
+		steps, err := claim(q, int32(s.o.Batch))
 		if err != nil {
 			return err
 		}
 		if s.afterClaim != nil && len(steps) > 0 {
-			if err := s.afterClaim(ctx, kind); err != nil {
+			if err := s.afterClaim(ctx, kind, len(steps)); err != nil {
 				return err
 			}
 		}
@@ -232,63 +254,102 @@ func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Querie
 		return nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, st := range told {
 		s.o.Log.Warn("incident step", "kind", st.kind, "incident_id", st.in.ID, "subscription_id", st.in.SubscriptionID,
 			"tenant_id", st.in.TenantID)
 	}
-	return nil
+	return len(told), nil
 }
 
 // operatorChecks sends the operator notifications that are not incident steps: disabled subscriptions,
 // and deliveries that expired (at most one per subscription per ExhaustedEvery, with a count). Each claim
 // and its notifications commit together.
 func (s *Service) operatorChecks(ctx context.Context, now time.Time) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		disabled, err := s.q.WithTx(tx).ClaimDisabledNotices(ctx, now)
-		if err != nil {
-			return err
-		}
-		for _, d := range disabled {
-			if _, err := s.o.Operator.NotifyTx(ctx, tx, EventDisabled, map[string]any{"tenant_id": d.TenantID,
-				"subscription_id": d.ID, "url": d.URL, "reason": d.DisabledReason}); err != nil {
+	for claimed := s.o.Batch; claimed == s.o.Batch; { // Batch at a time, while a batch comes back full
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			disabled, err := s.q.WithTx(tx).ClaimDisabledNotices(ctx, db.ClaimDisabledNoticesParams{Now: now, MaxRows: int32(s.o.Batch)})
+			if err != nil {
 				return err
 			}
+			if s.afterClaim != nil && len(disabled) > 0 {
+				if err := s.afterClaim(ctx, EventDisabled, len(disabled)); err != nil {
+					return err
+				}
+			}
+			for _, d := range disabled {
+				if _, err := s.o.Operator.NotifyTx(ctx, tx, EventDisabled, map[string]any{"tenant_id": d.TenantID,
+					"subscription_id": d.ID, "url": d.URL, "reason": d.DisabledReason}); err != nil {
+					return err
+				}
+			}
+			claimed = len(disabled)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("disabled subscriptions: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("disabled subscriptions: %w", err)
 	}
 	// One watermark for all subscriptions, moved at most every ExhaustedEvery: each report covers the
-	// expiries since the last one, so no subscription gets more than one a minute.
+	// expiries since the last one, so no subscription gets more than one a minute. A report goes Batch
+	// subscriptions per transaction, the window and the last subscription told kept with the watermark.
 	until := now.Truncate(ExhaustedEvery)
+	for told := s.o.Batch; told == s.o.Batch; {
+		var err error
+		if told, err = s.reportExhausted(ctx, until); err != nil {
+			return fmt.Errorf("exhausted deliveries: %w", err)
+		}
+	}
+	return nil
+}
+
+// exhaustedWatermark names the deliveries.exhausted report's watermark.
+const exhaustedWatermark = "deliveries.exhausted"
+
+// reportExhausted tells the operator of up to Batch subscriptions whose deliveries expired in the report's
+// window, in one transaction with the watermark's move, and says how many it told. A window starts when the
+// last one is done and until is past it; it ends with the batch that comes back short.
+func (s *Service) reportExhausted(ctx context.Context, until time.Time) (told int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		prev, err := q.AdvanceOperatorWatermark(ctx, db.AdvanceOperatorWatermarkParams{Name: "deliveries.exhausted", Until: until})
+		w, err := q.LockOperatorWatermark(ctx, db.LockOperatorWatermarkParams{Name: exhaustedWatermark, Until: until})
 		if err != nil {
 			return err
 		}
-		if !prev.Before(until) {
-			return nil
+		from, to, after := w.Until, w.ReportingUntil, uuid.Nil
+		if to == nil {
+			if !from.Before(until) {
+				return nil
+			}
+			to = &until
+		} else if w.ReportingAfter != nil {
+			after = *w.ReportingAfter
 		}
-		rows, err := q.ExhaustedSince(ctx, db.ExhaustedSinceParams{Since: prev, Until: until})
+		rows, err := q.ExhaustedSince(ctx, db.ExhaustedSinceParams{Since: from, Until: *to, AfterSubscription: after, MaxRows: int32(s.o.Batch)})
 		if err != nil {
 			return err
+		}
+		if s.afterClaim != nil && len(rows) > 0 {
+			if err := s.afterClaim(ctx, EventExhausted, len(rows)); err != nil {
+				return err
+			}
 		}
 		for _, r := range rows {
 			if _, err := s.o.Operator.NotifyTx(ctx, tx, EventExhausted, map[string]any{"tenant_id": r.TenantID,
-				"subscription_id": r.SubscriptionID, "url": r.URL, "expired": r.Expired, "from": prev, "to": until}); err != nil {
+				"subscription_id": r.SubscriptionID, "url": r.URL, "expired": r.Expired, "from": from, "to": *to}); err != nil {
 				return err
 			}
 		}
-		return nil
+		next := db.SetOperatorWatermarkParams{Name: exhaustedWatermark, Until: *to} // the window is told
+		if len(rows) == s.o.Batch {
+			last := rows[len(rows)-1].SubscriptionID
+			next = db.SetOperatorWatermarkParams{Name: exhaustedWatermark, Until: from, ReportingUntil: to, ReportingAfter: &last}
+		}
+		told = len(rows)
+		return q.SetOperatorWatermark(ctx, next)
 	})
-	if err != nil {
-		return fmt.Errorf("exhausted deliveries: %w", err)
-	}
-	return nil
+	return told, err
 }
 
 // tell queues a claimed step in its transaction: an email to every dashboard user of the tenant, and (for

@@ -74,7 +74,7 @@ func TestIncidentStepClaimAndTellCommitTogether(t *testing.T) {
 			runCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			inc := incidents.New(pool, incidents.Options{After: time.Hour, Now: clk, Log: slog.New(slog.DiscardHandler), Operator: operator})
-			inc.SetAfterClaim(func(_ context.Context, kind string) error {
+			inc.SetAfterClaim(func(_ context.Context, kind string, _ int) error {
 				if kind != incidents.KindOpened {
 					return nil
 				}

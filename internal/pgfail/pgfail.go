@@ -4,12 +4,15 @@
 package pgfail
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Unavailable reports whether err says the database could not be reached or went away while the statement
@@ -47,4 +50,46 @@ func Unavailable(err error) bool {
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr)
+}
+
+// TimedOut reports whether err says a statement ran out of time rather than that it failed or that its
+// connection broke: its context's deadline passed, or PostgreSQL cancelled it (statement_timeout or a
+// cancel request: query_canceled) or stopped it waiting for a lock (lock_timeout: lock_not_available). A
+// connection that could not be made at all is not a timeout but unavailability, whatever stopped it.
+//
+// A timeout alone does not say whether the statement was slow (a lock wait, a bad plan) or the database
+// stopped answering (a crashed primary's machine, a partition): Away asks the database.
+func TimedOut(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57014" || pgErr.Code == "55P03" // query_canceled, lock_not_available
+	}
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+// ProbeTimeout bounds Away's question to the database.
+const ProbeTimeout = 2 * time.Second
+
+// Away reports whether err, from a statement run on pool, means the database is away rather than that the
+// statement failed. A broken or refused connection (Unavailable) is away. A timeout (TimedOut) is away
+// only when the database does not answer a ping on pool within ProbeTimeout either: one that answers was
+// there all along, and the statement was slow. Loops that wait out an outage without counting its tries
+// (the completer, the replay runner) count a slow statement's, so it cannot hold them for good.
+func Away(ctx context.Context, pool *pgxpool.Pool, err error) bool {
+	if !TimedOut(err) {
+		return Unavailable(err)
+	}
+	if ctx.Err() != nil {
+		return false // the caller's own end, not the database's
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	return pool.Ping(pctx) != nil
 }

@@ -238,7 +238,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	s.Replays.Tracer = traces.Tracer()
 	s.Publisher = delivery.NewPublisher(genericPool, s.Policy, o.Now)
 	s.Publisher.Tracer = traces.Tracer()
-	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now))
+	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now, log.With("component", "metrics")))
 	s.Publisher.Metrics = s.Metrics
 	s.Catalogue = catalogue.New(pool, catalogue.Options{RegisteredOnly: cfg.EventTypes == config.EventTypesRegistered,
 		Now: o.Now, Log: log.With("component", "catalogue")})
