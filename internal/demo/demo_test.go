@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/demo"
@@ -140,7 +141,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	if err := demo.PrepareCredentials(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	// Not started: the outage is played back before the server's workers run, as make run does.
 	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{AllowAddrs: []string{rcv.Addr()}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/server"
@@ -23,7 +24,7 @@ import (
 // disabled). One disabled by an older version is enabled again at start-up, with a warning in the log.
 // Its state, last error and dead deliveries are what OperatorStatus (the /admin card) shows.
 func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

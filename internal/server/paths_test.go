@@ -147,7 +147,9 @@ func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
 					continue
 				}
 				if api {
-					var e struct{ Error struct{ Code, Message, CorrelationID string } }
+					var e struct {
+						Error struct{ Code, Message, CorrelationID string }
+					}
 					if json.Unmarshal(b, &e) != nil || e.Error.Code != "INVALID_REQUEST" || e.Error.Message == "" {
 						t.Errorf("%s %s: %.200s, want the contract's INVALID_REQUEST error", method, path, b)
 					}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"golang.org/x/net/html"
@@ -94,7 +95,7 @@ func TestAdminOverviewCounts(t *testing.T) {
 	e := setup(t, withAdmin)
 	s := seed(e, "overview", 2) // 2 delivered, 2 dead, 4 attempts
 	paused := e.newSubscription(s.tn, "/good/overview-paused", "paused")
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	if _, err := e.srv.Subscriptions.Pause(ctx, s.tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
