@@ -139,9 +139,10 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// badPath refuses a path that holds bytes that are not UTF-8 or control characters (httpx.CleanPath).
+// badPath answers a path that holds bytes that are not UTF-8 or control characters (httpx.CleanPath):
+// NOT_FOUND, as for any malformed id, since no id or name has them.
 func badPath(w http.ResponseWriter, r *http.Request) {
-	writeError(w, r, fault.Invalid("the request path must be UTF-8 without control characters"))
+	writeError(w, r, fault.New(fault.NotFound, "no such route or object: the path holds bytes that are not UTF-8 or control characters, which no id or name has"))
 }
 
 func adminOnly(next http.Handler) http.Handler {

@@ -65,9 +65,9 @@ func (c *pathClient) do(method, path, token, contentType, body string) (*http.Re
 var pathParamRE = regexp.MustCompile(`\{[^}]+\}|\*`)
 
 // Every path parameter of both routers (the API's and the dashboard's, enumerated by chi.Walk), given a
-// value that is not UTF-8 or holds a control character, is refused clearly: 400 INVALID_REQUEST in the
-// contract's error shape from the API, the 400 error page from the dashboard, never a 500. Values that
-// decode to a literal "%00" (sent as %2500) are ordinary text: whatever the answer, not a 500.
+// value that is not UTF-8 or holds a control character, is answered as the malformed id it is: 404
+// NOT_FOUND in the contract's error shape from the API, the 404 page from the dashboard, never a 500.
+// Values that decode to a literal "%00" (sent as %2500) are ordinary text: whatever the answer, not a 500.
 func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
 	const token, email, password = "paths-admin-token", "paths-admin@example.com", "paths-admin-password"
 	cfg := servertest.Config(t, dbURL)
@@ -142,19 +142,19 @@ func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
 			for _, v := range refused {
 				path := with(v)
 				res, b := send(path)
-				if res.StatusCode != http.StatusBadRequest {
-					t.Errorf("%s %s: %d %.200s, want 400", method, path, res.StatusCode, b)
+				if res.StatusCode != http.StatusNotFound {
+					t.Errorf("%s %s: %d %.200s, want 404", method, path, res.StatusCode, b)
 					continue
 				}
 				if api {
 					var e struct {
 						Error struct{ Code, Message, CorrelationID string }
 					}
-					if json.Unmarshal(b, &e) != nil || e.Error.Code != "INVALID_REQUEST" || e.Error.Message == "" {
-						t.Errorf("%s %s: %.200s, want the contract's INVALID_REQUEST error", method, path, b)
+					if json.Unmarshal(b, &e) != nil || e.Error.Code != "NOT_FOUND" || e.Error.Message == "" {
+						t.Errorf("%s %s: %.200s, want the contract's NOT_FOUND error", method, path, b)
 					}
-				} else if !bytes.Contains(b, []byte(`data-testid="error-400"`)) {
-					t.Errorf("%s %s: %.300s, want the dashboard's 400 error page", method, path, b)
+				} else if !bytes.Contains(b, []byte(`data-testid="error-404"`)) {
+					t.Errorf("%s %s: %.300s, want the dashboard's 404 page", method, path, b)
 				}
 			}
 			for _, v := range literal {

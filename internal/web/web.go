@@ -21,7 +21,6 @@ import (
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -148,9 +147,9 @@ func New(o Options) *Handler {
 func (h *Handler) Routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(h.hsts)
-	// A path no page has (bytes that are not UTF-8, control characters) never reaches a handler: signed
-	// out it leads to /login like every page, signed in it is an error page that says what is wrong.
-	r.Use(httpx.CleanPath(chain(http.HandlerFunc(h.badPath), h.securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)))
+	// A path no page has (bytes that are not UTF-8, control characters) never reaches a handler: it is an
+	// unknown page, like a malformed id (signed out it leads to /login, signed in it is the 404 page).
+	r.Use(httpx.CleanPath(h.unknownPage()))
 	h.brandRoutes(r)
 	static := http.StripPrefix("/static/", http.FileServerFS(web.Static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
@@ -220,16 +219,16 @@ func (h *Handler) Routes() http.Handler {
 			r.Get("/admin/replays/{id}", h.replayPage)
 		})
 	})
-	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
-	notFound := chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
+	notFound := h.unknownPage()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(notFound.ServeHTTP)
 	return r
 }
 
-// badPath is the error page of a path that is not UTF-8 or holds control characters (httpx.CleanPath).
-func (h *Handler) badPath(w http.ResponseWriter, r *http.Request) {
-	h.fail(w, r, fault.Invalid("This address holds characters that no page has (bytes that are not UTF-8, or control characters). Check the link."))
+// unknownPage answers a path that is no page: signed out it leads to /login like every page; signed in
+// it is the 404 page.
+func (h *Handler) unknownPage() http.Handler {
+	return chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.sessions.LoadAndSave, h.requireUser)
 }
 
 func chain(hd http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
