@@ -50,7 +50,9 @@ func TestFailoverToPromotedStandbyDeliversEveryAcceptedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	primary, err := pgdev.StartPrimary(ctx, filepath.Join(dir, "primary"), nil)
-	if errors.Is(err, pgdev.ErrNoPostgres) {
+	// Skipped on a developer's machine without them; in CI (CI set, as internal/pgdev's tests read it)
+	// the drill must run, so their absence fails it rather than passing it unseen.
+	if errors.Is(err, pgdev.ErrNoPostgres) && os.Getenv("CI") == "" {
 		t.Skipf("the failover drill needs PostgreSQL's server binaries: %v", err)
 	}
 	if err != nil {

@@ -2,13 +2,17 @@
 // written by the service making the change, in the change's own transaction (Record), so the log never
 // shows a change that was rolled back nor misses one that was made. Who is asking (the Actor) travels in
 // the request's context, put there by the API's and the dashboard's authentication, together with the
-// request's correlation id; code running outside a request (the demo seed, maintenance) carries no actor
-// and records nothing, because it is not a change anyone made through the dashboard or the API.
+// request's correlation id. Every change is recorded, so a change with no actor in its context fails
+// (ErrNoActor) rather than go unrecorded: what Hookline changes by itself (the operator notifications'
+// subscription set up from the configuration, the demo's seed) names the system actor (System). What it
+// does to deliveries and subscriptions on its own (retries, the circuit breaker, auto-disable) is not a
+// change recorded here; the delivery and subscription pages show it.
 package activity
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,6 +64,7 @@ const (
 	ActorPortal = "portal" // a customer in a portal session, as the platform's link named them
 	ActorToken  = "token"  // an API token, by its id and name
 	ActorAdmin  = "admin"  // HOOKLINE_ADMIN_TOKEN or an operator signed in to the dashboard
+	ActorSystem = "system" // Hookline itself, outside any request, named for what it was doing
 )
 
 // Actor is who made a change: whichever of id, email and name are known.
@@ -99,6 +104,12 @@ func WithActor(ctx context.Context, a Actor) context.Context {
 	return context.WithValue(ctx, actorKey{}, a)
 }
 
+// System returns ctx carrying Hookline itself as the actor, named for what it is doing ("operator
+// notifications setup", "demo seed"): for changes made outside any request, which are recorded too.
+func System(ctx context.Context, what string) context.Context {
+	return WithActor(ctx, Actor{Kind: ActorSystem, Name: what})
+}
+
 // ActorOf returns the actor ctx carries.
 func ActorOf(ctx context.Context) (Actor, bool) {
 	a, ok := ctx.Value(actorKey{}).(Actor)
@@ -122,13 +133,17 @@ type Entry struct {
 	Details       map[string]any `json:"details,omitempty"`
 }
 
-// Record writes the entry of a change in q, which must be the change's transaction. Without an actor in
-// ctx (code outside a request) it writes nothing. details (small, never a secret) say more, such as the
-// fields a change named.
+// ErrNoActor is Record's error for a context without an actor: a change nobody is named for would go
+// unrecorded, so Record fails and the change's transaction with it.
+var ErrNoActor = errors.New("record activity: no actor in the context (a request's authentication puts one there; code outside a request uses activity.System)")
+
+// Record writes the entry of a change in q, which must be the change's transaction. ctx must carry the
+// actor (WithActor, System); without one Record writes nothing and returns ErrNoActor, which rolls the
+// change back. details (small, never a secret) say more, such as the fields a change named.
 func Record(ctx context.Context, q *db.Queries, tenantID uuid.UUID, at time.Time, action string, obj Object, details map[string]any) error {
 	a, ok := ActorOf(ctx)
-	if !ok {
-		return nil
+	if !ok || a.Kind == "" {
+		return ErrNoActor
 	}
 	if details == nil {
 		details = map[string]any{}

@@ -2,6 +2,7 @@ package activity_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -51,8 +52,9 @@ func TestPruneDeletesOnlyOldEntries(t *testing.T) {
 	}
 }
 
-// Record outside a request (no actor in the context) writes nothing.
-func TestRecordWithoutActorWritesNothing(t *testing.T) {
+// Every change is recorded: Record with no actor in the context fails (so the change's transaction rolls
+// back) and writes nothing; the system actor, for what Hookline changes by itself, is recorded as such.
+func TestRecordWithoutActorFails(t *testing.T) {
 	ctx := context.Background()
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
@@ -63,11 +65,26 @@ func TestRecordWithoutActorWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := activity.Record(ctx, db.New(pool), tn.ID, time.Now(), activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
-		t.Fatal(err)
+	obj := activity.Object{Type: "subscription", ID: "s"}
+	err = activity.Record(ctx, db.New(pool), tn.ID, time.Now(), activity.SubscriptionPaused, obj, nil)
+	if !errors.Is(err, activity.ErrNoActor) {
+		t.Fatalf("Record without an actor: %v, want ErrNoActor", err)
 	}
-	page, err := activity.NewLog(pool).List(ctx, tn.ID, activity.Filter{})
+	log := activity.NewLog(pool)
+	page, err := log.List(ctx, tn.ID, activity.Filter{})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("%d entries (%v), want none", len(page.Items), err)
+	}
+
+	sys := activity.System(ctx, "operator notifications setup")
+	if err := activity.Record(sys, db.New(pool), tn.ID, time.Now(), activity.SubscriptionCreated, obj, nil); err != nil {
+		t.Fatalf("Record as the system: %v", err)
+	}
+	page, err = log.List(ctx, tn.ID, activity.Filter{})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("%d entries (%v), want the system's one", len(page.Items), err)
+	}
+	if a := page.Items[0].Actor; a.Kind != activity.ActorSystem || a.Label() != "operator notifications setup" {
+		t.Errorf("actor %+v (%q), want the system named for what it did", a, a.Label())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -42,7 +43,7 @@ func principal(r *http.Request) tenants.Principal {
 // Routes returns the /api/v1 router.
 func (a *API) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(a.authenticate)
+	r.Use(a.authenticate, httpx.CleanPath(http.HandlerFunc(badPath)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})
@@ -136,6 +137,12 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		ctx := activity.WithActor(context.WithValue(r.Context(), principalKey{}, p), p.Who)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// badPath answers a path that holds bytes that are not UTF-8 or control characters (httpx.CleanPath):
+// NOT_FOUND, as for any malformed id, since no id or name has them.
+func badPath(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, fault.New(fault.NotFound, "no such route or object: the path holds bytes that are not UTF-8 or control characters, which no id or name has"))
 }
 
 func adminOnly(next http.Handler) http.Handler {

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // The event catalogue is global: the admin changes it, any valid token reads it.
@@ -33,13 +32,7 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 }
 
 // eventTypeName is the {eventType} path parameter; a type with a slash comes escaped (a%2Fb).
-func eventTypeName(r *http.Request) string {
-	raw := chi.URLParam(r, "eventType")
-	if n, err := url.PathUnescape(raw); err == nil {
-		return n
-	}
-	return raw
-}
+func eventTypeName(r *http.Request) string { return httpx.PathValue(r, "eventType") }
 
 func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) {
 	archived, err := boolQuery(r, "include_archived")

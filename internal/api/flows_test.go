@@ -131,14 +131,19 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	if len(waiting.Deliveries) != 1 || waiting.Deliveries[0].State != "pending" {
 		t.Fatalf("publish while paused: %+v", waiting)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if n := len(rc.requests("/hook")); n != 0 {
-		t.Fatalf("paused subscription received %d requests", n)
-	}
+	// Nothing is sent while it is paused: told afterwards, not by waiting for nothing to happen, by the
+	// delivery's one attempt starting after the resume and being the endpoint's one request.
+	resumed := time.Now()
 	if p := must[subscription](e, 200, "POST", tp+"/subscriptions/"+s.ID+"/resume", tok, nil); p.State != "active" {
 		t.Errorf("resume: %+v", p)
 	}
-	e.waitState(tid, waiting.Deliveries[0].ID, "delivered")
+	d := e.waitState(tid, waiting.Deliveries[0].ID, "delivered")
+	if len(d.Attempts) != 1 || d.TotalAttempts != 1 || !d.Attempts[0].StartedAt.After(resumed) {
+		t.Fatalf("the delivery published while paused: %d attempts (%+v), want one, after the resume at %s", len(d.Attempts), d.Attempts, resumed)
+	}
+	if n := len(rc.requests("/hook")); n != 1 {
+		t.Fatalf("the endpoint received %d requests, want only the one after the resume", n)
+	}
 
 	// Rotation: the old secret keeps signing next to the new one.
 	type rotated struct {

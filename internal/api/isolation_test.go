@@ -490,8 +490,9 @@ func TestIsolationWalk(t *testing.T) {
 		}
 	}
 
-	// Nothing of B's changed, and nothing was sent to B's endpoints.
-	time.Sleep(200 * time.Millisecond) // a wrongly accepted retry or test would be claimed by now
+	// Nothing of B's changed, and nothing was sent to B's endpoints. Nothing is left to wait for: a
+	// wrongly accepted retry or send changes B's deliveries or events in its request's own transaction,
+	// before it answers, so the snapshot shows it now, before any worker could send it.
 	after := w.snapshot(w.b.tenant)
 	for table, rows := range before {
 		if after[table] != rows {

@@ -341,9 +341,14 @@ func TestRefreshAcrossProcesses(t *testing.T) {
 	}
 	waitFor("b refuses the archived type", func() bool { return b.CheckEvent(name, bad) != nil && !b.Known(name) })
 
-	// Without a change, a poll keeps the loaded snapshot (no reload).
+	// Without a change, a poll keeps the loaded snapshot (no reload). A poll is a Load: five of them, made
+	// here rather than waited for.
 	before := b.snap.Load()
-	time.Sleep(100 * time.Millisecond) // five polls
+	for range 5 {
+		if err := b.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if b.snap.Load() != before {
 		t.Error("b reloaded the catalogue without a change")
 	}

@@ -103,7 +103,9 @@ func TestTwoWorkersDoNotDeadlock(t *testing.T) {
 		workers = append(workers, w)
 	}
 	// The maintenance leader's health write: disable whatever has only failed for a moment, then resume it.
-	subsSvc := subscriptions.NewService(connect(t, 2), time.Now, true)
+	disablerPool := connect(t, 2)
+	pools = append(pools, disablerPool)
+	subsSvc := subscriptions.NewService(disablerPool, time.Now, true)
 	stopDisabling := make(chan struct{})
 	var disabler sync.WaitGroup
 	disabler.Go(func() {
@@ -131,11 +133,22 @@ func TestTwoWorkersDoNotDeadlock(t *testing.T) {
 	})
 	close(stopDisabling)
 	disabler.Wait()
-	for i, w := range workers {
+	for _, w := range workers {
 		w.Stop(context.Background())
-		pools[i].Close() // a backend flushes its statistics (the deadlock count) as it exits
 	}
-	time.Sleep(500 * time.Millisecond)
+	// A backend flushes its statistics (the deadlock count) as it exits, before it leaves pg_stat_activity:
+	// once every backend of the workers' and the disabler's pools has gone, the count is complete.
+	var pids []int32
+	for _, pool := range pools {
+		for _, c := range pool.AcquireAllIdle(e.ctx) {
+			pids = append(pids, int32(c.Conn().PgConn().PID()))
+			c.Release()
+		}
+		pool.Close()
+	}
+	eventually(t, 10*time.Second, "the workers' backends exited", func() bool {
+		return e.count("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", pids) == 0
+	})
 	t.Logf("%d of %d deliveries finished, %d attempts", e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'"), total,
 		e.count("SELECT count(*) FROM webhook_attempts"))
 	if got := e.deadlocks() - before; got != 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
@@ -95,7 +96,8 @@ var testPolicy = delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hou
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	ctx := t.Context()
+	// What the tests change through the services is recorded (every change names an actor): as the system's.
+	ctx := activity.System(t.Context(), "test setup")
 	pool := connect(t, 8)
 	if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
@@ -330,6 +331,7 @@ type Seeded struct {
 // Seed makes (or finds, on later runs) the demo's event types, the demo tenant, its login and two
 // subscriptions, pointing them at this run's receiver.
 func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error) {
+	ctx = activity.System(ctx, "demo seed") // its subscriptions' creation and changes are recorded as the demo's
 	var out Seeded
 	// First: with HOOKLINE_EVENT_TYPES=registered, the subscriptions may name only catalogue types.
 	if err := RegisterEventTypes(ctx, srv); err != nil {
@@ -394,6 +396,7 @@ func OutageWindow(now time.Time) (from, to time.Time) {
 // otherwise claim the played-back rows on today's clock). The shipping endpoints answer 200 afterwards, so
 // a replay of the outage succeeds.
 func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded) error {
+	ctx = activity.System(ctx, "demo seed")
 	tenantIDs := []uuid.UUID{s.TenantID}
 	t, err := srv.Tenants.TenantByName(ctx, OutageTenant)
 	if fault.Is(err, fault.NotFound) {

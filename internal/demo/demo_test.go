@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/demo"
@@ -101,6 +102,16 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	if _, err := srv.Tenants.CheckLogin(ctx, "demo@hookline.localhost", demo.DemoPassword()); err != nil {
 		t.Fatalf("the printed demo login does not work: %v", err)
 	}
+	// Every change is recorded: the seed's, made outside any request, as the system's.
+	created, err := srv.Activity.List(ctx, first.TenantID, activity.Filter{Action: activity.SubscriptionCreated})
+	if err != nil || len(created.Items) != 2 {
+		t.Fatalf("the seed's subscription.created entries: %d (%v), want 2", len(created.Items), err)
+	}
+	for _, e := range created.Items {
+		if e.Actor.Kind != activity.ActorSystem || e.Actor.Name != "demo seed" {
+			t.Errorf("seeded subscription %s recorded as made by %+v, want the system's demo seed", e.Object.ID, e.Actor)
+		}
+	}
 
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -140,7 +151,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	if err := demo.PrepareCredentials(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	// Not started: the outage is played back before the server's workers run, as make run does.
 	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{AllowAddrs: []string{rcv.Addr()}})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -527,6 +528,9 @@ func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions
 	if log == nil {
 		log = slog.Default()
 	}
+	// Hookline sets the subscription up from its configuration, outside any request: the changes are
+	// recorded as the system's.
+	ctx = activity.System(ctx, "operator notifications setup")
 	q := db.New(pool)
 	t, err := q.InternalTenant(ctx, OperatorTenant)
 	if errors.Is(err, pgx.ErrNoRows) {

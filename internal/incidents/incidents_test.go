@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
@@ -83,7 +84,7 @@ func (o *operatorReceiver) types() []string {
 // tenant, signed operator notifications delivered through the engine; two checks at once tell a step once;
 // a 2xx ends it and both are told. Nothing is told per event.
 func TestIncidentSteps(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 8, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +297,7 @@ func TestIncidentSteps(t *testing.T) {
 
 // A 410 disables the subscription; the operator is told once.
 func TestOperatorToldOfDisabledSubscription(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/server"
@@ -23,7 +25,7 @@ import (
 // disabled). One disabled by an older version is enabled again at start-up, with a warning in the log.
 // Its state, last error and dead deliveries are what OperatorStatus (the /admin card) shows.
 func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +114,33 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 	// Off without HOOKLINE_OPERATOR_WEBHOOK_URL.
 	if st, err := incidents.New(pool, incidents.Options{}).OperatorStatus(ctx); st != nil || err != nil {
 		t.Fatalf("operator status without an operator: %+v, %v", st, err)
+	}
+}
+
+// Setting the operator notifications' subscription up happens at start, outside any request; it is a
+// change like any other, recorded with the system as its actor (a change with no actor is refused).
+func TestOperatorSetupIsRecordedAsTheSystem(t *testing.T) {
+	ctx := context.Background()
+	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	subs := subscriptions.NewService(pool, time.Now, true)
+	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
+	// A URL of its own, so the subscription is created or changed now whatever other tests set up.
+	url := "http://127.0.0.1:9/ops-" + uuid.NewString()
+	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, url, delivery.NewSecret(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("EnsureOperator outside a request: %v", err)
+	}
+	page, err := activity.NewLog(pool).List(ctx, operator.TenantID(), activity.Filter{Limit: 1})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("operator tenant's activity: %d entries (%v), want the setup's", len(page.Items), err)
+	}
+	e := page.Items[0]
+	if (e.Action != activity.SubscriptionCreated && e.Action != activity.SubscriptionChanged) ||
+		e.Actor.Kind != activity.ActorSystem || e.Actor.Name != "operator notifications setup" {
+		t.Errorf("newest entry %s by %+v, want the subscription's creation or change by the system's operator notifications setup", e.Action, e.Actor)
 	}
 }

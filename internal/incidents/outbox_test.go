@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/server"
@@ -20,7 +21,7 @@ import (
 // notification (an error, or the context cancelled between the statements) leaves nothing behind, neither
 // the claim nor part of what it tells, and the next check tells the step exactly once.
 func TestIncidentStepClaimAndTellCommitTogether(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

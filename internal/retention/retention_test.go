@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/retention"
@@ -381,7 +382,7 @@ func TestArchiveDeadDeliveries(t *testing.T) {
 	clock := func() time.Time { return e.now }
 	subs := subscriptions.NewService(e.pool, clock, true)
 	url := rc.URL + "/hook"
-	sub, secret, err := subs.Create(e.ctx, e.tenant, subscriptions.Input{URL: &url, Headers: &map[string]string{"X-Custom": headerValue}})
+	sub, secret, err := subs.Create(activity.System(e.ctx, "test setup"), e.tenant, subscriptions.Input{URL: &url, Headers: &map[string]string{"X-Custom": headerValue}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
@@ -38,7 +39,7 @@ func TestQueueGauges(t *testing.T) {
 	cfg := servertest.Config(t, dbURL)
 	cfg.RetryMaxAttempts = 1
 	srv, base := servertest.Start(t, cfg, nil, server.Options{})
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()
 	tn, err := srv.Tenants.CreateTenant(ctx, "gauges")

@@ -436,17 +436,31 @@ func baseSecurityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// Start listens on the configured address and starts the workers.
+// Start listens on the configured address and starts the workers. When it fails, the server is stopped
+// as by Stop (see Serve).
 func (s *Server) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.Config.Addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return errors.Join(fmt.Errorf("listen: %w", err), s.stopAfterFailedStart(ctx))
 	}
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln and starts the workers.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Serve serves on ln and starts the workers. When a step fails, Serve undoes every one before it and
+// returns the server stopped as by Stop (listeners closed, ln too, background services stopped, pools
+// closed), so a failed start leaves nothing running; Stop may still be called and does nothing more.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
+	defer func() {
+		if err != nil {
+			// http.Server.Serve closes its listener when it returns, but its goroutine may not have run yet:
+			// closed here, neither address answers once Serve has returned.
+			_ = ln.Close()
+			if s.metricsLn != nil {
+				_ = s.metricsLn.Close()
+			}
+			err = errors.Join(err, s.stopAfterFailedStart(ctx))
+		}
+	}()
 	s.httpSrv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -495,6 +509,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return s.Worker.Start(ctx)
+}
+
+// failedStartStop bounds the stop after a failed start: what had started has had no work to finish yet.
+const failedStartStop = 10 * time.Second
+
+// stopAfterFailedStart stops what a failed Start or Serve started (Stop). Not under ctx: a start that
+// failed because ctx ended must still stop what it started.
+func (s *Server) stopAfterFailedStart(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedStartStop)
+	defer cancel()
+	if err := s.Stop(sctx); err != nil {
+		return fmt.Errorf("stopping after the failed start: %w", err)
+	}
+	return nil
 }
 
 // Addr is the address the server listens on.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -70,7 +71,7 @@ func openAll(t *testing.T, box *secretbox.Box, secrets []string, h map[string]st
 // rows at once, old rows by SealStored), re-sealed under a new first key by SealAll, and always open to
 // the values the customer set; header names stay readable.
 func TestSecretsAtRest(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	// A database of its own: SealStored goes over every row, and the counts below are exact.
 	url0, drop, err := testdb.Create(ctx, "subs_atrest")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -17,7 +18,7 @@ import (
 // holding the row, so the claim's second step goes through and both finish. (Locking the row first, as the
 // delete once did, made PostgreSQL detect a deadlock and abort one of them.)
 func TestDeleteWhileClaimingDoesNotDeadlock(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

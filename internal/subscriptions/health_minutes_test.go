@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/server"
@@ -32,7 +33,7 @@ type storedAttempt struct {
 // the last success (which may fall in a cut minute, a whole one, or nowhere), the latency percentiles of
 // the newest LatencySample, and the chart buckets of every range.
 func TestHealthMatchesItsAttempts(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

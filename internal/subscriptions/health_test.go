@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -43,7 +44,7 @@ func receiverAnswering(t *testing.T, statuses ...int) string {
 // Health of several subscriptions at once matches each one's own attempts: rate, run of failures, last
 // success and failure, and the hourly buckets; a subscription without attempts has no rate.
 func TestHealthOfSeveralSubscriptions(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)

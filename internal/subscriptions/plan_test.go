@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -18,7 +19,7 @@ import (
 // subscription (attempt_minutes_pkey, webhook_attempts_sub_started_idx),
 // never a whole table: with sequential scans priced out, a query no index can serve would still show one.
 func TestHealthQueriesUseIndexes(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		t.Fatal(err)

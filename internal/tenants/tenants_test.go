@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
@@ -126,7 +127,7 @@ func TestValidatePassword(t *testing.T) {
 }
 
 func TestAuthenticate(t *testing.T) {
-	ctx := t.Context()
+	ctx := activity.System(t.Context(), "test setup")
 	s, pool := newService(t, "the-admin-token")
 	tn, err := s.CreateTenant(ctx, "  auth tenant  ")
 	if err != nil || tn.Name != "auth tenant" {
@@ -221,7 +222,7 @@ func TestAuthenticate(t *testing.T) {
 }
 
 func TestCreateTokenAndTenantValidation(t *testing.T) {
-	ctx := t.Context()
+	ctx := activity.System(t.Context(), "test setup")
 	s, _ := newService(t, "")
 	tn, err := s.CreateTenant(ctx, "validation")
 	if err != nil {
@@ -258,7 +259,7 @@ func TestCreateTokenAndTenantValidation(t *testing.T) {
 // An operator lists, re-passwords and removes a tenant's users; never another tenant's, never an operator.
 func TestManageUsers(t *testing.T) {
 	s, _ := newService(t, "")
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	a, err := s.CreateTenant(ctx, "users-a")
 	if err != nil {
 		t.Fatal(err)

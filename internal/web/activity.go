@@ -47,7 +47,7 @@ var actionLabels = map[string]string{
 
 var actorKinds = map[string]string{
 	activity.ActorUser: "dashboard user", activity.ActorPortal: "portal user", activity.ActorToken: "API token",
-	activity.ActorAdmin: "operator",
+	activity.ActorAdmin: "operator", activity.ActorSystem: "system",
 }
 
 // tenantActivity is /activity: the signed-in tenant's own log.

@@ -159,8 +159,7 @@ func TestBrowserAdminLayouts(t *testing.T) {
 	e.deadOf(s.tn, other.ID, typ, 2)
 	from, to := formTimeOf(time.Now().Add(-time.Hour)), formTimeOf(time.Now().Add(time.Hour))
 	criteria := "event_type=" + typ + "&tenant=" + s.tn.ID.String() + "&from=" + from + "&to=" + to
-	running := e.insertReplay("bulk", "running", 10, 4, &s.tn.ID, nil, "")
-	release := e.holdReplay(running)
+	running, release := e.insertRunningReplay("bulk", 10, 4, &s.tn.ID, nil)
 	defer release()
 	failed := e.insertReplay("bulk", "failed", 8, 3, nil, nil, "replay chunk: connection reset by peer")
 

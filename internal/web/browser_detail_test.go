@@ -143,7 +143,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	e := setup(t, nil)
 	tn := e.newTenant("browser-live")
 	sub := e.newSubscription(tn, "/good/browser-live", "live endpoint")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	id := e.publishTo(tn, sub.ID, "order.paid", map[string]any{"order": "live"})
@@ -208,7 +208,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	}
 
 	// Resume: the page follows the delivery to delivered without a reload.
-	if _, err := e.srv.Subscriptions.Resume(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Resume(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	b.waitJS("delivered", `document.querySelector('[data-testid=summary-headline]')?.textContent.trim() === 'Delivered on the first attempt'`)

@@ -19,12 +19,13 @@ import (
 )
 
 // parentPage is the platform's page that frames the portal: the README's snippet (plain JavaScript),
-// recording what it was told so the test can read it.
+// recording what it was told so the test can read it, and (onload, the test's own) how many times the
+// frame's navigation has ended, loaded or refused.
 var parentPage = template.Must(template.New("parent").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Platform</title></head>
 <body style="margin:0">
 <h1>The platform's own app</h1>
-<iframe id="hookline" src="{{.Src}}" title="Webhooks" style="width:100%; height:150px; border:0"></iframe>
+<iframe id="hookline" src="{{.Src}}" title="Webhooks" style="width:100%; height:150px; border:0" onload="window.frameLoads = (window.frameLoads || 0) + 1"></iframe>
 <script>
   window.resizes = [];
   const hooklineOrigin = {{.Origin}};
@@ -137,7 +138,17 @@ func TestBrowserPortalEmbedded(t *testing.T) {
 	// A platform origin that is not allowed: the page is refused in its frame.
 	other.src.Store(e.base + e.portalLink(tn, portal.LinkRequest{}))
 	b.run("open another platform's page", chromedp.Navigate(other.origin+"/"), chromedp.WaitReady(chromedp.CSS(`#hookline`)))
-	time.Sleep(2 * time.Second) // the frame's load (or its refusal) has no event the parent can see
+	// The frame's load event fires in the parent once its navigation has ended, the page loaded or
+	// refused. A loaded page posts its height while it loads, before that event; a message the parent then
+	// posts itself is delivered after any the frame posted, so once it is, none is still on its way.
+	b.waitJS("the frame's navigation ended", `window.frameLoads > 0`)
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`new Promise(done => {
+		const flushed = (event) => { if (event.source === window && event.data === "flush") { window.removeEventListener("message", flushed); done(true) } };
+		window.addEventListener("message", flushed);
+		window.postMessage("flush", window.location.origin);
+	})`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatalf("the parent's own message: %v", err)
+	}
 	if n := eval[int](b, `window.resizes.length`); n != 0 {
 		t.Errorf("a frame on a parent not allowed posted %d heights", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 )
 
@@ -16,7 +17,7 @@ func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
 	e := setup(t, withAdmin)
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("browser-follow")
 	sub := e.newSubscription(tn, "/bad/browser-follow", "Follow endpoint")
 	e.deadOf(tn, sub.ID, "order.paid", 3)

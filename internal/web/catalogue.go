@@ -14,6 +14,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -136,11 +137,8 @@ func sendTargets(subs []subscriptions.Subscription) []templates.SendTarget {
 // subscription that is not the tenant's, is the 404 page; a type without an example is 400.
 func (h *Handler) sendExample(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	name := r.PathValue("name")
 	// A name with a slash comes escaped (a%2Fb), as links to this page write it.
-	if n, err := url.PathUnescape(name); err == nil {
-		name = n
-	}
+	name := httpx.PathValue(r, "name")
 	var t catalogue.EventType
 	var err error = fault.Missing("event type")
 	if h.catalogue != nil {

@@ -103,7 +103,7 @@ func TestCataloguePage(t *testing.T) {
 	tn := e.newTenant("catalogue page")
 	sub := e.newSubscription(tn, "/good/catpage", "Catalogue endpoint")
 	paused := e.newSubscription(tn, "/good/catpage-paused", "Paused endpoint")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, paused.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
 	other := e.newTenant("catalogue other")
@@ -259,7 +259,7 @@ func TestCatalogueSendExample(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
 	s := e.seedCatalogue("catsend")
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("catalogue send")
 	// target takes only another type: the example goes to it all the same; everything takes every type,
 	// and must get nothing.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 )
 
 // TestCountsAgree: the state tabs, the health card's counts of now and the paused note count the same
@@ -17,7 +18,7 @@ func TestCountsAgree(t *testing.T) {
 	e := setup(t, nil)
 	tn := e.newTenant("counts")
 	sub := e.newSubscription(tn, "/good/counts", "counted")
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}

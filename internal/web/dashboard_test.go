@@ -392,7 +392,7 @@ func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 
 	// Paging: a paused subscription keeps 30 deliveries pending.
 	paused := e.newSubscription(s.tn, "/good/paged", "paged")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), s.tn.ID, paused.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), s.tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
@@ -647,7 +647,7 @@ func TestResendWhileQueued(t *testing.T) {
 	e := setup(t, nil)
 	tn := e.newTenant("queued")
 	sub := e.newSubscription(tn, "/good/queued", "queued")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	id := e.publish(tn, "order.paid", map[string]any{"order": 1})[0]
@@ -727,7 +727,7 @@ func TestSendTestEvent(t *testing.T) {
 		t.Errorf("%s is not a valid event type", web.TestEventType)
 	}
 	// Paused: it waits, and the flash says so.
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	p = c.post("/subscriptions/"+sub.ID.String()+"/test", nil)

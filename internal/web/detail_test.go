@@ -109,7 +109,7 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 
 	// Not tried yet (paused): "to be sent", live, and why it waits.
 	paused := e.newSubscription(s.tn, "/good/answer-paused", "paused")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), s.tn.ID, paused.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), s.tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
 	id := e.publishTo(s.tn, paused.ID, "order.paid", map[string]any{"order": 9})

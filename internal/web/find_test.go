@@ -244,7 +244,7 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		}
 	}
 	// A paused subscription's waiting deliveries wait: no next-attempt time that looks overdue.
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, bad.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, bad.ID); err != nil {
 		t.Fatal(err)
 	}
 	waiting := e.publishTo(tn, bad.ID, "invoice.paid", map[string]any{"late": true})
@@ -261,7 +261,7 @@ func TestDeliveriesPageFilters(t *testing.T) {
 	}
 
 	// A deleted subscription's deliveries stay listed, named as such, without a link to a page that is gone.
-	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, bad.ID); err != nil {
+	if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, bad.ID); err != nil {
 		t.Fatal(err)
 	}
 	p = c.get("/deliveries?subscription=" + bad.ID.String())
@@ -311,7 +311,7 @@ func TestTabCountsCapped(t *testing.T) {
 	e := setup(t, nil)
 	tn := e.newTenant("capped")
 	sub := e.newSubscription(tn, "/good/capped", "capped", "bulk.created")
-	if _, err := e.srv.Subscriptions.Pause(context.Background(), tn.ID, sub.ID); err != nil {
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	ev := e.publishTo(tn, sub.ID, "bulk.created", map[string]any{"n": 0})
@@ -393,7 +393,7 @@ func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 	for _, id := range e.publish(tn, "order.paid", map[string]any{"n": 1}) {
 		e.waitState(tn, id, delivery.Delivered)
 	}
-	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, gone.ID); err != nil {
+	if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	c := e.client()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
@@ -155,9 +156,13 @@ type tenant struct {
 	Email string
 }
 
+// setupCtx is the context of what a test sets up through the services directly: every change is recorded,
+// so it names an actor, the system.
+func setupCtx() context.Context { return activity.System(context.Background(), "test setup") }
+
 func (e *env) newTenant(name string) tenant {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := setupCtx()
 	tn, err := e.srv.Tenants.CreateTenant(ctx, name)
 	if err != nil {
 		e.t.Fatal(err)
@@ -175,7 +180,7 @@ func (e *env) newSubscription(tn tenant, path, description string, eventTypes ..
 	if eventTypes == nil {
 		eventTypes = []string{}
 	}
-	s, _, err := e.srv.Subscriptions.Create(context.Background(), tn.ID, subscriptions.Input{
+	s, _, err := e.srv.Subscriptions.Create(setupCtx(), tn.ID, subscriptions.Input{
 		URL: &u, Description: &description, EventTypes: &eventTypes,
 	})
 	if err != nil {

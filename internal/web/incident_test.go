@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"golang.org/x/net/html"
 )
@@ -17,7 +18,7 @@ import (
 // is paused and more events wait, their first expiry set to 50 h from now.
 func (e *env) failingSubscription(tn tenant, name string, waiting int) uuid.UUID {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	s := e.newSubscription(tn, "/flaky/"+name, name+" endpoint")
 	e.waitState(tn, e.publishTo(tn, s.ID, "order.paid", map[string]any{"n": 0}), delivery.Expired)
 	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, s.ID); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/web"
@@ -224,7 +225,7 @@ func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
 	e := w.e
 	t := e.t
 	t.Helper()
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	mark := "iso" + label + "-" + uuid.NewString()[:8]
 	tn := &webIsoTenant{tenant: e.newTenant("Tenant " + mark), marker: mark, description: "description " + mark}
 	tn.active = e.newSubscription(tn.tenant, "/"+mark+"/ok", tn.description, "iso.ok").ID
@@ -495,8 +496,9 @@ func TestWebIsolationWalk(t *testing.T) {
 		}
 	}
 
-	// Nothing of B's changed, no replay was started, nothing was sent to B's endpoints.
-	time.Sleep(300 * time.Millisecond) // a wrongly accepted resend or test event would have been attempted
+	// Nothing of B's changed, no replay was started, nothing was sent to B's endpoints. Nothing is left to
+	// wait for: a wrongly accepted resend, test event or replay changes B's deliveries, events or the
+	// replays in its request's own transaction, before it answers, so the snapshot shows it now.
 	after := w.snapshot(w.b.ID)
 	for table, rows := range before {
 		if after[table] != rows {

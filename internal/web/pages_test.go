@@ -31,7 +31,7 @@ func everyPage(t *testing.T, e *env) pageSet {
 	s := seed(e, "a11y", 2)
 	_, retrying := e.retrying(s.tn, "a11y")
 	flaky := e.newSubscription(s.tn, "/flaky/a11y", "Flaky billing endpoint", "invoice.created")
-	if _, err := e.srv.Subscriptions.Update(context.Background(), s.tn.ID, flaky.ID, subscriptions.Input{
+	if _, err := e.srv.Subscriptions.Update(setupCtx(), s.tn.ID, flaky.ID, subscriptions.Input{
 		Headers: &map[string]string{"X-Api-Key": "a11y-header-value"},
 	}); err != nil {
 		t.Fatal(err)

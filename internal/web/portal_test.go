@@ -25,7 +25,7 @@ import (
 // portalLink makes a portal link for tn and returns its path (/portal/<token>).
 func (e *env) portalLink(tn tenant, in portal.LinkRequest) string {
 	e.t.Helper()
-	l, err := e.srv.Portal.CreateLink(context.Background(), tn.ID, tenants.Principal{Admin: true}, in)
+	l, err := e.srv.Portal.CreateLink(setupCtx(), tn.ID, tenants.Principal{Admin: true}, in)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 )
 
 // The operator's tenant page lists the tenant's API tokens (name, scopes, created, last used; never the
@@ -15,7 +16,7 @@ import (
 func TestAdminTenantPageListsAndRevokesTokens(t *testing.T) {
 	t.Parallel()
 	e := setup(t, withAdmin)
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("tokens")
 	other := e.newTenant("tokens-other")
 	ci, err := e.srv.Tenants.CreateToken(ctx, tn.ID, "ci deploys", []string{"events:write"})

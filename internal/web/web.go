@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -138,6 +139,9 @@ func New(o Options) *Handler {
 func (h *Handler) Routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(h.hsts)
+	// A path no page has (bytes that are not UTF-8, control characters) never reaches a handler: it is an
+	// unknown page, like a malformed id (signed out it leads to /login, signed in it is the 404 page).
+	r.Use(httpx.CleanPath(h.unknownPage()))
 	h.brandRoutes(r)
 	static := http.StripPrefix("/static/", http.FileServerFS(web.Static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
@@ -205,11 +209,16 @@ func (h *Handler) Routes() http.Handler {
 			r.Get("/admin/replays/{id}", h.replayPage)
 		})
 	})
-	// Unknown pages: signed out they lead to /login like every page; signed in they are a 404 page.
-	notFound := chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.staleSessions, h.sessions.LoadAndSave, h.requireUser)
+	notFound := h.unknownPage()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(notFound.ServeHTTP)
 	return r
+}
+
+// unknownPage answers a path that is no page: signed out it leads to /login like every page; signed in
+// it is the 404 page.
+func (h *Handler) unknownPage() http.Handler {
+	return chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.staleSessions, h.sessions.LoadAndSave, h.requireUser)
 }
 
 func chain(hd http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
