@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/server"
@@ -24,7 +25,7 @@ import (
 // are claimed and told Batch at a time, each batch in a transaction of its own, and one check still goes
 // through all of them, each told once.
 func TestIncidentStepsGoInBatches(t *testing.T) {
-	ctx := context.Background()
+	ctx := activity.System(context.Background(), "test setup")
 	// A database of its own: incidents, the operator's tenant and its watermark are the database's.
 	own, drop, err := testdb.Create(ctx, "incidents_batches")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
 )
 
@@ -31,7 +32,7 @@ func (l *lockedBuffer) String() string {
 // though each had it cached: the revocation waits for every listening process to drop it, and here both
 // acknowledge (no process is waited out).
 func TestRevokedEverywhereAtOnce(t *testing.T) {
-	ctx := t.Context()
+	ctx := activity.System(t.Context(), "test setup")
 	var logs lockedBuffer
 	processes := make([]*Service, 2)
 	for i := range processes {
