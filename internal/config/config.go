@@ -1,4 +1,4 @@
-// Package config reads Hookline's configuration from the environment (the README lists it), with command-line
+// Package config reads Hookline's configuration from the environment (docs/configuration.md lists it), with command-line
 // flags mirroring each variable.
 package config
 

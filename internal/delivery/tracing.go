@@ -11,7 +11,7 @@ import (
 	"github.com/hookline/hookline/internal/tracing"
 )
 
-// Span names and attributes of the delivery engine (README, "Tracing").
+// Span names and attributes of the delivery engine (docs/configuration.md, "Tracing").
 const (
 	spanAttempt     = "delivery.attempt"
 	spanReplayStart = "replay.start"

@@ -42,7 +42,7 @@ func UseBrand(cfg *config.Config) {
 }
 
 // embedPage is the platform's page: its own header, and the portal in a frame that takes the height the
-// portal posts (the README's plain JavaScript snippet).
+// portal posts (docs/portal.md's plain JavaScript snippet).
 var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Brand}}: webhooks</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -63,7 +63,7 @@ var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
   (<a href="/?role=view">view-only</a>, <a href="/?theme=dark">dark</a>, <a href="/">manage</a>).</p>
   {{if not .Framing}}<p class="note">Framing is off, so the frame below stays empty (the dashboard refuses to be
   framed). Start with <code>HOOKLINE_PUBLIC_URL=https://localhost:{{.Port}} HOOKLINE_PORTAL_FRAME_ANCESTORS={{.Origin}} make run</code>
-  and open this page in Chromium or Chrome; the README's "Customer portal" section says why.</p>{{end}}
+  and open this page in Chromium or Chrome; docs/portal.md says why.</p>{{end}}
   <iframe id="hookline" src="{{.Src}}" title="Webhooks"></iframe>
 </main>
 <script>

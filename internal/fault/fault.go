@@ -13,7 +13,7 @@ import (
 // Code is one of the contract's error codes.
 type Code string
 
-// The contract's error codes (README, JSON API; api/openapi.yaml).
+// The contract's error codes (docs/contract.md, JSON API; api/openapi.yaml).
 const (
 	Unauthenticated Code = "UNAUTHENTICATED"
 	Forbidden       Code = "FORBIDDEN"

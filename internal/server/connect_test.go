@@ -86,9 +86,9 @@ func TestConnectSkipsASilentHostAfterTheDefaultTimeout(t *testing.T) {
 // code's.
 func TestDocumentedConnectionsPerProcessAreTheCodes(t *testing.T) {
 	for file, want := range map[string]string{
-		"../../README.md":         fmt.Sprintf("replicas × %d", server.MaxConns),
-		"../../docs/scaling.md":   fmt.Sprintf("at most **%d connections**", server.MaxConns),
-		"../../docs/scaling.md#2": fmt.Sprintf("fixed at %d per process", server.MaxConns),
+		"../../docs/operations.md": fmt.Sprintf("replicas × %d", server.MaxConns),
+		"../../docs/scaling.md":    fmt.Sprintf("at most **%d connections**", server.MaxConns),
+		"../../docs/scaling.md#2":  fmt.Sprintf("fixed at %d per process", server.MaxConns),
 	} {
 		text, err := os.ReadFile(strings.TrimSuffix(file, "#2"))
 		if err != nil {

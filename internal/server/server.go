@@ -124,7 +124,7 @@ const (
 
 // Connections per process: Pool's and EnginePool's 16 each, GenericPool's, and three sessions of their own
 // (the worker's LISTEN, the token revocations' LISTEN and the maintenance leader's advisory lock). The
-// README and docs/scaling.md size max_connections by MaxConns.
+// docs/operations.md and docs/scaling.md size max_connections by MaxConns.
 const (
 	PoolConns    = 16 // Pool's and EnginePool's, each
 	GenericConns = delivery.PublishConns + 2

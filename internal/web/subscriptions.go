@@ -177,7 +177,7 @@ func (h *Handler) setSubscriptionState(w http.ResponseWriter, r *http.Request, p
 // sendTest publishes a test event (hookline.test, or webhook.test under a brand) to this subscription only,
 // whatever its event types (no real type: a handler of invoice.paid must never receive a made-up invoice),
 // and says what it sent, with a link to the delivery it made. The body (the event's data) is documented in
-// the README; the message names the brand, so a white-labelled platform's receivers never read Hookline:
+// docs/dashboard.md; the message names the brand, so a white-labelled platform's receivers never read Hookline:
 //
 //	{"test": true, "message": "A test event sent from the <brand> dashboard.", "subscription_id": "…", "sent_at": "…"}
 func (h *Handler) sendTest(w http.ResponseWriter, r *http.Request) {
