@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestBrowserEndpointFormAndViewOnly(t *testing.T) {
 	s := e.newSubscription(tn, "/wild/browser", "Billing hook", pattern)
 	headers := map[string]string{"X-Api-Key": "stored-key-value"}
 	rate := 25
-	if _, err := e.srv.Subscriptions.Update(context.Background(), tn.ID, s.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
+	if _, err := e.srv.Subscriptions.Update(setupCtx(), tn.ID, s.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
 		t.Fatal(err)
 	}
 	failing := e.newSubscription(tn, "/bad/browser-forms", "Failing hook")

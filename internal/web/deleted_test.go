@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func TestDeliveryOfADeletedSubscription(t *testing.T) {
 	sub := e.newSubscription(tn, "/bad/deleted-endpoint", "soon deleted", "order.paid")
 	id := e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": 1})
 	e.waitState(tn, id, delivery.Failed)
-	if err := e.srv.Subscriptions.Delete(context.Background(), tn.ID, sub.ID); err != nil {
+	if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
 	c := e.client()

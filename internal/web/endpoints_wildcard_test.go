@@ -129,7 +129,7 @@ func TestEndpointFormWildcards(t *testing.T) {
 	// A narrower wildcard that covers no known type sits beside its kind's wildcard, which is not checked
 	// for it, and covers nothing it does not.
 	narrow := prefix + ".refund.*"
-	if _, err := e.srv.Subscriptions.Update(context.Background(), tn.ID, s.ID, subscriptions.Input{EventTypes: &[]string{narrow}}); err != nil {
+	if _, err := e.srv.Subscriptions.Update(setupCtx(), tn.ID, s.ID, subscriptions.Input{EventTypes: &[]string{narrow}}); err != nil {
 		t.Fatal(err)
 	}
 	p = c.get("/subscriptions/" + s.ID.String() + "/edit")
@@ -153,7 +153,7 @@ func TestEndpointSettingsViewOnly(t *testing.T) {
 	tn := e.newTenant("settings view")
 	s := e.newSubscription(tn, "/view/settings", "Billing hook", "order.paid")
 	headers := map[string]string{"X-Api-Key": "stored-key-value"}
-	if _, err := e.srv.Subscriptions.Update(context.Background(), tn.ID, s.ID, subscriptions.Input{Headers: &headers}); err != nil {
+	if _, err := e.srv.Subscriptions.Update(setupCtx(), tn.ID, s.ID, subscriptions.Input{Headers: &headers}); err != nil {
 		t.Fatal(err)
 	}
 	view := e.portalClient(e.portalLink(tn, portal.LinkRequest{Role: portal.RoleView}))

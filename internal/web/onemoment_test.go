@@ -24,7 +24,7 @@ import (
 func TestHealthCardAfterAReplay(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
-	ctx := context.Background()
+	ctx := setupCtx()
 	tn := e.newTenant("replayed health")
 	sub := e.newSubscription(tn, "/good/replayed", "replayed", "order.paid")
 	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, sub.ID); err != nil {
@@ -77,7 +77,7 @@ func TestHealthCardAfterAReplay(t *testing.T) {
 func TestPageNumbersAreOfOneMoment(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
-	ctx := context.Background()
+	ctx := setupCtx()
 	tn := e.newTenant("one moment")
 	sub := e.newSubscription(tn, "/good/one-moment", "one moment", "order.paid")
 	if _, err := e.srv.Subscriptions.Pause(ctx, tn.ID, sub.ID); err != nil {

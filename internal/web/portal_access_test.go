@@ -58,7 +58,7 @@ func TestPortalSessionChangesNameTheLinksToken(t *testing.T) {
 	e := setup(t, nil)
 	tn := e.newTenant("portal maker")
 	sub := e.newSubscription(tn, "/ok", "made by a token")
-	ctx := context.Background()
+	ctx := setupCtx()
 	tok, err := e.srv.Tenants.CreateToken(ctx, tn.ID, "platform backend", []string{tenants.ScopePortalWrite,
 		tenants.ScopeSubscriptionsRead, tenants.ScopeSubscriptionsWrite, tenants.ScopeDeliveriesRead,
 		tenants.ScopeDeliveriesWrite, tenants.ScopeEventsWrite})
