@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
 )
@@ -43,7 +44,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 		f.States = strings.Split(v, ",")
 	}
 	if v := q.Get("event_type"); v != "" {
-		if !delivery.ValidEventType(v) {
+		if !eventtype.Valid(v) {
 			return f, fault.Invalid("event_type is not a valid event type")
 		}
 		f.EventType = v

@@ -20,7 +20,7 @@ import (
 
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/db"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -312,7 +312,7 @@ func compactJSON(raw []byte) ([]byte, error) {
 }
 
 func checkName(name string) error {
-	if !delivery.ValidEventType(name) {
+	if !eventtype.Valid(name) {
 		return fault.Invalid("name must be an event type: 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
 	}
 	if brand.IsTestEventType(name) {

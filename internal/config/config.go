@@ -16,8 +16,8 @@ import (
 
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/httpx"
-	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/secretbox"
+	"github.com/hookline/hookline/internal/smtpurl"
 )
 
 // Config is the whole configuration. Each field names its variable.
@@ -233,7 +233,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.SMTPURL != "" {
 		// Parsed here only to refuse a malformed URL at start; the server parses it again where it is used.
-		if _, err := notify.ParseSMTPURL(c.SMTPURL); err != nil {
+		if _, err := smtpurl.Parse(c.SMTPURL); err != nil {
 			return c, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 		}
 	}

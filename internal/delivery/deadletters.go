@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
 )
@@ -39,7 +40,7 @@ func (f DeadFilter) Validate() error {
 			return fault.Invalid("states may only hold failed and expired, not %q", s)
 		}
 	}
-	if f.EventType != "" && !ValidEventType(f.EventType) {
+	if f.EventType != "" && !eventtype.Valid(f.EventType) {
 		return fault.Invalid("event_type is not a valid event type")
 	}
 	if f.DeadReason != "" && !contains(DeadReasons, f.DeadReason) {

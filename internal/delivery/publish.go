@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
@@ -23,12 +23,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// eventTypeRE is the event type syntax: letters, digits and . _ - : /, starting with a letter or digit.
-var eventTypeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
-
-// ValidEventType reports whether s is a well-formed event type.
-func ValidEventType(s string) bool { return eventTypeRE.MatchString(s) }
 
 // PublishInput is one event to publish.
 type PublishInput struct {
@@ -244,7 +238,7 @@ func endPublishSpan(span trace.Span, out Published, err error) {
 
 // prepare validates a publish and makes the event to store: its id, body and request hash.
 func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
-	if !ValidEventType(in.EventType) {
+	if !eventtype.Valid(in.EventType) {
 		return storedEvent{}, fault.Invalid("event_type must be 1 to 128 letters, digits or . _ - : /, starting with a letter or digit")
 	}
 	payload := bytes.TrimSpace(in.Payload)

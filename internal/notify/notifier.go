@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
+	"github.com/hookline/hookline/internal/smtpurl"
 	"github.com/jackc/pgx/v5/pgxpool"
 	gomail "github.com/wneessen/go-mail"
 )
@@ -49,7 +50,7 @@ const (
 // Options configure a Notifier. Zero values take the defaults.
 type Options struct {
 	// SMTP is the parsed HOOKLINE_SMTP_URL; nil when it is empty (due messages are then set aside).
-	SMTP *SMTP
+	SMTP *smtpurl.SMTP
 	// TLSConfig, when set, is the base of the TLS configuration (tests trust their own CA with it); the
 	// server name is always the SMTP host. Default: the system's roots, TLS 1.2 or newer.
 	TLSConfig *tls.Config

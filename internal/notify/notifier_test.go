@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/pgxuuid"
+	"github.com/hookline/hookline/internal/smtpurl"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -143,8 +144,8 @@ func readRow(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) row {
 	return r
 }
 
-func smtpFor(s *smtpServer, extra string) *SMTP {
-	c, err := ParseSMTPURL(fmt.Sprintf("smtp://%s?from=Hookline%%20%%3Calerts@hookline.example.com%%3E%s", s.Addr, extra))
+func smtpFor(s *smtpServer, extra string) *smtpurl.SMTP {
+	c, err := smtpurl.Parse(fmt.Sprintf("smtp://%s?from=Hookline%%20%%3Calerts@hookline.example.com%%3E%s", s.Addr, extra))
 	if err != nil {
 		panic(err)
 	}
@@ -427,32 +428,32 @@ func TestTLSModes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		server   serverOpts
-		url      func(s *smtpServer) *SMTP
+		url      func(s *smtpServer) *smtpurl.SMTP
 		wantSent bool
 		wantTLS  bool
 		wantUser string
 		wantErr  string
 	}{
 		{name: "starttls offered", server: serverOpts{startTLS: true, cert: cert},
-			url: func(s *smtpServer) *SMTP { return smtpFor(s, "") }, wantSent: true, wantTLS: true},
+			url: func(s *smtpServer) *smtpurl.SMTP { return smtpFor(s, "") }, wantSent: true, wantTLS: true},
 		{name: "no starttls, opportunistic", server: serverOpts{},
-			url: func(s *smtpServer) *SMTP { return smtpFor(s, "") }, wantSent: true},
+			url: func(s *smtpServer) *smtpurl.SMTP { return smtpFor(s, "") }, wantSent: true},
 		{name: "no starttls, tls=required", server: serverOpts{},
-			url: func(s *smtpServer) *SMTP { return smtpFor(s, "&tls=required") }, wantErr: "STARTTLS"},
+			url: func(s *smtpServer) *smtpurl.SMTP { return smtpFor(s, "&tls=required") }, wantErr: "STARTTLS"},
 		{name: "starttls, tls=required, auth", server: serverOpts{startTLS: true, cert: cert, user: "hook", pass: "s3cret"},
-			url: func(s *smtpServer) *SMTP {
+			url: func(s *smtpServer) *smtpurl.SMTP {
 				c := smtpFor(s, "&tls=required")
 				c.Username, c.Password = "hook", "s3cret"
 				return c
 			}, wantSent: true, wantTLS: true, wantUser: "hook"},
 		{name: "smtps", server: serverOpts{implicit: true, cert: cert},
-			url: func(s *smtpServer) *SMTP {
+			url: func(s *smtpServer) *smtpurl.SMTP {
 				c := smtpFor(s, "")
 				c.ImplicitTLS = true
 				return c
 			}, wantSent: true, wantTLS: true},
 		{name: "untrusted certificate", server: serverOpts{startTLS: true, cert: cert},
-			url: func(s *smtpServer) *SMTP { return smtpFor(s, "&tls=required") }, wantErr: "certificate"},
+			url: func(s *smtpServer) *smtpurl.SMTP { return smtpFor(s, "&tls=required") }, wantErr: "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tenant := fresh(t, pool)
@@ -513,7 +514,7 @@ func TestHangingServerTimesOut(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := ParseSMTPURL("smtp://" + ln.Addr().String() + "?from=alerts@hookline.example.com")
+	c, err := smtpurl.Parse("smtp://" + ln.Addr().String() + "?from=alerts@hookline.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,31 +573,6 @@ func TestConcurrentRunsSendEachOnce(t *testing.T) {
 	var unsent int
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM notifications WHERE sent_at IS NULL").Scan(&unsent); err != nil || unsent != 0 {
 		t.Errorf("%d rows unsent (%v)", unsent, err)
-	}
-}
-
-func TestParseSMTPURL(t *testing.T) {
-	c, err := ParseSMTPURL("smtp://us%40er:p%3Ass@mail.example.com:587?from=Hookline%20%3Calerts@example.com%3E&tls=required")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Host != "mail.example.com" || c.Port != 587 || c.Username != "us@er" || c.Password != "p:ss" || !c.RequireTLS ||
-		c.ImplicitTLS || c.From != "Hookline <alerts@example.com>" {
-		t.Errorf("%+v", c)
-	}
-	if strings.Contains(c.String(), "p:ss") || strings.Contains(c.String(), "p%3Ass") {
-		t.Errorf("String shows the password: %s", c.String())
-	}
-	c, err = ParseSMTPURL("smtps://mail.example.com:465?from=alerts@example.com")
-	if err != nil || !c.ImplicitTLS || c.Username != "" {
-		t.Errorf("%+v %v", c, err)
-	}
-	if c, err := Configured(""); c != nil || err != nil {
-		t.Errorf("empty: %v %v", c, err)
-	}
-	if _, err := ParseSMTPURL("smtp://u:hunter2@mail.example.com:587?from=a@example.com&tls=bogus"); err == nil ||
-		strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("err = %v", err)
 	}
 }
 

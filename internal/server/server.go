@@ -31,6 +31,7 @@ import (
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
+	"github.com/hookline/hookline/internal/smtpurl"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/tracing"
@@ -291,7 +292,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		Log: log.With("component", "incidents"), Operator: operator})
 	s.Maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
-	smtp, err := notify.Configured(cfg.SMTPURL)
+	smtp, err := smtpurl.Configured(cfg.SMTPURL)
 	if err != nil {
 		s.closePools()
 		return nil, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)

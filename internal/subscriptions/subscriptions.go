@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/secretbox"
@@ -263,12 +264,12 @@ func (s *Service) validateEventTypes(types []string) error {
 		}
 		if prefix, ok := strings.CutSuffix(t, ".*"); ok {
 			// A pattern: the fan-out matches it against each prefix of a type that ends at a dot.
-			if !delivery.ValidEventType(prefix) || strings.HasSuffix(prefix, ".") {
+			if !eventtype.Valid(prefix) || strings.HasSuffix(prefix, ".") {
 				return fieldError("event_types", "", fault.Invalid("event type pattern %q is not valid: a type prefix (letters, digits or . _ - : /) followed by .*", t))
 			}
 			continue
 		}
-		if !delivery.ValidEventType(t) {
+		if !eventtype.Valid(t) {
 			return fieldError("event_types", "", fault.Invalid("event type %q is not valid: 1 to 128 letters, digits or . _ - : /, or a prefix followed by .* (invoice.*)", t))
 		}
 	}

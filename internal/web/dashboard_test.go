@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/web"
 	"golang.org/x/net/html"
 )
@@ -723,7 +724,7 @@ func TestSendTestEvent(t *testing.T) {
 			t.Errorf("subscription %s got %d deliveries of another's test event (%v)", id, len(page.Items), err)
 		}
 	}
-	if !delivery.ValidEventType(web.TestEventType) {
+	if !eventtype.Valid(web.TestEventType) {
 		t.Errorf("%s is not a valid event type", web.TestEventType)
 	}
 	// Paused: it waits, and the flash says so.

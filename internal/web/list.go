@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -88,12 +89,12 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 		return f, v, fault.Invalid("time range %q is not one of 1h, 24h, 7d", v.Range)
 	}
 	if typ, prefix := strings.CutSuffix(v.EventType, "*"); prefix || strings.HasSuffix(typ, ".") {
-		if !delivery.ValidEventType(typ) {
+		if !eventtype.Valid(typ) {
 			return f, v, fault.Invalid("event type prefix %q is not the start of a valid event type", v.EventType)
 		}
 		f.EventTypePrefix = typ
 	} else if v.EventType != "" {
-		if !delivery.ValidEventType(v.EventType) {
+		if !eventtype.Valid(v.EventType) {
 			return f, v, fault.Invalid("event type %q is not a valid event type", v.EventType)
 		}
 		f.EventType = v.EventType

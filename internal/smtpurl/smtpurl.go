@@ -1,4 +1,6 @@
-package notify
+// Package smtpurl reads HOOKLINE_SMTP_URL, the mail server for customer alert emails: a leaf that the
+// configuration checks at start and the notifier sends through, so that config needs nothing above it.
+package smtpurl
 
 import (
 	"errors"
@@ -27,8 +29,8 @@ type SMTP struct {
 	From string
 }
 
-// ParseSMTPURL reads and checks HOOKLINE_SMTP_URL. Its errors never repeat the password.
-func ParseSMTPURL(s string) (*SMTP, error) {
+// Parse reads and checks HOOKLINE_SMTP_URL. Its errors never repeat the password.
+func Parse(s string) (*SMTP, error) {
 	const form = "expected smtp://[user:pass@]host:port?from=alerts@example.com (or smtps:// for implicit TLS)"
 	u, err := url.Parse(s)
 	if err != nil {
@@ -126,5 +128,5 @@ func Configured(s string) (*SMTP, error) {
 	if s == "" {
 		return nil, nil
 	}
-	return ParseSMTPURL(s)
+	return Parse(s)
 }
