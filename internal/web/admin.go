@@ -23,13 +23,15 @@ import (
 // deadPageSize is how many dead letters one page of /admin/dead lists.
 const deadPageSize = 50
 
-// adminOnly reports whether the user is an operator, answering the 404 page otherwise.
-func (h *Handler) adminOnly(w http.ResponseWriter, r *http.Request) bool {
-	if !currentUser(r).Admin {
-		h.notFound(w, r)
-		return false
-	}
-	return true
+// requireAdmin lets operators through to the /admin pages and answers the 404 page to anyone else.
+func (h *Handler) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !currentUser(r).Admin {
+			h.notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // adminLayout is the frame of an operator page: the breadcrumb starts at Admin, the sub-navigation shows.
@@ -60,9 +62,6 @@ var sortLabels = []struct{ key, label string }{
 
 // admin is the overview: every tenant with its capped counts, sortable.
 func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
-		return
-	}
 	sort := r.URL.Query().Get("sort")
 	if sort == "" {
 		sort = "name"
@@ -146,9 +145,6 @@ func (h *Handler) adminTenant(w http.ResponseWriter, r *http.Request) {
 // revokeToken revokes one of a tenant's API tokens at once (its next API request is refused) and returns
 // to the tenant's page. A token of another tenant, unknown or already revoked, is the 404 page.
 func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
-		return
-	}
 	tenantID, err := pathID(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -271,9 +267,6 @@ func (h *Handler) deadRow(d delivery.DeadLetter) templates.DeadLetterRow {
 
 // deadLetters lists dead deliveries across tenants, filtered and keyset-paged, with a capped total.
 func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
-		return
-	}
 	ctx := r.Context()
 	_, tenants, err := h.tenantNames(ctx)
 	if err != nil {
@@ -341,9 +334,6 @@ func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) {
 // changing anything; POST action=confirm starts it and leads to its page. A wrong or missing value is shown
 // on the form.
 func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
-	if !h.adminOnly(w, r) {
-		return
-	}
 	ctx := r.Context()
 	v := r.URL.Query()
 	action := "preview"
