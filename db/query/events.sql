@@ -95,3 +95,7 @@ SELECT * FROM events WHERE id = @id AND tenant_id = @tenant_id;
 -- empty origin wakes every worker; a publish whose own process's worker was already woken names that
 -- worker, whose listener skips it (Worker.Origin), and every other process's worker claims on it.
 SELECT pg_notify('hookline_deliveries', @origin::text);
+
+-- name: EventTenant :one
+-- Which tenant an event belongs to: operators find any event by its id alone.
+SELECT tenant_id FROM events WHERE id = @id;

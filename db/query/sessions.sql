@@ -21,3 +21,7 @@ DELETE FROM sessions WHERE token = @token;
 -- sent before it got the new token.
 UPDATE sessions SET renewed_at = now(), expiry = least(expiry, now() + make_interval(secs => @grace_seconds::float8))
 WHERE token = @token AND renewed_at IS NULL;
+
+-- name: DeleteExpiredSessions :execrows
+-- Removes dashboard sessions (internal/web's session store) whose absolute or idle deadline has passed.
+DELETE FROM sessions WHERE expiry < @now;

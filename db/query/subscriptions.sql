@@ -207,3 +207,7 @@ JOIN subscriptions s ON s.id = ss.subscription_id
 WHERE ss.subscription_id = @subscription_id AND s.tenant_id = @tenant_id AND s.deleted_at IS NULL
   AND (ss.expires_at IS NULL OR ss.expires_at > sqlc.arg('now')::timestamptz)
 ORDER BY ss.created_at DESC, ss.id DESC;
+
+-- name: SubscriptionTenant :one
+-- Whose a live subscription is, for operators who open any subscription by its id.
+SELECT tenant_id FROM subscriptions WHERE id = @id AND deleted_at IS NULL;

@@ -966,6 +966,45 @@ func (q *Queries) QueueGauges(ctx context.Context, now time.Time) (QueueGaugesRo
 	return i, err
 }
 
+const recentEventTypes = `-- name: RecentEventTypes :many
+SELECT DISTINCT r.event_type::text AS event_type FROM (
+    SELECT d.event_type FROM webhook_deliveries d
+    WHERE d.tenant_id = $1
+      AND ($2::uuid IS NULL OR d.subscription_id = $2::uuid)
+    ORDER BY d.created_at DESC, d.id DESC
+    LIMIT $3::int
+) r
+ORDER BY 1
+`
+
+type RecentEventTypesParams struct {
+	TenantID       uuid.UUID
+	SubscriptionID *uuid.UUID
+	UpTo           int32
+}
+
+// The event types among a tenant's (or one of its subscriptions') newest @up_to deliveries, for the
+// dashboard's event-type choice: an index range scan of at most @up_to entries, never the whole history.
+func (q *Queries) RecentEventTypes(ctx context.Context, arg RecentEventTypesParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, recentEventTypes, arg.TenantID, arg.SubscriptionID, arg.UpTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var event_type string
+		if err := rows.Scan(&event_type); err != nil {
+			return nil, err
+		}
+		items = append(items, event_type)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const releaseDeliveries = `-- name: ReleaseDeliveries :exec
 WITH released AS (
     UPDATE webhook_deliveries d

@@ -12,6 +12,18 @@ import (
 	"github.com/google/uuid"
 )
 
+const eventTenant = `-- name: EventTenant :one
+SELECT tenant_id FROM events WHERE id = $1
+`
+
+// Which tenant an event belongs to: operators find any event by its id alone.
+func (q *Queries) EventTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, eventTenant, id)
+	var tenant_id uuid.UUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
+}
+
 const getEvent = `-- name: GetEvent :one
 SELECT id, tenant_id, event_type, body, idempotency_key, request_hash, response, created_at FROM events WHERE id = $1 AND tenant_id = $2
 `

@@ -693,6 +693,18 @@ func (q *Queries) SubscriptionOfTenant(ctx context.Context, arg SubscriptionOfTe
 	return column_1, err
 }
 
+const subscriptionTenant = `-- name: SubscriptionTenant :one
+SELECT tenant_id FROM subscriptions WHERE id = $1 AND deleted_at IS NULL
+`
+
+// Whose a live subscription is, for operators who open any subscription by its id.
+func (q *Queries) SubscriptionTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, subscriptionTenant, id)
+	var tenant_id uuid.UUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
+}
+
 const takeResendToken = `-- name: TakeResendToken :one
 WITH cur AS (
     SELECT s.id, bucket_tokens_at($1::float8, $1::float8 / 60,

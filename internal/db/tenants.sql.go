@@ -390,6 +390,107 @@ func (q *Queries) SetTenantUserPassword(ctx context.Context, arg SetTenantUserPa
 	return id, err
 }
 
+const tenantOverview = `-- name: TenantOverview :many
+SELECT t.id, t.name, t.created_at,
+       subs.n AS subscriptions, pending.n AS pending, retrying.n AS retrying, dead.n AS dead,
+       attempts.n AS attempts
+FROM tenants t
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM subscriptions s WHERE s.tenant_id = t.id AND s.deleted_at IS NULL
+) subs
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = t.id AND d.state = 'pending'
+        ORDER BY d.created_at DESC, d.id DESC LIMIT $1::int
+    ) m
+) pending
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.tenant_id = t.id AND d.state = 'pending' AND d.total_attempts > 0
+        ORDER BY d.created_at DESC, d.id DESC LIMIT $1::int
+    ) m
+) retrying
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.tenant_id = t.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
+        ORDER BY d.created_at DESC, d.id DESC LIMIT $1::int
+    ) m
+) dead
+CROSS JOIN LATERAL (
+    -- One cap for all of the tenant's subscriptions together: capping each one and adding up read up to
+    -- @up_to entries per subscription (100,000 for ten busy ones) to show one capped number.
+    SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM subscriptions s
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM webhook_attempts a
+            WHERE a.subscription_id = s.id AND a.started_at >= $2::timestamptz
+            ORDER BY a.started_at LIMIT $1::int
+        ) x
+        WHERE s.tenant_id = t.id
+        LIMIT $1::int
+    ) m
+) attempts
+WHERE NOT t.internal
+ORDER BY t.name, t.id
+`
+
+type TenantOverviewParams struct {
+	UpTo  int32
+	Since time.Time
+}
+
+type TenantOverviewRow struct {
+	ID            uuid.UUID
+	Name          string
+	CreatedAt     time.Time
+	Subscriptions int32
+	Pending       int32
+	Retrying      int32
+	Dead          int32
+	Attempts      int32
+}
+
+// The operator overview: every tenant with its live subscriptions and capped counts of its pending,
+// retrying (pending after an attempt) and dead deliveries and of its attempts since @since. Each count is a
+// LATERAL subquery that stops at @up_to rows, so a tenant with millions of rows costs at most @up_to index
+// entries per count. The lateral subqueries are planned once for every tenant, from the table's overall
+// statistics; when one tenant owns most rows, PostgreSQL would pick a sequential scan that finds its
+// @up_to rows at once but reads the whole table for each of the others. Each subquery therefore orders by
+// its index's key, which makes the index the only cheap plan: pending walks
+// webhook_deliveries_tenant_pending_idx, retrying webhook_deliveries_retrying_idx, dead the dead-letter
+// partial index webhook_deliveries_dead_idx, and attempts webhook_attempts_sub_started_idx once per
+// subscription of the tenant (deleted ones included: their recent attempts happened).
+func (q *Queries) TenantOverview(ctx context.Context, arg TenantOverviewParams) ([]TenantOverviewRow, error) {
+	rows, err := q.db.Query(ctx, tenantOverview, arg.UpTo, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TenantOverviewRow{}
+	for rows.Next() {
+		var i TenantOverviewRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.Subscriptions,
+			&i.Pending,
+			&i.Retrying,
+			&i.Dead,
+			&i.Attempts,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const touchAPIToken = `-- name: TouchAPIToken :exec
 UPDATE api_tokens SET last_used_at = $1::timestamptz
 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1::timestamptz - make_interval(0, 0, 0, 0, 0, 1))
