@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -164,4 +166,29 @@ func (p *Publisher) WakeWorkers(timeout time.Duration) <-chan error {
 	p.notifyTimeout, p.notified = timeout, func(err error) { ended <- err }
 	p.wake(context.Background(), false)
 	return ended
+}
+
+// FetcherWaitsForSlot reports whether a worker's fetcher is blocked in its own select (not idle's): with
+// every slot taken, that is the wait for a freed one. Read from the goroutines' stacks, since nothing else
+// in the worker says so.
+func FetcherWaitsForSlot() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) < 4 || !strings.Contains(lines[0], "[select") {
+			continue
+		}
+		// lines[1:3] are runtime.selectgo and its file; the next frame is the one that selects.
+		for i := 1; i+1 < len(lines); i += 2 {
+			if strings.HasPrefix(lines[i], "runtime.") {
+				continue
+			}
+			if strings.Contains(lines[i], "delivery.(*Worker).fetch(") {
+				return true
+			}
+			break
+		}
+	}
+	return false
 }

@@ -74,6 +74,14 @@ func (w *Worker) startClaimed(c publishClaim, rows []db.ClaimDeliveriesRow) {
 	for range c.slots - len(rows) {
 		<-w.slots
 	}
+	if len(rows) < c.slots {
+		// The fetcher may have found every slot reserved and be waiting for one to be freed: these are.
+		// (Without this, a publish that claimed nothing left an idle fetcher waiting for good.)
+		select {
+		case w.slotFreed <- struct{}{}:
+		default:
+		}
+	}
 	subs := w.prepare(rows)
 	for i, row := range rows {
 		w.goAttempt(row, c.params.LeaseID, subs[i])

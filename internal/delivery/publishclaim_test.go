@@ -221,3 +221,39 @@ func TestIdempotentPublishReturnsTheAnswerAsSent(t *testing.T) {
 		t.Errorf("the same Idempotency-Key answered\n%s\nafter\n%s", b, a)
 	}
 }
+
+// A publish that claims nothing for the idle worker (its one delivery is to a paused endpoint) gives its
+// reserved slots back so that the fetcher sees them: a fetcher that woke meanwhile and found every slot
+// reserved waits for one to be freed, and once waited for good (HOOKLINE_WORKERS at or below the claim
+// batch), so the delivery stayed pending after the endpoint was resumed.
+func TestAPublishThatClaimedNothingFreesTheFetcher(t *testing.T) {
+	e := setup(t)
+	rc := newReceiver(t, nil)
+	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
+	if _, err := e.subs.Pause(e.ctx, e.tenant, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(delivery.WorkerOptions{Now: time.Now, PollInterval: time.Minute, Concurrency: 4}, nil)
+	if err := w.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	reserved, ok := w.ReserveForPublish()
+	if !ok {
+		t.Fatal("an idle running worker refused a publish's claim")
+	}
+	w.Wake() // the fetcher leaves its idle wait (if it was in it) and finds all four slots reserved
+	eventually(t, 5*time.Second, "the fetcher to wait for a slot", delivery.FetcherWaitsForSlot)
+	ids, err := e.pub.PublishAndClaim(e.ctx, w, reserved, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("the claim took %d deliveries of a paused endpoint", len(ids))
+	}
+	if _, err := e.subs.Resume(e.ctx, e.tenant, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.Wake()
+	eventually(t, 5*time.Second, "the delivery sent after the resume", func() bool { return rc.hits() == 1 })
+}

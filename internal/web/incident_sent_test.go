@@ -62,8 +62,13 @@ func TestIncidentStepsSayWhatWasSent(t *testing.T) {
 	// Sent.
 	sentAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 	set(`sent_at = $2, last_error = ''`, sentAt)
-	if got, bad := email(opened()); got != "emailed 1 person at "+sentAt.Format("15:04 UTC") || bad {
-		t.Errorf("sent email shows %q (bad %v), want emailed 1 person at %s", got, bad, sentAt.Format("15:04 UTC"))
+	got, bad := email(opened())
+	at := sentAt.Format("15:04 UTC") // the time alone on the day it was sent, else with its date
+	if time.Now().UTC().Format(time.DateOnly) != sentAt.Format(time.DateOnly) {
+		at = sentAt.Format("2006-01-02 15:04 UTC")
+	}
+	if got != "emailed 1 person at "+at || bad {
+		t.Errorf("sent email shows %q (bad %v), want emailed 1 person at %s", got, bad, at)
 	}
 	if n := len(byTestID(opened(), "step-operator")); n != 0 {
 		t.Errorf("an operator notification shown without HOOKLINE_OPERATOR_WEBHOOK_URL")
