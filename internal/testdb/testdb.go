@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/pgdev"
@@ -104,9 +105,10 @@ func create(ctx context.Context, admin, prefix, template string) (dbURL string, 
 	return dbURL, drop, nil
 }
 
-// Main is for TestMain: it creates the database, passes its URL to setURL,
-// runs the tests, drops the database and exits with the tests' code.
-func Main(m *testing.M, prefix string, setURL func(string)) {
+// Main is for TestMain: it creates the database, passes its URL to setURL, runs the tests, checks that
+// they left no goroutine running (goleak; ignore names what may outlive them, and why, at the caller),
+// drops the database and exits with the tests' code.
+func Main(m *testing.M, prefix string, setURL func(string), ignore ...goleak.Option) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	dbURL, drop, err := Create(ctx, prefix)
 	cancel()
@@ -116,6 +118,12 @@ func Main(m *testing.M, prefix string, setURL func(string)) {
 	}
 	setURL(dbURL)
 	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(ignore...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: the tests left goroutines running: %v\n", err)
+			code = 1
+		}
+	}
 	drop()
 	os.Exit(code)
 }
