@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/fault"
 )
 
@@ -29,7 +30,7 @@ type snapshot struct {
 // compiled is one type as publishes are checked against it.
 type compiled struct {
 	archived bool
-	schema   *compiledSchema // nil: no schema
+	schema   *schema.Schema // nil: no schema
 	// schemaSum is the stored schema's SHA-256: a reload compiles only the schemas whose sum changed.
 	schemaSum [sha256.Size]byte
 }
@@ -63,7 +64,7 @@ func (s *Service) Load(ctx context.Context) error {
 				c.schema = old.schema
 			} else {
 				s.compiles.Add(1)
-				sch, err := compileSchema(r.Schema)
+				sch, err := schema.Compile(r.Schema)
 				if err != nil {
 					// Stored schemas compiled when stored; one that no longer does (a library upgrade, or
 					// stored before the catalogue's limits) is not enforced rather than refusing every
@@ -151,12 +152,12 @@ func (s *Service) CheckEvent(eventType string, payload []byte) error {
 	if c.schema == nil {
 		return nil
 	}
-	details, err := c.schema.check(payload, "it")
+	details, err := c.schema.Check(payload, "it")
 	if err != nil {
 		return fault.Invalid("payload of event type %q cannot be checked against its schema: %s", eventType, fault.As(err).Message)
 	}
 	if len(details) > 0 {
-		return invalidPayload(fmt.Sprintf("payload does not satisfy the schema of event type %q", eventType), details)
+		return schema.InvalidPayload(fmt.Sprintf("payload does not satisfy the schema of event type %q", eventType), details)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -248,14 +249,14 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 	}
 	in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
 	if sch := get(media, "schema"); sch != nil {
-		b, err := x.json(sch, true, "schema", MaxSchemaBytes, MaxSchemaDepth)
+		b, err := x.json(sch, true, "schema", schema.MaxBytes, schema.MaxDepth)
 		if err != nil {
 			return in, err
 		}
 		in.Schema = b
 	}
 	if ex := get(media, "example"); ex != nil {
-		b, err := x.json(ex, false, "example", MaxExampleBytes, MaxPayloadDepth)
+		b, err := x.json(ex, false, "example", MaxExampleBytes, schema.MaxPayloadDepth)
 		if err != nil {
 			return in, err
 		}
@@ -266,7 +267,7 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 			return in, err
 		}
 		if v := get(first, "value"); v != nil {
-			b, err := x.json(v, false, "example", MaxExampleBytes, MaxPayloadDepth)
+			b, err := x.json(v, false, "example", MaxExampleBytes, schema.MaxPayloadDepth)
 			if err != nil {
 				return in, err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/catalogue"
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -78,7 +79,7 @@ func (h *Handler) catalogueType(r *http.Request, t catalogue.EventType, id strin
 	}
 	if v.HasSchema {
 		v.Schema = prettyJSON(t.Schema)
-		fields, complete, err := catalogue.Fields(t.Schema)
+		fields, complete, err := schema.Fields(t.Schema)
 		switch {
 		case err != nil:
 			// Stored schemas compiled when they were registered, so this is not expected; the schema itself

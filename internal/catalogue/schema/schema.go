@@ -1,4 +1,8 @@
-package catalogue
+// Package schema is a JSON Schema as the event catalogue takes it: compiled within the catalogue's limits
+// (limits.go), payloads checked against it within a budget, with their problems as JSON pointers, and its
+// fields listed for a page (fields.go). It knows nothing of storage: the catalogue keeps the schemas and
+// says which one a payload is checked against.
+package schema
 
 import (
 	"bytes"
@@ -25,8 +29,8 @@ const schemaURL = "urn:hookline:schema"
 
 var printer = message.NewPrinter(language.English)
 
-// compiledSchema is a schema ready to check payloads, with what the cost of a check depends on.
-type compiledSchema struct {
+// Schema is a compiled schema ready to check payloads, with what the cost of a check depends on.
+type Schema struct {
 	s *jsonschema.Schema
 	g *graph
 }
@@ -39,13 +43,13 @@ func (noFetch) Load(url string) (any, error) {
 	return nil, fmt.Errorf("Hookline does not fetch %s: put what it names under $defs and refer to it as #/$defs/...", url)
 }
 
-// compileSchema compiles a JSON Schema, draft 2020-12 unless its $schema names another. A schema that does
+// Compile compiles a JSON Schema, draft 2020-12 unless its $schema names another. A schema that does
 // not compile, or that passes one of the catalogue's limits (limits.go), is INVALID_REQUEST saying why.
-func compileSchema(raw []byte) (*compiledSchema, error) {
-	if len(raw) > MaxSchemaBytes {
-		return nil, limitError("schema is %d KiB as compact JSON (with its $refs and YAML aliases expanded, when imported); the catalogue takes schemas of at most %d KiB", (len(raw)+1023)>>10, MaxSchemaBytes>>10)
+func Compile(raw []byte) (*Schema, error) {
+	if len(raw) > MaxBytes {
+		return nil, limitError("schema is %d KiB as compact JSON (with its $refs and YAML aliases expanded, when imported); the catalogue takes schemas of at most %d KiB", (len(raw)+1023)>>10, MaxBytes>>10)
 	}
-	sh, err := scanJSON(raw, MaxSchemaDepth, "schema")
+	sh, err := scanJSON(raw, MaxDepth, "schema")
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +61,8 @@ func compileSchema(raw []byte) (*compiledSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w := sh.weight + patterns; w > MaxSchemaWeight {
-		return nil, limitError("schema is too large to compile: it weighs %d, and the catalogue takes at most %d (each value its objects and arrays hold weighs 1 and an object 5, times 1 + (depth/32)², and each pattern 8 and its size; about 1,000 properties)", w, MaxSchemaWeight)
+	if w := sh.weight + patterns; w > MaxWeight {
+		return nil, limitError("schema is too large to compile: it weighs %d, and the catalogue takes at most %d (each value its objects and arrays hold weighs 1 and an object 5, times 1 + (depth/32)², and each pattern 8 and its size; about 1,000 properties)", w, MaxWeight)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -74,7 +78,7 @@ func compileSchema(raw []byte) (*compiledSchema, error) {
 	if err := analyse(s, g); err != nil {
 		return nil, err
 	}
-	return &compiledSchema{s: s, g: g}, nil
+	return &Schema{s: s, g: g}, nil
 }
 
 // compilerMessage is the compiler's error in one line, without the placeholder URL where it adds nothing.
@@ -90,11 +94,11 @@ func compilerMessage(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// check validates a JSON payload against the schema and returns its problems (none: it satisfies it),
+// Check validates a JSON payload against the schema and returns its problems (none: it satisfies it),
 // each with a JSON pointer into the payload, at most maxDetails. what names the payload in refusals
 // ("payload", "example"). A payload past the limits of a check (nesting, numbers, MaxCheckSteps) is err,
 // INVALID_REQUEST saying which, without being checked.
-func (c *compiledSchema) check(payload []byte, what string) (details []fault.Detail, err error) {
+func (c *Schema) Check(payload []byte, what string) (details []fault.Detail, err error) {
 	sh, err := scanJSON(payload, MaxPayloadDepth, what)
 	if err != nil {
 		return nil, err
@@ -221,8 +225,8 @@ func pointer(tokens []string) string {
 	return b.String()
 }
 
-// invalidPayload is INVALID_REQUEST listing where the payload fails its schema.
-func invalidPayload(what string, details []fault.Detail) error {
+// InvalidPayload is INVALID_REQUEST listing where the payload fails its schema.
+func InvalidPayload(what string, details []fault.Detail) error {
 	first := details[0]
 	where := first.Path
 	if where == "" {

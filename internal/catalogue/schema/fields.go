@@ -1,4 +1,4 @@
-package catalogue
+package schema
 
 import (
 	"bytes"
@@ -433,6 +433,14 @@ func (v *jvalue) write(b *bytes.Buffer) {
 		}
 		b.WriteByte('}')
 	}
+}
+
+// writeString writes s as a JSON string, with <, > and & as they are (the importer writes the same way).
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	b.Truncate(b.Len() - 1) // Encode's newline
 }
 
 func parseOrdered(raw []byte) (*jvalue, error) {

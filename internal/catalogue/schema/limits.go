@@ -1,4 +1,4 @@
-package catalogue
+package schema
 
 import (
 	"encoding/json"
@@ -19,17 +19,16 @@ import (
 // anyOf with two $refs costs 2ⁿ), and compiles a schema nested n deep in more than n² steps. Each limit is
 // checked before that work starts, and each refusal names its limit.
 const (
-	// MaxSchemaBytes bounds a schema (compact JSON, after an import resolved its $refs and YAML aliases),
-	// and MaxExampleBytes an example: every page and every listing of the catalogue carries them.
-	MaxSchemaBytes  = 64 << 10
-	MaxExampleBytes = 64 << 10
-	// MaxSchemaDepth bounds how deeply a schema document nests (objects and arrays), and MaxSchemaWeight
+	// MaxBytes bounds a schema (compact JSON, after an import resolved its $refs and YAML aliases): every
+	// page and every listing of the catalogue carries it.
+	MaxBytes = 64 << 10
+	// MaxDepth bounds how deeply a schema document nests (objects and arrays), and MaxWeight
 	// its size as the compiler's work grows with it: the values its objects and arrays hold (a property's
 	// schema, a keyword's value, an element of allOf or enum) weigh 1, objects 5 and regular expressions 8
 	// more, each times 1 + (depth/32)² as the compiler's work for a value grows with the square of its
 	// depth. About 1,000 properties; compiling one costs at most about 10 MiB and tens of milliseconds.
-	MaxSchemaDepth  = 128
-	MaxSchemaWeight = 6000
+	MaxDepth  = 128
+	MaxWeight = 6000
 	// MaxPayloadDepth bounds how deeply a payload checked against a schema nests (objects and arrays): its
 	// root object is level 1.
 	MaxPayloadDepth = 64
@@ -56,11 +55,11 @@ func limitError(format string, args ...any) error { return fault.Invalid(format,
 
 // docSize is what scanJSON measured of a JSON document.
 type docSize struct {
-	// tokens counts its values and keys; weight is what compiling it as a schema costs (MaxSchemaWeight).
+	// tokens counts its values and keys; weight is what compiling it as a schema costs (MaxWeight).
 	tokens, weight int
 }
 
-// Weights of a schema's values (MaxSchemaWeight), measured on the compiler: each object is most likely a
+// Weights of a schema's values (MaxWeight), measured on the compiler: each object is most likely a
 // subschema, which the compiler checks against the metaschema and resolves, and each pattern (a pattern
 // keyword's value, a patternProperties key) is a regular expression it compiles, in memory that grows
 // with the size of its program (patternWeight).

@@ -1,7 +1,6 @@
-package catalogue
+package schema
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -11,7 +10,9 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 )
 
-// allocated is what f allocates, in bytes (the heap's total, so it counts what was freed again too).
+// allocated is what f allocates, in bytes (the heap's total, so it counts what was freed again too). It
+// counts every goroutine's allocations: the tests that measure with it are not parallel (a parallel test
+// waits until the package's serial ones have run, so none allocates meanwhile).
 func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -55,13 +56,13 @@ func nestedProperties(n int) string {
 // issue found (9,990 deep, 100 KB, against a recursive schema) cost 0.9 GiB to refuse, as the validator
 // clones the location of every error (n² strings).
 func TestDeepPayloadsAreRefusedBeforeTheyAreChecked(t *testing.T) {
-	sch, err := compileSchema([]byte(recursiveSchema))
+	sch, err := Compile([]byte(recursiveSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	deep := []byte(deepNode(9990))
 	var errCheck error
-	if n := allocated(func() { _, errCheck = sch.check(deep, "payload") }); n > mib {
+	if n := allocated(func() { _, errCheck = sch.Check(deep, "payload") }); n > mib {
 		t.Errorf("refusing a payload 9,990 deep allocated %d KiB", n>>10)
 	}
 	fe := wantCode(t, "9,990 deep", errCheck, fault.InvalidRequest)
@@ -69,14 +70,14 @@ func TestDeepPayloadsAreRefusedBeforeTheyAreChecked(t *testing.T) {
 		t.Errorf("message %q does not name the limit", fe.Message)
 	}
 	// At the limit, a payload is checked, and its problem is found where it is.
-	d, err := sch.check([]byte(deepNode(MaxPayloadDepth-1)), "payload")
+	d, err := sch.Check([]byte(deepNode(MaxPayloadDepth-1)), "payload")
 	if err != nil {
 		t.Fatalf("a payload %d deep: %v", MaxPayloadDepth, err)
 	}
 	if want := strings.Repeat("/child", MaxPayloadDepth-1) + "/v"; len(d) != 1 || d[0].Path != want {
 		t.Errorf("details %+v, want one at %s", d, want)
 	}
-	if _, err := sch.check([]byte(deepNode(MaxPayloadDepth)), "payload"); err == nil {
+	if _, err := sch.Check([]byte(deepNode(MaxPayloadDepth)), "payload"); err == nil {
 		t.Errorf("a payload %d deep was checked", MaxPayloadDepth+1)
 	}
 }
@@ -84,13 +85,14 @@ func TestDeepPayloadsAreRefusedBeforeTheyAreChecked(t *testing.T) {
 // A refusal's details stay small whatever the payload: a path too long names the deepest ancestor that
 // fits, a message quoting a long value is cut.
 func TestDetailsAreBounded(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("k", 600)
-	sch, err := compileSchema([]byte(`{"type":"object","properties":{"s":{"pattern":"^a+$"},"n":{"type":"object","additionalProperties":{"type":"object","additionalProperties":{"type":"integer"}}}}}`))
+	sch, err := Compile([]byte(`{"type":"object","properties":{"s":{"pattern":"^a+$"},"n":{"type":"object","additionalProperties":{"type":"object","additionalProperties":{"type":"integer"}}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload := fmt.Sprintf(`{"s":%q,"n":{%q:{"x":"y"}}}`, strings.Repeat("b", 100_000), long)
-	d, err := sch.check([]byte(payload), "payload")
+	d, err := sch.Check([]byte(payload), "payload")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,8 @@ func TestDetailsAreBounded(t *testing.T) {
 
 // A property additionalProperties refuses is named: the problem is at /extra, not at its object.
 func TestAnExtraPropertyIsNamed(t *testing.T) {
-	sch, err := compileSchema([]byte(`{"type":"object","properties":{"id":{"type":"string"},"a":{"type":"object","additionalProperties":false}},"additionalProperties":false}`))
+	t.Parallel()
+	sch, err := Compile([]byte(`{"type":"object","properties":{"id":{"type":"string"},"a":{"type":"object","additionalProperties":false}},"additionalProperties":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +134,13 @@ func TestAnExtraPropertyIsNamed(t *testing.T) {
 // Numbers are compared exactly, as fractions: 1e99999999 would take the validator minutes (and 1e9999999
 // made it dereference nil); such numbers are refused, in payloads and in schemas.
 func TestHugeNumbersAreRefused(t *testing.T) {
-	sch, err := compileSchema([]byte(`{"properties":{"v":{"type":"integer","minimum":0}}}`))
+	t.Parallel()
+	sch, err := Compile([]byte(`{"properties":{"v":{"type":"integer","minimum":0}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, num := range []string{"1e9999999", "1E+401", "-2.5e-401", "1" + strings.Repeat("0", MaxNumberLength)} {
-		_, err := sch.check([]byte(`{"v":`+num+`}`), "payload")
+		_, err := sch.Check([]byte(`{"v":`+num+`}`), "payload")
 		if fe := wantCode(t, num, err, fault.InvalidRequest); !strings.Contains(fe.Message, "number") {
 			t.Errorf("%s: %q", num, fe.Message)
 		}
@@ -144,7 +148,7 @@ func TestHugeNumbersAreRefused(t *testing.T) {
 	if d := mustCheck(t, sch, []byte(`{"v":1e300}`)); len(d) != 0 {
 		t.Errorf("1e300 refused: %v", d)
 	}
-	_, err = compileSchema([]byte(`{"properties":{"v":{"maximum":1e99999999}}}`))
+	_, err = Compile([]byte(`{"properties":{"v":{"maximum":1e99999999}}}`))
 	wantCode(t, "a schema's huge number", err, fault.InvalidRequest)
 }
 
@@ -165,10 +169,10 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 		{"self reference", `{"properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"allOf":[{"$ref":"#/$defs/x"}]}}}`, "refers back to itself without going down"},
 		{"pattern", `{"pattern":"^(abc|def|ghi){1000}$"}`, "compiles to about"},
 		{"deep chains", `{"properties":{` + strings.Join(chains, ",") + `}}`, "too large to compile"},
-		{"bytes", `{"description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`, "at most 64 KiB"},
+		{"bytes", `{"description":"` + strings.Repeat("x", MaxBytes) + `"}`, "at most 64 KiB"},
 	} {
 		var err error
-		if n := allocated(func() { _, err = compileSchema([]byte(c.schema)) }); n > 10*mib {
+		if n := allocated(func() { _, err = Compile([]byte(c.schema)) }); n > 10*mib {
 			t.Errorf("%s: refusing it allocated %d MiB", c.what, n/mib)
 		}
 		fe := wantCode(t, c.what, err, fault.InvalidRequest)
@@ -181,7 +185,7 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 	}
 	// Recursive schemas as such are fine: a value meets each of their subschemas once.
 	for _, ok := range []string{recursiveSchema, threadSchema, anyOfChain(8)[:0] + `{"anyOf":[{"type":"string"},{"type":"integer"}]}`} {
-		if _, err := compileSchema([]byte(ok)); err != nil {
+		if _, err := Compile([]byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -194,11 +198,11 @@ func atLimit(t *testing.T, head, tail string, part func(i int) string) string {
 	for i := 0; ; i++ {
 		next := append(parts, part(i))
 		s := head + strings.Join(next, ",") + tail
-		sh, err := scanJSON([]byte(s), MaxSchemaDepth, "schema")
+		sh, err := scanJSON([]byte(s), MaxDepth, "schema")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sh.weight > MaxSchemaWeight-50 || len(s) > MaxSchemaBytes {
+		if sh.weight > MaxWeight-50 || len(s) > MaxBytes {
 			return head + strings.Join(parts, ",") + tail
 		}
 		parts = next
@@ -237,9 +241,9 @@ func TestWhatTheCatalogueAcceptsIsCheap(t *testing.T) {
 		}},
 		{"recursion", recursiveSchema, func(n int) string { return deepNode(min(n, MaxPayloadDepth-1)) }},
 	} {
-		var sch *compiledSchema
+		var sch *Schema
 		var err error
-		if n := allocated(func() { sch, err = compileSchema([]byte(c.schema)) }); n > 10*mib {
+		if n := allocated(func() { sch, err = Compile([]byte(c.schema)) }); n > 10*mib {
 			t.Errorf("%s: compiling it allocated %.1f MiB", c.what, float64(n)/mib)
 		}
 		if err != nil {
@@ -253,21 +257,21 @@ func TestWhatTheCatalogueAcceptsIsCheap(t *testing.T) {
 		lo, hi := 0, 200_000
 		for lo < hi {
 			n := (lo + hi + 1) / 2
-			if _, err := sch.check([]byte(c.payload(n)), "payload"); err == nil {
+			if _, err := sch.Check([]byte(c.payload(n)), "payload"); err == nil {
 				lo = n
 			} else {
 				hi = n - 1
 			}
 		}
 		payload := []byte(c.payload(lo))
-		n := allocated(func() { _, err = sch.check(payload, "payload") })
+		n := allocated(func() { _, err = sch.Check(payload, "payload") })
 		if n > 10*mib || err != nil {
 			t.Errorf("%s: checking a payload of %d KiB allocated %.1f MiB (%v)", c.what, len(payload)>>10, float64(n)/mib, err)
 		}
 		t.Logf("%s: a schema of %d KiB; the largest payload let through, %d KiB, allocated %.1f MiB to check", c.what, len(c.schema)>>10, len(payload)>>10, float64(n)/mib)
 		// Twice that is refused, at no cost.
 		payload = []byte(c.payload(2*lo + 2))
-		if n := allocated(func() { _, err = sch.check(payload, "payload") }); n > 10*mib {
+		if n := allocated(func() { _, err = sch.Check(payload, "payload") }); n > 10*mib {
 			t.Errorf("%s: refusing a payload of %d KiB allocated %.1f MiB", c.what, len(payload)>>10, float64(n)/mib)
 		}
 	}
@@ -286,76 +290,5 @@ func TestFieldsOfAStoredCostlySchemaAreBounded(t *testing.T) {
 	}
 	if err != nil || complete || len(fields) == 0 || fields[0].Path != "data.a" {
 		t.Errorf("fields %v, complete %v, %v: want the first ones, and complete false", fields, complete, err)
-	}
-}
-
-// The catalogue's limits apply to what is stored too: a schema stored before them (by hand, or by an
-// older release) is not compiled at every change, and publishes of its type are accepted unchecked (as
-// for a schema that no longer compiles) rather than costing seconds each.
-func TestStoredSchemasPastTheLimitsAreNotCompiled(t *testing.T) {
-	ctx := context.Background()
-	pool := connect(t)
-	s := New(pool, Options{})
-	deep, chain := uniq(t, "deep"), uniq(t, "chain")
-	for name, schema := range map[string]string{deep: nestedProperties(1500), chain: anyOfChain(24)} {
-		if _, err := pool.Exec(ctx, `INSERT INTO event_types (name, description, group_name, schema, created_at, updated_at) VALUES ($1, '', 'x', $2, now(), now())`, name, schema); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := pool.Exec(ctx, `UPDATE event_type_catalogue SET version = version + 1`); err != nil {
-		t.Fatal(err)
-	}
-	if n := allocated(func() {
-		if err := s.Load(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}); n > 20*mib {
-		t.Errorf("loading the catalogue allocated %d MiB", n/mib)
-	}
-	if n := allocated(func() {
-		if err := s.CheckEvent(chain, []byte(`{"x":"not an integer"}`)); err != nil {
-			t.Errorf("a publish of the chain type: %v", err)
-		}
-	}); n > mib {
-		t.Errorf("a publish of the chain type allocated %d KiB", n>>10)
-	}
-}
-
-// A change to the catalogue compiles the schema it changed, not every stored one, in the process that
-// made it and in every other that reloads.
-func TestAChangeCompilesOnlyWhatChanged(t *testing.T) {
-	ctx := context.Background()
-	pool := connect(t)
-	s, other := New(pool, Options{}), New(pool, Options{})
-	for i := range 3 {
-		if _, err := s.Create(ctx, Input{Name: uniq(t, fmt.Sprint("t", i)), Schema: json.RawMessage(orderSchema)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := other.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before, otherBefore := s.compiles.Load(), other.compiles.Load()
-	if _, err := s.Update(ctx, uniq(t, "t1"), Input{Schema: json.RawMessage(`{"type":"object"}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Create(ctx, Input{Name: uniq(t, "unrelated")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := s.compiles.Load() - before; n != 1 {
-		t.Errorf("the changing process compiled %d schemas for one changed schema", n)
-	}
-	if n := other.compiles.Load() - otherBefore; n != 1 {
-		t.Errorf("another process compiled %d schemas for one changed schema", n)
-	}
-	// The change holds.
-	if err := other.CheckEvent(uniq(t, "t1"), []byte(`{"total":"anything"}`)); err != nil {
-		t.Errorf("the changed schema is not the one checked: %v", err)
-	}
-	if err := other.CheckEvent(uniq(t, "t0"), []byte(`{"total":"anything"}`)); err == nil {
-		t.Error("an unchanged schema is no longer checked")
 	}
 }
