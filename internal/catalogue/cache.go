@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/service"
 )
 
 // Each process keeps the catalogue compiled in memory and checks publishes against that copy: a publish
@@ -83,7 +85,11 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
-// Start loads the catalogue and keeps reloading it every PollInterval until Stop (or ctx ends).
+// The catalogue's poll is a background service: the server starts and stops it with the others.
+var _ service.Service = (*Service)(nil)
+
+// Start loads the catalogue and keeps reloading it every PollInterval until Stop. ctx bounds the first
+// load only, as for every service (internal/service).
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return err
@@ -93,44 +99,55 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx) // ends with ctx too, so a caller that never calls Stop leaks nothing
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(s.o.PollInterval)
-		defer t.Stop()
-		failing := false
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
-			err := s.Load(lctx)
-			lcancel()
-			switch {
-			case err != nil && ctx.Err() == nil && !failing:
-				failing = true
-				s.o.Log.Warn("event catalogue reload failed; publishes are checked against the last one loaded", "err", err)
-			case err == nil && failing:
-				failing = false
-				s.o.Log.Info("event catalogue reloaded again")
-			}
-		}
+		s.poll(pollCtx)
 	}()
 	return nil
 }
 
-// Stop ends the reloading started by Start.
-func (s *Service) Stop() {
+// poll reloads the catalogue every PollInterval until ctx ends. A reload that fails is tried again at the
+// next tick: until then, publishes are checked against the last one loaded.
+func (s *Service) poll(ctx context.Context) {
+	t := time.NewTicker(s.o.PollInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := bounded.Do(ctx, bounded.Policy{PerTry: 5 * time.Second, Tries: 1}, s.Load)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			s.o.Log.Warn("event catalogue reload failed; publishes are checked against the last one loaded", "err", err)
+		case err == nil && failing:
+			failing = false
+			s.o.Log.Info("event catalogue reloaded again")
+		}
+	}
+}
+
+// Stop ends the reloading started by Start and waits for it until ctx ends. Safe to call more than once,
+// or without Start.
+func (s *Service) Stop(ctx context.Context) error {
 	s.stopMu.Lock()
 	stop, done := s.stop, s.done
 	s.stop = nil
 	s.stopMu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("event catalogue: %w", ctx.Err())
 	}
 }
 

@@ -42,6 +42,8 @@ func nestedProperties(n int) string {
 // The catalogue's limits apply to what is stored too: a schema stored before them (by hand, or by an
 // older release) is not compiled at every change, and publishes of its type are accepted unchecked (as
 // for a schema that no longer compiles) rather than costing seconds each.
+//
+// Not parallel: it measures allocations.
 func TestStoredSchemasPastTheLimitsAreNotCompiled(t *testing.T) {
 	ctx := context.Background()
 	pool := connect(t)
@@ -74,8 +76,9 @@ func TestStoredSchemasPastTheLimitsAreNotCompiled(t *testing.T) {
 // A change to the catalogue compiles the schema it changed, not every stored one, in the process that
 // made it and in every other that reloads.
 func TestAChangeCompilesOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	pool := connect(t)
+	pool := connectTo(t, ownDatabase(t)) // counts compiles: no other test's changes
 	s, other := New(pool, Options{}), New(pool, Options{})
 	for i := range 3 {
 		if _, err := s.Create(ctx, Input{Name: uniq(t, fmt.Sprint("t", i)), Schema: json.RawMessage(orderSchema)}); err != nil {

@@ -564,7 +564,7 @@ func (s *Server) Stop(ctx context.Context) error {
 			step(func() error { return shutdownHTTP(ctx, s.metricsSrv) })
 		}
 		step(func() error { return within(ctx, "replay runner", s.ReplayRunner.Stop) })
-		step(func() error { return within(ctx, "event catalogue", s.Catalogue.Stop) })
+		step(func() error { return s.Catalogue.Stop(ctx) })
 		step(func() error { return within(ctx, "token listener", s.Tenants.StopListening) })
 		step(func() error { return s.Maintainer.Stop(ctx) }) // gives leadership up at once, so another process takes over within seconds
 		step(func() error { return s.Worker.Stop(ctx) })
