@@ -588,6 +588,26 @@ func (m *meter) value(s *jsonschema.Schema, v any, depth int) bool {
 	if s.Bool != nil {
 		return m.spend(1)
 	}
+	if !m.spend(m.cost(s, v, depth)) {
+		return false
+	}
+	obj, _ := v.(map[string]any)
+	for _, c := range m.g.sameValue(s, obj) {
+		if !m.value(c, v, depth) {
+			return false
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return m.members(s, v, depth)
+	case []any:
+		return m.elements(s, v, depth)
+	}
+	return true
+}
+
+// cost is what evaluating s itself against v costs, depth levels down, without what s applies.
+func (m *meter) cost(s *jsonschema.Schema, v any, depth int) int {
 	// Every evaluation that fails clones the value's location: deep values cost more. Every branch of
 	// anyOf and oneOf that fails is kept as the cause of the error, should the whole fail.
 	cost := 1 + depth/16 + len(s.AnyOf) + len(s.OneOf)
@@ -608,77 +628,81 @@ func (m *meter) value(s *jsonschema.Schema, v any, depth int) bool {
 			cost += nodes(v) / 4
 		}
 	case string:
-		if s.Pattern != nil {
-			cost += len(v) * m.g.patternCost[s.Pattern.String()] / 2048
-		}
-		if s.MinLength != nil || s.MaxLength != nil || s.Format != nil || s.Const != nil || s.Enum != nil {
-			cost += len(v) / 1024
-		}
-		if s.Format != nil && s.Format.Name == "regex" {
-			// Drafts before 2019-09 assert formats: the string is compiled as a regular expression.
-			cost += 2 + len(v)/64
-			if re, err := syntax.Parse(v, syntax.Perl); err == nil {
-				cost += regexSize(re) / 10
-			}
-		}
+		cost += m.stringCost(s, v)
 	case json.Number:
 		// Compared exactly, as fractions: each comparison parses the number again.
 		if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
 			cost++
 		}
 	}
-	if !m.spend(cost) {
-		return false
+	return cost
+}
+
+// stringCost is what s's string keywords cost against v.
+func (m *meter) stringCost(s *jsonschema.Schema, v string) int {
+	cost := 0
+	if s.Pattern != nil {
+		cost += len(v) * m.g.patternCost[s.Pattern.String()] / 2048
 	}
-	obj, _ := v.(map[string]any)
-	for _, c := range m.g.sameValue(s, obj) {
-		if !m.value(c, v, depth) {
-			return false
+	if s.MinLength != nil || s.MaxLength != nil || s.Format != nil || s.Const != nil || s.Enum != nil {
+		cost += len(v) / 1024
+	}
+	if s.Format != nil && s.Format.Name == "regex" {
+		// Drafts before 2019-09 assert formats: the string is compiled as a regular expression.
+		cost += 2 + len(v)/64
+		if re, err := syntax.Parse(v, syntax.Perl); err == nil {
+			cost += regexSize(re) / 10
 		}
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		for name, pv := range v {
-			evaluated := false
-			if c := s.Properties[name]; c != nil {
+	return cost
+}
+
+// members evaluates what s applies to each member of obj.
+func (m *meter) members(s *jsonschema.Schema, obj map[string]any, depth int) bool {
+	for name, pv := range obj {
+		evaluated := false
+		if c := s.Properties[name]; c != nil {
+			evaluated = true
+			if !m.value(c, pv, depth+1) {
+				return false
+			}
+		}
+		for re, c := range s.PatternProperties {
+			if re.MatchString(name) {
 				evaluated = true
 				if !m.value(c, pv, depth+1) {
 					return false
 				}
 			}
-			for re, c := range s.PatternProperties {
-				if re.MatchString(name) {
-					evaluated = true
-					if !m.value(c, pv, depth+1) {
-						return false
-					}
-				}
-			}
-			if c := schemaOf(s.AdditionalProperties); c != nil && !evaluated {
-				if !m.value(c, pv, depth+1) {
-					return false
-				}
-			}
-			if c := s.UnevaluatedProperties; c != nil && !m.value(c, pv, depth+1) {
-				return false
-			}
-			if c := s.PropertyNames; c != nil && !m.value(c, name, depth+1) {
+		}
+		if c := schemaOf(s.AdditionalProperties); c != nil && !evaluated {
+			if !m.value(c, pv, depth+1) {
 				return false
 			}
 		}
-	case []any:
-		p := prefix(s)
-		for i, e := range v {
-			var apply []*jsonschema.Schema
-			if i < len(p) {
-				apply = append(apply, p[i])
-			} else {
-				apply = append(apply, rest(s)...)
-			}
-			for _, c := range append(apply, s.Contains, s.UnevaluatedItems) {
-				if c != nil && !m.value(c, e, depth+1) {
-					return false
-				}
+		if c := s.UnevaluatedProperties; c != nil && !m.value(c, pv, depth+1) {
+			return false
+		}
+		if c := s.PropertyNames; c != nil && !m.value(c, name, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// elements evaluates what s applies to each element of arr.
+func (m *meter) elements(s *jsonschema.Schema, arr []any, depth int) bool {
+	p := prefix(s)
+	for i, e := range arr {
+		var apply []*jsonschema.Schema
+		if i < len(p) {
+			apply = append(apply, p[i])
+		} else {
+			apply = append(apply, rest(s)...)
+		}
+		for _, c := range append(apply, s.Contains, s.UnevaluatedItems) {
+			if c != nil && !m.value(c, e, depth+1) {
+				return false
 			}
 		}
 	}
