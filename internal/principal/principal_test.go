@@ -98,3 +98,34 @@ func TestContext(t *testing.T) {
 		t.Error("a principal from nowhere")
 	}
 }
+
+// TestCanTable is the access table of a token (moved from tenants with the type).
+func TestCanTable(t *testing.T) {
+	t.Parallel()
+	mine, other := uuid.New(), uuid.New()
+	admin := AdminToken()
+	tok := Token(uuid.New(), "t", &mine, []string{ScopeDeliveriesRead, ScopeEventsWrite})
+	cases := []struct {
+		p      Principal
+		tenant uuid.UUID
+		scope  string
+		want   fault.Code // "" = allowed
+	}{
+		{admin, mine, "", ""}, {admin, other, ScopeDeliveriesWrite, ""}, {admin, uuid.Nil, ScopeSubscriptionsWrite, ""},
+		{tok, mine, "", ""}, {tok, mine, ScopeDeliveriesRead, ""}, {tok, mine, ScopeEventsWrite, ""},
+		{tok, mine, ScopeDeliveriesWrite, fault.Forbidden}, {tok, mine, ScopeSubscriptionsRead, fault.Forbidden},
+		{tok, other, "", fault.NotFound}, {tok, other, ScopeDeliveriesRead, fault.NotFound},
+		{tok, uuid.Nil, "", fault.NotFound},
+		{Principal{}, mine, "", fault.NotFound}, // the zero principal reaches nothing
+		{Token(uuid.New(), "none", &mine, nil), mine, ScopeEventsWrite, fault.Forbidden},
+	}
+	for i, c := range cases {
+		err := c.p.Can(c.tenant, c.scope)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%d: Can(%v, %q) = %v, want allowed", i, c.tenant, c.scope, err)
+		case c.want != "" && !fault.Is(err, c.want):
+			t.Errorf("%d: Can(%v, %q) = %v, want %s", i, c.tenant, c.scope, err, c.want)
+		}
+	}
+}
