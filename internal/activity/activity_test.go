@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/testdb"
@@ -31,10 +30,9 @@ func TestPruneDeletesOnlyOldEntries(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	actx := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorAdmin})
-	q := db.New(pool)
-	for i := range 25 { // 1 h apart: 13 older than 12 h
+		for i := range 25 { // 1 h apart: 13 older than 12 h
 		at := now.Add(-time.Duration(i) * time.Hour)
-		if err := activity.Record(actx, q, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
+		if err := activity.Record(actx, pool, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,7 +64,7 @@ func TestRecordWithoutActorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := activity.Object{Type: "subscription", ID: "s"}
-	err = activity.Record(ctx, db.New(pool), tn.ID, time.Now(), activity.SubscriptionPaused, obj, nil)
+	err = activity.Record(ctx, pool, tn.ID, time.Now(), activity.SubscriptionPaused, obj, nil)
 	if !errors.Is(err, activity.ErrNoActor) {
 		t.Fatalf("Record without an actor: %v, want ErrNoActor", err)
 	}
@@ -77,7 +75,7 @@ func TestRecordWithoutActorFails(t *testing.T) {
 	}
 
 	sys := activity.System(ctx, "operator notifications setup")
-	if err := activity.Record(sys, db.New(pool), tn.ID, time.Now(), activity.SubscriptionCreated, obj, nil); err != nil {
+	if err := activity.Record(sys, pool, tn.ID, time.Now(), activity.SubscriptionCreated, obj, nil); err != nil {
 		t.Fatalf("Record as the system: %v", err)
 	}
 	page, err = log.List(ctx, tn.ID, activity.Filter{})

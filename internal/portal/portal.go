@@ -232,7 +232,7 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by princip
 			return err
 		}
 		// Who the link is for, never its token.
-		return activity.Record(ctx, q, tenantID, now, activity.PortalLinkCreated,
+		return activity.Record(ctx, tx, tenantID, now, activity.PortalLinkCreated,
 			activity.Object{Type: "portal_link", ID: id.String()},
 			map[string]any{"role": in.Role, "user": u})
 	})
@@ -303,7 +303,7 @@ func (s *Service) EndTenant(ctx context.Context, tenantID uuid.UUID) (int64, err
 		if n, err = q.EndTenantPortalSessions(ctx, db.EndTenantPortalSessionsParams{TenantID: tenantID, Now: now}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, now, activity.PortalSessionsEnded,
+		return activity.Record(ctx, tx, tenantID, now, activity.PortalSessionsEnded,
 			activity.Object{Type: "tenant", ID: tenantID.String()}, map[string]any{"ended": n})
 	})
 	if err != nil {

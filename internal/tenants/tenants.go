@@ -42,6 +42,11 @@ const (
 // AllScopes lists every tenant scope.
 var AllScopes = principal.AllScopes
 
+// Principal is who is calling.
+//
+// Deprecated: use principal.Principal; this name stays only until the dashboard's tests have moved to it.
+type Principal = principal.Principal
+
 // Tenant is one customer account.
 type Tenant struct {
 	ID        uuid.UUID `json:"id"`
@@ -477,11 +482,10 @@ func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, p
 func (s *Service) change(ctx context.Context, tenantID uuid.UUID, action, objType string, details map[string]any,
 	do func(q *db.Queries) (uuid.UUID, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		id, err := do(q)
+		id, err := do(s.q.WithTx(tx))
 		if err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, s.Now(), action, activity.Object{Type: objType, ID: id.String()}, details)
+		return activity.Record(ctx, tx, tenantID, s.Now(), action, activity.Object{Type: objType, ID: id.String()}, details)
 	})
 }
