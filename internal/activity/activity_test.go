@@ -30,7 +30,7 @@ func TestPruneDeletesOnlyOldEntries(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	actx := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorAdmin})
-		for i := range 25 { // 1 h apart: 13 older than 12 h
+	for i := range 25 { // 1 h apart: 13 older than 12 h
 		at := now.Add(-time.Duration(i) * time.Hour)
 		if err := activity.Record(actx, pool, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
 			t.Fatal(err)
