@@ -298,7 +298,7 @@ func TestAddEndpointRefusesPrivateAddresses(t *testing.T) {
 	// The same dashboard over a subscription service with the guard on: the test servers allow private
 	// networks (their receivers are on 127.0.0.1), and a guarded server's workers would refuse those.
 	guarded := subscriptions.NewService(e.srv.Pool, time.Now, false)
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: guarded, Deliveries: e.srv.Deliveries,
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: guarded, Deliveries: e.srv.Deliveries,
 		Replays: e.srv.Replays, Publisher: e.srv.Publisher})
 	ts := httptest.NewServer(h.Routes())
 	t.Cleanup(ts.Close)

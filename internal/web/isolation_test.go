@@ -174,7 +174,7 @@ type walkedWebRoute struct{ key, method, pattern string }
 // walkWeb walks the dashboard's router as web.go builds it.
 func walkWeb(t *testing.T, e *env) []walkedWebRoute {
 	t.Helper()
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions,
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions,
 		Deliveries: e.srv.Deliveries, Replays: e.srv.Replays, Publisher: e.srv.Publisher})
 	r, ok := h.Routes().(chi.Routes)
 	if !ok {

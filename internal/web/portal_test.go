@@ -264,7 +264,7 @@ func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})
 	e.waitState(tn, ids[0], delivery.Delivered)
 
-	router, ok := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants}).Routes().(chi.Routes)
+	router, ok := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants}).Routes().(chi.Routes)
 	if !ok {
 		t.Fatal("the dashboard's router is not a chi router")
 	}
