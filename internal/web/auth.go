@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/hookline/hookline/internal/web/core"
+	"github.com/hookline/hookline/internal/principal"
 )
 
 // Session keys.
@@ -50,11 +49,7 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			}
 			switch {
 			case err == nil:
-				who := activity.Actor{Kind: activity.ActorUser, ID: u.ID.String(), Email: u.Email}
-				if u.Admin {
-					who.Kind = activity.ActorAdmin
-				}
-				ctx := activity.WithActor(core.WithUser(r.Context(), u), who)
+				ctx := principal.NewContext(r.Context(), principal.User(u.ID, u.TenantID, u.Email, u.Admin))
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			case !fault.Is(err, fault.NotFound):

@@ -7,10 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/portal"
-	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/internal/web/session"
 	"github.com/hookline/hookline/web/templates"
@@ -60,9 +59,16 @@ func (h *Handler) portalUser(w http.ResponseWriter, r *http.Request, id string) 
 		h.Fail(w, r, err)
 		return nil, true
 	}
-	u := tenants.User{ID: s.ID, TenantID: &s.TenantID, Email: s.Actor()}
-	ctx = activity.WithActor(core.WithUser(r.Context(), u), s.ActivityActor())
+	ctx = principal.NewContext(r.Context(), portalPrincipal(s))
 	return core.WithPortal(ctx, s), false
+}
+
+// portalPrincipal is the person in a portal session as the dashboard knows them: named as the link named
+// them, made by the link's maker, changing nothing in a view-only session. (The dashboard asks only
+// CanChange of a portal session; its role's scopes are the portal's to say.)
+func portalPrincipal(s portal.Session) principal.Principal {
+	return principal.Portal(principal.PortalSession{ID: s.ID, TenantID: s.TenantID, ViewOnly: !s.CanChange(),
+		UserID: s.User.ID, UserEmail: s.User.Email, UserName: s.User.Name, MadeBy: s.MadeBy})
 }
 
 // endedPortal forgets the portal session in this browser and says it has ended. The mark stays in the
@@ -90,9 +96,9 @@ func (h *Handler) changesAllowed(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
-			if s, ok := core.CurrentPortal(r); ok && !s.CanChange() {
+			if p := core.Caller(r); p.Kind == principal.KindPortal && !p.CanChange() {
 				httpx.Logger(r.Context()).Info("change refused to a view-only portal session", "method", r.Method,
-					"route", chi.RouteContext(r.Context()).RoutePattern(), "actor", s.Actor())
+					"route", chi.RouteContext(r.Context()).RoutePattern(), "actor", p.AuditName())
 				h.Render(w, r, http.StatusForbidden, templates.ReadOnly(h.Layout(r, "Read-only")))
 				return
 			}

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/subscriptions"
-	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -48,7 +48,7 @@ var actorKinds = map[string]string{
 	activity.ActorAdmin: "operator", activity.ActorSystem: "system",
 }
 
-// activityPage fills p with one page of tenantID's log as the query filters it, and renders it.
+// Page fills p with one page of tenantID's log as the query filters it, and renders it.
 func (h *Handler) Page(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, p templates.ActivityPage) {
 	q := r.URL.Query()
 	p.Action, p.Since, p.Until = q.Get("action"), q.Get("since"), q.Get("until")
@@ -57,8 +57,8 @@ func (h *Handler) Page(w http.ResponseWriter, r *http.Request, tenantID uuid.UUI
 	}
 	f := activity.Filter{Action: p.Action, Limit: activityPageSize, Cursor: q.Get("cursor")}
 	var err error
-	if f.Since, err = core.ParseFormTime("From", p.Since); err == nil {
-		f.Until, err = core.ParseFormTime("Until", p.Until)
+	if f.Since, err = params.Form.Time("From", p.Since); err == nil {
+		f.Until, err = params.Form.Time("Until", p.Until)
 	}
 	if err == nil && f.Action != "" && !activity.ValidAction(f.Action) {
 		err = fault.Invalid("there is no action %q", f.Action)
@@ -97,7 +97,7 @@ func (h *Handler) Page(w http.ResponseWriter, r *http.Request, tenantID uuid.UUI
 	h.Render(w, r, http.StatusOK, templates.Activity(p))
 }
 
-// recentTenantActivity is the newest entries of a tenant's log for the operator's tenant page.
+// Recent is the newest entries of a tenant's log for the operator's tenant page.
 func (h *Handler) Recent(r *http.Request, tenantID uuid.UUID) (templates.TenantActivity, error) {
 	out := templates.TenantActivity{Href: "/admin/tenants/" + tenantID.String() + "/activity"}
 	page, err := h.Activity.List(r.Context(), tenantID, activity.Filter{Limit: recentActivity})

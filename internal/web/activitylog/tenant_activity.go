@@ -7,9 +7,9 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// tenantActivity is /activity: the signed-in tenant's own log.
+// TenantActivity is /activity: the signed-in tenant's own log.
 func (h *Handler) TenantActivity(w http.ResponseWriter, r *http.Request) {
-	tenantID, ok := core.TenantOf(core.CurrentUser(r))
+	tenantID, ok := core.Caller(r).Tenant()
 	if !ok {
 		h.NotFound(w, r)
 		return

@@ -4,17 +4,14 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
 
-// deadCriteriaKeys are the form fields of the dead-letter criteria, in the order links carry them.
-var deadCriteriaKeys = []string{"tenant", "subscription", "event_type", "state", "reason", "from", "to"}
-
-// parseDeadFilter reads the dead-letter criteria of a form or query. The form view is filled even when a
+// parseDeadFilter reads the dead-letter criteria of a form or query (params, in the dashboard's dialect),
+// then checks them as a whole (DeadFilter.Validate). The form view is filled even when a
 // value is wrong, so the page shows what was typed next to the message.
 func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFilter, templates.DeadFilterForm, error) {
 	var f delivery.DeadFilter
@@ -23,7 +20,7 @@ func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFil
 		EventType: strings.TrimSpace(v.Get("event_type")), From: v.Get("from"), To: v.Get("to"),
 	}
 	state, reason := v.Get("state"), v.Get("reason")
-	for _, k := range deadCriteriaKeys {
+	for _, k := range params.DeadFormKeys {
 		form.Active = form.Active || v.Get(k) != ""
 	}
 	for _, o := range tenants {
@@ -38,34 +35,8 @@ func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFil
 	for _, r := range delivery.DeadReasons {
 		form.Reasons = append(form.Reasons, templates.Option{Value: r, Label: strings.ReplaceAll(r, "_", " "), Selected: r == reason})
 	}
-	if form.Tenant != "" {
-		id, err := uuid.Parse(form.Tenant)
-		if err != nil {
-			return f, form, fault.Invalid("tenant %q is not a tenant id", form.Tenant)
-		}
-		f.TenantID = &id
-	}
-	if form.Subscription != "" {
-		id, err := uuid.Parse(form.Subscription)
-		if err != nil {
-			return f, form, fault.Invalid("subscription %q is not a subscription id", form.Subscription)
-		}
-		f.SubscriptionID = &id
-	}
-	f.EventType = form.EventType
-	switch state {
-	case "":
-	case string(delivery.Failed), string(delivery.Expired):
-		f.States = []delivery.State{delivery.State(state)}
-	default:
-		return f, form, fault.Invalid("state must be failed or expired")
-	}
-	f.DeadReason = reason
-	var err error
-	if f.CreatedFrom, err = core.ParseFormTime("Created from", form.From); err != nil {
-		return f, form, err
-	}
-	if f.CreatedTo, err = core.ParseFormTime("Created before", form.To); err != nil {
+	f, err := params.Form.DeadFilter(params.FormDeadCriteria(v))
+	if err != nil {
 		return f, form, err
 	}
 	return f, form, f.Validate()
@@ -74,7 +45,7 @@ func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFil
 // criteriaQuery carries the dead-letter criteria of v (only those set) to another page.
 func criteriaQuery(v url.Values) url.Values {
 	out := url.Values{}
-	for _, k := range append(deadCriteriaKeys, "limit") {
+	for _, k := range append(params.DeadFormKeys, "limit") {
 		if s := v.Get(k); s != "" {
 			out.Set(k, s)
 		}

@@ -3,10 +3,10 @@ package admin
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -16,7 +16,7 @@ const deadPageSize = 50
 // countUpTo caps the "N matching deliveries" count, which would otherwise scan every match.
 const countUpTo = 10000
 
-// deadLetters lists dead deliveries across tenants, filtered and keyset-paged, with a capped total.
+// DeadLetters lists dead deliveries across tenants, filtered and keyset-paged, with a capped total.
 func (h *Handler) DeadLetters(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	_, tenants, err := h.tenantNames(ctx)
@@ -30,10 +30,8 @@ func (h *Handler) DeadLetters(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	// ?limit= lets an operator page in smaller or larger steps (the service caps it).
 	limit := deadPageSize
-	if l := q.Get("limit"); l != "" && err == nil {
-		if limit, err = strconv.Atoi(l); err != nil || limit < 1 {
-			err = fault.Invalid("limit must be a positive whole number")
-		}
+	if err == nil {
+		limit, err = params.Form.Limit(q.Get("limit"), deadPageSize)
 	}
 	var page delivery.DeadPage
 	if err == nil {

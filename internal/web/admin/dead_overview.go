@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/web/core"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -71,8 +71,8 @@ func (h *Handler) deadGroupsView(o delivery.DeadOverview) templates.DeadGroups {
 		}
 		q := url.Values{
 			"tenant": {x.TenantID.String()}, "subscription": {x.SubscriptionID.String()},
-			"from": {x.FirstCreated.UTC().Truncate(time.Minute).Format(core.FormTime)},
-			"to":   {x.LastCreated.UTC().Truncate(time.Minute).Add(time.Minute).Format(core.FormTime)},
+			"from": {x.FirstCreated.UTC().Truncate(time.Minute).Format(params.FormTime)},
+			"to":   {x.LastCreated.UTC().Truncate(time.Minute).Add(time.Minute).Format(params.FormTime)},
 		}
 		g.Rows = append(g.Rows, templates.DeadGroupRow{
 			TenantName: x.TenantName, TenantHref: "/admin/tenants/" + x.TenantID.String(),

@@ -8,10 +8,10 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// requireAdmin lets operators through to the /admin pages and answers the 404 page to anyone else.
+// RequireAdmin lets operators through to the /admin pages and answers the 404 page to anyone else.
 func (h *Handler) RequireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !core.CurrentUser(r).Admin {
+		if !core.Caller(r).Admin {
 			h.NotFound(w, r)
 			return
 		}

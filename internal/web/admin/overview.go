@@ -16,7 +16,7 @@ var sortLabels = []struct{ key, label string }{
 	{"dead", "Dead"}, {"attempts", "Attempts 24 h"},
 }
 
-// admin is the overview: every tenant with its capped counts, sortable.
+// Admin is the overview: every tenant with its capped counts, sortable.
 func (h *Handler) Admin(w http.ResponseWriter, r *http.Request) {
 	sort := r.URL.Query().Get("sort")
 	if sort == "" {

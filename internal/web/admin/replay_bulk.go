@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
 
-// bulkReplay is the bulk replay form. GET with criteria and POST action=preview preview the replay without
+// BulkReplay is the bulk replay form. GET with criteria and POST action=preview preview the replay without
 // changing anything; POST action=confirm starts it and leads to its page. A wrong or missing value is shown
 // on the form.
 func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
@@ -36,12 +35,12 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 	f, form, err := parseDeadFilter(v, tenants)
 	form.Spread = strings.TrimSpace(v.Get("spread"))
 	if form.Spread == "" {
-		form.Spread = strconv.Itoa(int(delivery.DefaultSpread / time.Minute))
+		form.Spread = params.DefaultSpreadMinutes
 	}
 	p := templates.BulkReplayPage{Layout: h.adminLayout(r, templates.NavReplay, "Bulk replay", templates.Crumb{Label: "Bulk replay"}), Filter: form}
-	spread, serr := strconv.Atoi(form.Spread)
-	if err == nil && (serr != nil || spread < 0 || time.Duration(spread)*time.Minute > delivery.MaxSpread) {
-		err = fault.Invalid("spread must be a whole number of minutes from 0 to %d", int(delivery.MaxSpread/time.Minute))
+	spread, serr := params.SpreadMinutes(form.Spread)
+	if err == nil {
+		err = serr
 	}
 	// A GET without both times is the empty form (or one prefilled from the dead letters): nothing to say yet.
 	if err == nil && r.Method == http.MethodGet && (f.CreatedFrom == nil || f.CreatedTo == nil) {
@@ -52,9 +51,9 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 		switch action {
 		case "confirm":
 			var rep delivery.Replay
-			// Spread 0 means "at once" on the form; Start reads 0 as its default, so ask for the smallest spread.
-			d := max(time.Duration(spread)*time.Minute, time.Second)
-			rep, err = h.Replays.Start(ctx, delivery.ReplayRequest{Filter: f, Spread: d, Actor: core.CurrentUser(r).Email})
+			// Spread 0 means "at once" on the form; Start reads 0 as its default, so SpreadMinutes asks for
+			// the smallest spread.
+			rep, err = h.Replays.Start(ctx, delivery.ReplayRequest{Filter: f, Spread: spread, Actor: core.Caller(r).AuditName()})
 			if err == nil {
 				// The message stays on the page while the page follows the replay (and a small replay is
 				// scheduled before the page is even shown), so it says only what stays true: the progress
@@ -101,7 +100,7 @@ func (h *Handler) previewView(pv delivery.Preview, v url.Values, spread string) 
 	for _, d := range pv.Sample {
 		out.Sample = append(out.Sample, h.deadRow(d))
 	}
-	for _, k := range deadCriteriaKeys {
+	for _, k := range params.DeadFormKeys {
 		if s := v.Get(k); s != "" {
 			out.Hidden = append(out.Hidden, templates.KV{Key: k, Value: s})
 		}

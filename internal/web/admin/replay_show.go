@@ -7,7 +7,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// replayPage is one replay: a progress bar that refreshes while it runs, its criteria and counts, and the
+// ReplayPage is one replay: a progress bar that refreshes while it runs, its criteria and counts, and the
 // deliveries it scheduled.
 func (h *Handler) ReplayPage(w http.ResponseWriter, r *http.Request) {
 	id, err := core.PathID(r)

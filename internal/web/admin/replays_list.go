@@ -5,9 +5,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -15,7 +14,7 @@ import (
 // dryRunFilter reads ?dry_run=1: the audit log lists real replays by default and dry runs apart.
 func dryRunFilter(r *http.Request) bool { return r.URL.Query().Get("dry_run") == "1" }
 
-// replayLog is the audit log of replays, newest first; ?tenant= narrows it to one tenant's recovers.
+// ReplayLog is the audit log of replays, newest first; ?tenant= narrows it to one tenant's recovers.
 func (h *Handler) ReplayLog(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	names, _, err := h.tenantNames(ctx)
@@ -28,15 +27,15 @@ func (h *Handler) ReplayLog(w http.ResponseWriter, r *http.Request) {
 	f := delivery.ReplayListFilter{Limit: core.ReplayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
 	p := templates.ReplaysPage{Layout: h.adminLayout(r, templates.NavReplays, "Replays", templates.Crumb{Label: "Replays"}), DryRuns: dry}
 	base, tab := "/admin/replays", url.Values{}
-	if t := q.Get("tenant"); t != "" {
-		id, err := uuid.Parse(t)
-		if err != nil {
-			h.Fail(w, r, fault.Invalid("tenant %q is not a tenant id", t))
-			return
-		}
-		f.TenantID = &id
-		p.Scope = "Recovers by " + names[id]
-		tab.Set("tenant", id.String())
+	tenantID, err := params.Form.ID("tenant", q.Get("tenant"))
+	if err != nil {
+		h.Fail(w, r, err)
+		return
+	}
+	if tenantID != nil {
+		f.TenantID = tenantID
+		p.Scope = "Recovers by " + names[*tenantID]
+		tab.Set("tenant", tenantID.String())
 	}
 	p.RealHref = base
 	if len(tab) > 0 {

@@ -6,7 +6,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// adminTenantActivity is /admin/tenants/{id}/activity: any tenant's log, for operators.
+// AdminTenantActivity is /admin/tenants/{id}/activity: any tenant's log, for operators.
 func (h *Handler) AdminTenantActivity(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {

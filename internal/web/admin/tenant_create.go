@@ -9,7 +9,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// createTenant creates a tenant and leads to its page; a bad name comes back beside the field (400).
+// CreateTenant creates a tenant and leads to its page; a bad name comes back beside the field (400).
 func (h *Handler) CreateTenant(w http.ResponseWriter, r *http.Request) {
 	name := r.PostFormValue("name")
 	t, err := h.Tenants.CreateTenant(r.Context(), name)
@@ -24,7 +24,7 @@ func (h *Handler) CreateTenant(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpx.Logger(r.Context()).Info("tenant created from the dashboard", "tenant_id", t.ID, "by", core.CurrentUser(r).ID)
+	httpx.Logger(r.Context()).Info("tenant created from the dashboard", "tenant_id", t.ID, "by", core.Caller(r).ID)
 	h.SetFlash(r, "success", "Tenant created. Add its dashboard users and API tokens here.")
 	http.Redirect(w, r, tenantHref(t), http.StatusSeeOther)
 }

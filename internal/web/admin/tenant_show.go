@@ -7,7 +7,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// adminTenant is one tenant's subscriptions with their 24 h health, as its users see them on their home page.
+// AdminTenant is one tenant's subscriptions with their 24 h health, as its users see them on their home page.
 func (h *Handler) AdminTenant(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {

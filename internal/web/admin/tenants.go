@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
@@ -68,9 +69,5 @@ func (h *Handler) tenantNames(ctx context.Context) (map[uuid.UUID]string, []temp
 
 // pathUser reads the {user} path value; a malformed id is as missing as another tenant's user.
 func pathUser(r *http.Request) (uuid.UUID, error) {
-	id, err := uuid.Parse(r.PathValue("user"))
-	if err != nil {
-		return uuid.Nil, fault.Missing("user")
-	}
-	return id, nil
+	return params.PathID(r.PathValue("user"), "user")
 }

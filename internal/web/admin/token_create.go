@@ -12,7 +12,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// createToken issues a tenant token and shows it on this answer only: it is not stored, and the answer is
+// CreateToken issues a tenant token and shows it on this answer only: it is not stored, and the answer is
 // not cached (Cache-Control: no-store on every page).
 func (h *Handler) CreateToken(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
@@ -38,7 +38,7 @@ func (h *Handler) CreateToken(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpx.Logger(r.Context()).Info("API token created from the dashboard", "tenant_id", t.ID, "token_id", tk.ID, "by", core.CurrentUser(r).ID)
+	httpx.Logger(r.Context()).Info("API token created from the dashboard", "tenant_id", t.ID, "token_id", tk.ID, "by", core.Caller(r).ID)
 	h.renderToken(w, r, t, http.StatusCreated, templates.NewTokenPage{
 		Created: &templates.CreatedToken{Name: tk.Name, Token: tk.Token, Scopes: strings.Join(tk.Scopes, ", ")},
 	})

@@ -7,7 +7,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// newTokenPage is the form creating an API token.
+// NewTokenPage is the form creating an API token.
 func (h *Handler) NewTokenPage(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {

@@ -8,7 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// revokeToken revokes one of a tenant's API tokens at once (its next API request is refused) and returns
+// RevokeToken revokes one of a tenant's API tokens at once (its next API request is refused) and returns
 // to the tenant's page. A token of another tenant, unknown or already revoked, is the 404 page.
 func (h *Handler) RevokeToken(w http.ResponseWriter, r *http.Request) {
 	tenantID, err := core.PathID(r)
@@ -26,7 +26,7 @@ func (h *Handler) RevokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.Logger(r.Context()).Info("API token revoked from the dashboard", "tenant_id", tenantID, "token_id", tokenID,
-		"by", core.CurrentUser(r).ID)
+		"by", core.Caller(r).ID)
 	h.SetFlash(r, "success", "Token revoked: requests with it are refused from now on.")
 	http.Redirect(w, r, "/admin/tenants/"+tenantID.String(), http.StatusSeeOther)
 }

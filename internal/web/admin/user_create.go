@@ -9,7 +9,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// createUser adds a dashboard user to the tenant with the password the operator typed.
+// CreateUser adds a dashboard user to the tenant with the password the operator typed.
 func (h *Handler) CreateUser(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {
@@ -34,7 +34,7 @@ func (h *Handler) CreateUser(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpx.Logger(r.Context()).Info("dashboard user created from the dashboard", "tenant_id", t.ID, "user_id", u.ID, "by", core.CurrentUser(r).ID)
+	httpx.Logger(r.Context()).Info("dashboard user created from the dashboard", "tenant_id", t.ID, "user_id", u.ID, "by", core.Caller(r).ID)
 	h.SetFlash(r, "success", "User "+u.Email+" added: they can sign in with the password you typed.")
 	http.Redirect(w, r, tenantHref(t)+"/users", http.StatusSeeOther)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// resetPassword sets one of the tenant's users' password to the one the operator typed.
+// ResetPassword sets one of the tenant's users' password to the one the operator typed.
 func (h *Handler) ResetPassword(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {
@@ -26,7 +26,7 @@ func (h *Handler) ResetPassword(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpx.Logger(r.Context()).Info("dashboard user's password set from the dashboard", "tenant_id", t.ID, "user_id", id, "by", core.CurrentUser(r).ID)
+	httpx.Logger(r.Context()).Info("dashboard user's password set from the dashboard", "tenant_id", t.ID, "user_id", id, "by", core.Caller(r).ID)
 	h.SetFlash(r, "success", "Password set: the user signs in with the one you typed.")
 	http.Redirect(w, r, tenantHref(t)+"/users", http.StatusSeeOther)
 }

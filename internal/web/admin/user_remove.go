@@ -7,7 +7,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// removeUser deletes one of the tenant's users; their next request finds no user and signs them out.
+// RemoveUser deletes one of the tenant's users; their next request finds no user and signs them out.
 func (h *Handler) RemoveUser(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {
@@ -21,7 +21,7 @@ func (h *Handler) RemoveUser(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpx.Logger(r.Context()).Info("dashboard user removed from the dashboard", "tenant_id", t.ID, "user_id", id, "by", core.CurrentUser(r).ID)
+	httpx.Logger(r.Context()).Info("dashboard user removed from the dashboard", "tenant_id", t.ID, "user_id", id, "by", core.Caller(r).ID)
 	h.SetFlash(r, "success", "User removed: they are signed out at their next request.")
 	http.Redirect(w, r, tenantHref(t)+"/users", http.StatusSeeOther)
 }

@@ -16,7 +16,7 @@ type usersForm struct {
 	userPasswordError                string
 }
 
-// tenantUsers lists a tenant's dashboard users.
+// TenantUsers lists a tenant's dashboard users.
 func (h *Handler) TenantUsers(w http.ResponseWriter, r *http.Request) {
 	t, ok := h.adminTenantPath(w, r)
 	if !ok {

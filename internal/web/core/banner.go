@@ -11,7 +11,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// incidentBanners are a tenant's open incidents as the banner tells them: one query (OpenOf) per page.
+// IncidentBanners are a tenant's open incidents as the banner tells them: one query (OpenOf) per page.
 // A failure to read them is logged and shows no banner: the page itself must not fail for it.
 func (h *Handler) IncidentBanners(r *http.Request, tenantID uuid.UUID) []templates.IncidentBanner {
 	if h.Incidents == nil {

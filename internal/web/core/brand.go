@@ -24,7 +24,7 @@ func (h *Handler) marks() (logo, icon string) {
 	return "/static/logo.svg", "/static/favicon.svg"
 }
 
-// iconURL is the browser tab's icon (marks).
+// IconURL is the browser tab's icon (marks).
 func (h *Handler) IconURL() string {
 	_, icon := h.marks()
 	return icon

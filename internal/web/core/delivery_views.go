@@ -38,7 +38,7 @@ func ShortID(id uuid.UUID) string {
 	return s[:8] + "…" + s[len(s)-4:]
 }
 
-// stateText says in words why a delivery is where it is.
+// StateText says in words why a delivery is where it is.
 func (h *Handler) StateText(d delivery.Detail, subState string) string {
 	last := func() string {
 		if d.LastStatus != nil {
@@ -91,7 +91,7 @@ func (h *Handler) StateText(d delivery.Detail, subState string) string {
 	return s
 }
 
-// headersView lists the request's headers, sorted. The stored ones carry no secrets (custom headers are
+// HeadersView lists the request's headers, sorted. The stored ones carry no secrets (custom headers are
 // never stored); the signature is shown shortened all the same.
 func HeadersView(hd map[string]string) []templates.KV {
 	out := make([]templates.KV, 0, len(hd))
@@ -105,7 +105,7 @@ func HeadersView(hd map[string]string) []templates.KV {
 	return out
 }
 
-// prettyJSON indents a JSON body; anything else is shown as is.
+// PrettyJSON indents a JSON body; anything else is shown as is.
 func PrettyJSON(b []byte) string {
 	var out bytes.Buffer
 	if err := json.Indent(&out, b, "", "  "); err != nil {

@@ -10,12 +10,12 @@ import (
 // keyFlash is the session key of the one-time message.
 const keyFlash = "flash"
 
-// setFlash stores a one-time message shown by the next page.
+// SetFlash stores a one-time message shown by the next page.
 func (h *Handler) SetFlash(r *http.Request, kind, msg string) {
 	h.Sessions.Put(r.Context(), keyFlash, kind+"\n"+msg)
 }
 
-// setFlashLink is setFlash with a link after the message (label, to a local path): what an action made.
+// SetFlashLink is setFlash with a link after the message (label, to a local path): what an action made.
 func (h *Handler) SetFlashLink(r *http.Request, kind, msg, href, label string) {
 	h.Sessions.Put(r.Context(), keyFlash, kind+"\n"+msg+"\n"+href+"\n"+label)
 }

@@ -9,21 +9,22 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/web/templates"
 )
 
-// layout fills the frame of a page: title, breadcrumb, the signed-in user, the pending flash message and,
+// Layout fills the frame of a page: title, breadcrumb, the signed-in user, the pending flash message and,
 // for a customer, the banner of their tenant's open incidents. Every customer page comes through here, so
 // the banner is on all of them without each handler asking.
 func (h *Handler) Layout(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := h.Frame(r, title, crumbs...)
-	if tenantID, ok := TenantOf(CurrentUser(r)); ok {
+	if tenantID, ok := Caller(r).Tenant(); ok {
 		l.Incidents = h.IncidentBanners(r, tenantID)
 	}
 	return l
 }
 
-// tenantLayout is layout for a page of tenantID's (a subscription, a delivery): the banner is that tenant's,
+// TenantLayout is layout for a page of tenantID's (a subscription, a delivery): the banner is that tenant's,
 // which for an operator opening another tenant's page is not their own.
 func (h *Handler) TenantLayout(r *http.Request, tenantID uuid.UUID, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := h.Frame(r, title, crumbs...)
@@ -31,14 +32,14 @@ func (h *Handler) TenantLayout(r *http.Request, tenantID uuid.UUID, title string
 	return l
 }
 
-// frame is layout without the incident banner, for operator pages.
+// Frame is layout without the incident banner, for operator pages.
 func (h *Handler) Frame(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := templates.Layout{Title: title, Crumbs: crumbs, Brand: h.Brand.Name, BrandCSS: h.Brand.Accent != nil,
 		FrameOrigins: h.frameOrigins()}
 	l.LogoURL, l.IconURL = h.marks()
-	if u := CurrentUser(r); u.Email != "" {
-		l.User, l.Admin = u.Email, u.Admin
-		_, l.HasTenant = TenantOf(u)
+	if p, ok := principal.FromContext(r.Context()); ok {
+		l.User, l.Admin = p.Label(), p.Admin
+		_, l.HasTenant = p.Tenant()
 	}
 	if s, ok := CurrentPortal(r); ok {
 		l.Portal, l.PortalUser, l.ReadOnly = true, s.Label(), !s.CanChange()
@@ -51,11 +52,11 @@ func (h *Handler) Frame(r *http.Request, title string, crumbs ...templates.Crumb
 	return l
 }
 
-// tenantCrumbs start the breadcrumb of a tenant's page: the customer's own list, or for an operator the
+// TenantCrumbs start the breadcrumb of a tenant's page: the customer's own list, or for an operator the
 // admin pages and the tenant.
 func (h *Handler) TenantCrumbs(r *http.Request, tenantID uuid.UUID) []templates.Crumb {
-	u := CurrentUser(r)
-	if own, ok := TenantOf(u); !u.Admin || (ok && own == tenantID) {
+	p := Caller(r)
+	if own, ok := p.Tenant(); !p.Admin || (ok && own == tenantID) {
 		return []templates.Crumb{{Label: "Subscriptions", Href: "/"}}
 	}
 	name := "Tenant"
@@ -65,7 +66,7 @@ func (h *Handler) TenantCrumbs(r *http.Request, tenantID uuid.UUID) []templates.
 	return []templates.Crumb{{Label: "Admin", Href: "/admin"}, {Label: name, Href: "/admin/tenants/" + tenantID.String()}}
 }
 
-// render writes a page; the page is rendered in full first, so a template error is a clean 500.
+// Render writes a page; the page is rendered in full first, so a template error is a clean 500.
 func (h *Handler) Render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
@@ -78,7 +79,7 @@ func (h *Handler) Render(w http.ResponseWriter, r *http.Request, status int, c t
 	_, _ = w.Write(buf.Bytes())
 }
 
-// fail renders an error page: a fault's own status and message, anything else as a logged 500.
+// Fail renders an error page: a fault's own status and message, anything else as a logged 500.
 func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	fe := fault.As(err)
 	if fe != nil && fe.Code == fault.NotFound {
@@ -97,7 +98,7 @@ func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.Render(w, r, p.Status, templates.ErrorView(p))
 }
 
-// notFound is the 404 page: for unknown paths and for ids that are not the user's tenant's.
+// NotFound is the 404 page: for unknown paths and for ids that are not the user's tenant's.
 func (h *Handler) NotFound(w http.ResponseWriter, r *http.Request) {
 	l := h.Layout(r, "Not found", templates.Crumb{Label: "Subscriptions", Href: "/"}, templates.Crumb{Label: "Not found"})
 	h.Render(w, r, http.StatusNotFound, templates.ErrorView(templates.ErrorPage{
@@ -106,7 +107,7 @@ func (h *Handler) NotFound(w http.ResponseWriter, r *http.Request) {
 	}))
 }
 
-// crossOrigin answers a state-changing request from another site (CSRF) with 403.
+// CrossOrigin answers a state-changing request from another site (CSRF) with 403.
 func (h *Handler) CrossOrigin(w http.ResponseWriter, r *http.Request) {
 	httpx.Logger(r.Context()).Warn("cross-origin request refused", "method", r.Method, "path", httpx.LogPath(r.URL.Path),
 		"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))

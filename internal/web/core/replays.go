@@ -15,7 +15,7 @@ import (
 // is an accessibility failure: WCAG 2.2.1).
 const replayRefresh = 2
 
-// replayPageSize is how many replays, or deliveries of one replay, a page lists.
+// ReplayPageSize is how many replays, or deliveries of one replay, a page lists.
 const ReplayPageSize = 50
 
 // replayStatus is the word a replay's badge shows, and its class: a finished replay whose deliveries are
@@ -125,7 +125,7 @@ func (h *Handler) ReplayRow(r delivery.Replay, names map[uuid.UUID]string) templ
 
 func RecoverHref(id uuid.UUID) string { return "/recovers/" + id.String() }
 
-// fillReplayPage fills what the operator's replay page and the customer's recover page share: the
+// FillReplayPage fills what the operator's replay page and the customer's recover page share: the
 // counts, the deliveries, and following the replay until it is settled (scheduled and every scheduled
 // delivery final), not only while it schedules.
 func (h *Handler) FillReplayPage(p *templates.ReplayPage, rep delivery.Replay, names map[uuid.UUID]string, dels delivery.Page, base, cursor string) {
@@ -153,7 +153,7 @@ func (h *Handler) FillReplayPage(p *templates.ReplayPage, rep delivery.Replay, n
 	}
 }
 
-// spreadWords says over how long a replay spreads its deliveries' first attempts.
+// SpreadWords says over how long a replay spreads its deliveries' first attempts.
 func SpreadWords(seconds int) string {
 	if seconds <= 0 {
 		return "all at once"

@@ -8,7 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
-// sendOne publishes one event to s only, whatever its event types, recording action (Send test event,
+// SendOne publishes one event to s only, whatever its event types, recording action (Send test event,
 // Send example). It answers the request itself when nothing was sent: a refusal, or a subscription that
 // takes no new deliveries, is a flash on back (what names the event in it); ok is false then.
 func (h *Handler) SendOne(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription,

@@ -30,7 +30,7 @@ func (h *Handler) TimePtr(t *time.Time) templates.Time {
 	return h.TimeView(*t)
 }
 
-// ago says how far t is from now: "just now", "5 min ago", "in 2 h".
+// Ago says how far t is from now: "just now", "5 min ago", "in 2 h".
 func Ago(now, t time.Time) string {
 	d := now.Sub(t)
 	future := d < 0
@@ -56,7 +56,7 @@ func Ago(now, t time.Time) string {
 	return s + " ago"
 }
 
-// span writes a short duration: "120 ms", "5.2 s", "4 min 3 s", "2 h 5 min".
+// Span writes a short duration: "120 ms", "5.2 s", "4 min 3 s", "2 h 5 min".
 func Span(d time.Duration) string {
 	switch {
 	case d < time.Second:
@@ -78,7 +78,7 @@ func Span(d time.Duration) string {
 	}
 }
 
-// words writes a configured duration in words: "72 hours", "5 seconds", "200 milliseconds".
+// Words writes a configured duration in words: "72 hours", "5 seconds", "200 milliseconds".
 func Words(d time.Duration) string {
 	unit := func(n int64, one string) string {
 		if n == 1 {
@@ -101,7 +101,7 @@ func Words(d time.Duration) string {
 
 func SecondsUp(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
-// countText writes a capped count: "12", "1,000+".
+// CountText writes a capped count: "12", "1,000+".
 func CountText(n int64, atLeast bool) string {
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0; i -= 3 {
@@ -123,7 +123,7 @@ func SubStateClass(state string) string {
 	return "badge-bad"
 }
 
-// deliveryState is a delivery's state as pages name it ("retrying" is pending after a failed attempt).
+// DeliveryState is a delivery's state as pages name it ("retrying" is pending after a failed attempt).
 func DeliveryState(d delivery.Delivery) (label, class string) {
 	switch {
 	case d.Retrying():
@@ -138,7 +138,7 @@ func DeliveryState(d delivery.Delivery) (label, class string) {
 	return string(d.State), "badge-bad"
 }
 
-// failingText says how the endpoint has been failing, from the start of its run of only failures and the
+// FailingText says how the endpoint has been failing, from the start of its run of only failures and the
 // number of attempts in it: "all" only when there were several, and never more than is known.
 func FailingText(since time.Time, attempts int, now time.Time) string {
 	at := since.UTC().Format(TimeLayout) + " (" + Ago(now, since) + ")"
@@ -182,7 +182,7 @@ func (h *Handler) SubscriptionView(s subscriptions.Subscription) templates.Subsc
 	return v
 }
 
-// contract tells the delivery contract in plain words, from the server's actual settings.
+// Contract tells the delivery contract in plain words, from the server's actual settings.
 func (h *Handler) Contract() []string {
 	p := h.Policy
 	out := []string{

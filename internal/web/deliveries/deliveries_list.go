@@ -7,10 +7,10 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// deliveriesPage is /deliveries: the tenant's deliveries across its subscriptions, with the same filters
+// DeliveriesPage is /deliveries: the tenant's deliveries across its subscriptions, with the same filters
 // as a subscription's page plus the subscription and the event.
 func (h *Handler) DeliveriesPage(w http.ResponseWriter, r *http.Request) {
-	tenantID, ok := core.TenantOf(core.CurrentUser(r))
+	tenantID, ok := core.Caller(r).Tenant()
 	if !ok {
 		http.Redirect(w, r, "/admin", http.StatusSeeOther)
 		return

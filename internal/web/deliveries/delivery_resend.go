@@ -11,7 +11,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// resend puts a delivery back in the queue and says what happened: queued, rate-limited or not allowed.
+// Resend puts a delivery back in the queue and says what happened: queued, rate-limited or not allowed.
 func (h *Handler) Resend(w http.ResponseWriter, r *http.Request) {
 	h.manualRetry(w, r, h.Dels.Retry, "Queued: the delivery is back in the queue and will be sent again shortly.",
 		"Not resent", "too many resends")
@@ -22,7 +22,7 @@ func (h *Handler) Resend(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
 	do func(ctx context.Context, tenantID, id uuid.UUID, actor delivery.Actor) (delivery.Delivery, error),
 	done, notDone, limited string) {
-	u := core.CurrentUser(r)
+	u := core.Caller(r)
 	tenantID, id, err := h.deliveryTenant(r)
 	if err != nil {
 		h.Fail(w, r, err)

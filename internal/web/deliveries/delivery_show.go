@@ -12,7 +12,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// delivery is one delivery's page: the answer first (summary, Retry now / Resend), the attempts newest
+// Delivery is one delivery's page: the answer first (summary, Retry now / Resend), the attempts newest
 // first, the request as sent.
 func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 	tenantID, id, err := h.deliveryTenant(r)
@@ -57,7 +57,7 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	h.answerFirst(&p, d, subState, circuit, core.CurrentUser(r).Admin, wait)
+	h.answerFirst(&p, d, subState, circuit, core.Caller(r).Admin, wait)
 	if p.ReadOnly && d.State.Dead() && !d.Discarded {
 		// Someone who may only look has no Resend: tell them who can, not to do it.
 		p.Summary.Note = "Nothing more is tried. Once the endpoint is fixed, someone with edit access can resend it."
@@ -75,7 +75,7 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 // deliveryTenant reads the {id} delivery's id and the tenant to look it up in: the customer's own (another
 // tenant's delivery is then NOT_FOUND), or for an operator the tenant that owns it.
 func (h *Handler) deliveryTenant(r *http.Request) (uuid.UUID, uuid.UUID, error) {
-	u := core.CurrentUser(r)
+	u := core.Caller(r)
 	id, err := core.PathID(r)
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
@@ -84,7 +84,7 @@ func (h *Handler) deliveryTenant(r *http.Request) (uuid.UUID, uuid.UUID, error) 
 		tenantID, err := h.Dels.TenantOf(r.Context(), id)
 		return tenantID, id, err
 	}
-	tenantID, ok := core.TenantOf(u)
+	tenantID, ok := u.Tenant()
 	if !ok {
 		return uuid.Nil, uuid.Nil, fault.Missing("delivery")
 	}
@@ -97,7 +97,7 @@ func (h *Handler) replayedBy(r *http.Request, tenantID uuid.UUID, replayID *uuid
 	if replayID == nil {
 		return "", ""
 	}
-	u := core.CurrentUser(r)
+	u := core.Caller(r)
 	if u.Admin {
 		text = "replay " + core.ShortID(*replayID)
 		if rep, err := h.Replays.Get(r.Context(), *replayID, nil); err == nil {

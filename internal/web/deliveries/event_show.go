@@ -10,7 +10,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// event is one event's page: its type, time, payload and every delivery of it, one per subscription.
+// Event is one event's page: its type, time, payload and every delivery of it, one per subscription.
 func (h *Handler) Event(w http.ResponseWriter, r *http.Request) {
 	id, err := core.PathID(r)
 	if err != nil {
@@ -18,8 +18,8 @@ func (h *Handler) Event(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	u := core.CurrentUser(r)
-	tenantID, ok := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, ok := u.Tenant()
 	if u.Admin {
 		if tenantID, err = h.Dels.EventTenant(ctx, id); err != nil {
 			h.Fail(w, r, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// find is the header's search: an event id (the webhook-id receivers log) leads to the event's page, a
+// Find is the header's search: an event id (the webhook-id receivers log) leads to the event's page, a
 // delivery id to the delivery's; anything else stays here and says why. A customer finds only their own
 // tenant's ids; an operator finds any.
 func (h *Handler) Find(w http.ResponseWriter, r *http.Request) {
@@ -29,8 +29,8 @@ func (h *Handler) Find(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	u := core.CurrentUser(r)
-	tenantID, customer := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, customer := u.Tenant()
 	if u.Admin {
 		customer = false
 	}

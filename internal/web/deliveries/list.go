@@ -13,10 +13,10 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// tabCountUpTo caps each state tab's count: a tab says "1,000+" rather than scan a million rows.
+// TabCountUpTo caps each state tab's count: a tab says "1,000+" rather than scan a million rows.
 const TabCountUpTo = 1000
 
-// typesUpTo is how many of the newest deliveries the event-type choice is drawn from.
+// TypesUpTo is how many of the newest deliveries the event-type choice is drawn from.
 const TypesUpTo = 1000
 
 // ListScope is what a list spans: one subscription, or every subscription of the tenant.
@@ -28,15 +28,36 @@ type ListScope struct {
 	Subs map[uuid.UUID]subscriptions.Subscription
 }
 
-// deliveryList builds a list of deliveries for a page: the filter form with its choices, the state tabs
+// List builds a list of deliveries for a page: the filter form with its choices, the state tabs
 // with capped counts, one page of rows and the pager. A bad filter is not an error of the page: the list
 // says what is wrong (status 400) and shows no rows, without also saying that nothing matches.
 // On a subscription's page (sc.Sub set) it also returns the subscription's deliveries by state now
 // (its health card's counts and its paused note's "N waiting"): read in the same snapshot as the rows and
 // the tabs, so that every number on the page is of one moment.
 func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templates.DeliveryList, int, delivery.StateCounts, error) {
-	var states delivery.StateCounts
-	l := templates.DeliveryList{Action: sc.Base, AllSubscriptions: sc.Sub == nil}
+	l, f, ferr, err := h.listForm(ctx, q, sc)
+	if err != nil {
+		return l, 0, delivery.StateCounts{}, err
+	}
+	snap, err := h.readList(ctx, sc, f, ferr, l.Tabs)
+	if err != nil {
+		return l, 0, snap.states, err
+	}
+	if ferr == nil {
+		ferr = snap.listErr
+	}
+	if ferr != nil {
+		l, status, err := h.listError(l, ferr)
+		return l, status, snap.states, err
+	}
+	h.fillList(&l, snap, q, sc)
+	return l, http.StatusOK, snap.states, nil
+}
+
+// listForm reads the list's filter and fills its form (with the event-type and subscription choices) and
+// its tabs. ferr is the filter's own fault (shown on the list); err fails the page.
+func (h *Handler) listForm(ctx context.Context, q url.Values, sc ListScope) (l templates.DeliveryList, f delivery.Filter, ferr, err error) {
+	l = templates.DeliveryList{Action: sc.Base, AllSubscriptions: sc.Sub == nil}
 	f, fv, ferr := parseListFilter(q, sc.Sub == nil, h.Now())
 	var subID *uuid.UUID
 	if sc.Sub != nil {
@@ -46,7 +67,7 @@ func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templat
 	// Choices first: the form shows them even when the filter is wrong.
 	types, err := h.Dels.EventTypes(ctx, sc.TenantID, subID, TypesUpTo)
 	if err != nil {
-		return l, 0, states, err
+		return l, f, ferr, err
 	}
 	if sc.Sub != nil {
 		types = append(types, sc.Sub.EventTypes...)
@@ -66,63 +87,69 @@ func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templat
 		if _, ok := sc.Subs[*f.SubscriptionID]; !ok {
 			known, err := h.Subs.Known(ctx, sc.TenantID, *f.SubscriptionID)
 			if err != nil {
-				return l, 0, states, err
+				return l, f, ferr, err
 			}
 			if !known {
 				ferr = fault.New(fault.NotFound, "No such subscription: %s is not one of your subscriptions", f.SubscriptionID)
 			}
 		}
 	}
-	// The page, each tab's capped count and the subscription's counts by state, in one snapshot: one by one,
-	// a delivery that moved in between was counted by one number and not by the next ("10 matching" above
-	// 9 rows). One transaction runs its statements one after another; each count stops at tabCountUpTo.
-	var (
-		page    delivery.Page
-		listErr error
-		counts  = make([]delivery.Capped, len(l.Tabs))
-	)
-	err = h.Dels.Read(ctx, func(v *delivery.View) error {
+	return l, f, ferr, nil
+}
+
+// listSnapshot is what a list reads in one snapshot: the page of rows, each tab's capped count and, on a
+// subscription's page, the subscription's deliveries by state. listErr is the filter's fault found by the
+// list's query.
+type listSnapshot struct {
+	page    delivery.Page
+	listErr error
+	counts  []delivery.Capped
+	states  delivery.StateCounts
+}
+
+// readList reads the page, each tab's capped count and the subscription's counts by state, in one snapshot:
+// one by one, a delivery that moved in between was counted by one number and not by the next ("10
+// matching" above 9 rows). One transaction runs its statements one after another; each count stops at
+// TabCountUpTo. With a filter already at fault (ferr) only the subscription's counts are read.
+func (h *Handler) readList(ctx context.Context, sc ListScope, f delivery.Filter, ferr error, tabs []templates.Tab) (listSnapshot, error) {
+	snap := listSnapshot{counts: make([]delivery.Capped, len(tabs))}
+	err := h.Dels.Read(ctx, func(v *delivery.View) error {
 		if sc.Sub != nil {
 			by, err := v.StateCounts(ctx, sc.TenantID, []uuid.UUID{sc.Sub.ID}, TabCountUpTo)
 			if err != nil {
 				return err
 			}
-			states = by[sc.Sub.ID]
+			snap.states = by[sc.Sub.ID]
 		}
 		if ferr != nil {
 			return nil
 		}
-		if page, listErr = v.List(ctx, sc.TenantID, f); listErr != nil {
-			if fe := fault.As(listErr); fe != nil {
+		if snap.page, snap.listErr = v.List(ctx, sc.TenantID, f); snap.listErr != nil {
+			if fe := fault.As(snap.listErr); fe != nil {
 				return nil // the filter's fault, shown on the list
 			}
-			return listErr
+			return snap.listErr
 		}
-		for i := range l.Tabs {
+		for i := range tabs {
 			tf := f
 			tf.States = nil
-			if s := l.Tabs[i].State; s != "all" {
+			if s := tabs[i].State; s != "all" {
 				tf.States = []string{s}
 			}
 			n, atLeast, err := v.Count(ctx, sc.TenantID, tf, TabCountUpTo)
 			if err != nil {
 				return err
 			}
-			counts[i] = delivery.Capped{N: n, AtLeast: atLeast}
+			snap.counts[i] = delivery.Capped{N: n, AtLeast: atLeast}
 		}
 		return nil
 	})
-	if err != nil {
-		return l, 0, states, err
-	}
-	if ferr == nil {
-		ferr = listErr
-	}
-	if ferr != nil {
-		l, status, err := h.listError(l, ferr)
-		return l, status, states, err
-	}
-	for i, c := range counts {
+	return snap, err
+}
+
+// fillList puts what was read on the list: the tabs' counts, the total, the rows and the pager.
+func (h *Handler) fillList(l *templates.DeliveryList, snap listSnapshot, q url.Values, sc ListScope) {
+	for i, c := range snap.counts {
 		l.Tabs[i].Count = core.CountText(c.N, c.AtLeast)
 		if l.Tabs[i].Current {
 			l.Total = core.CountText(c.N, c.AtLeast) + " matching deliveries"
@@ -131,18 +158,17 @@ func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templat
 			}
 		}
 	}
-	for _, d := range page.Items {
+	for _, d := range snap.page.Items {
 		l.Rows = append(l.Rows, h.listRow(d, sc.Subs))
 	}
-	if page.NextCursor != "" {
+	if snap.page.NextCursor != "" {
 		nq := core.CloneValues(q)
-		nq.Set("cursor", page.NextCursor)
+		nq.Set("cursor", snap.page.NextCursor)
 		l.NextHref = sc.Base + "?" + nq.Encode()
 	}
 	if q.Get("cursor") != "" {
 		l.FirstHref = withQuery(sc.Base, without(q, "cursor"))
 	}
-	return l, http.StatusOK, states, nil
 }
 
 // listError puts a filter's INVALID_REQUEST (400) or the NOT_FOUND of what it names (404) on the list;
@@ -179,7 +205,7 @@ func (h *Handler) listRow(d delivery.Delivery, subs map[uuid.UUID]subscriptions.
 	return row
 }
 
-// tenantSubscriptions are the tenant's subscriptions by id.
+// TenantSubscriptions are the tenant's subscriptions by id.
 func (h *Handler) TenantSubscriptions(ctx context.Context, tenantID uuid.UUID) (map[uuid.UUID]subscriptions.Subscription, error) {
 	list, err := h.Subs.List(ctx, tenantID)
 	if err != nil {

@@ -7,10 +7,10 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// createEndpoint is POST /subscriptions: a new subscription, then its page (303); a refused field shows
+// CreateEndpoint is POST /subscriptions: a new subscription, then its page (303); a refused field shows
 // the form again with the message beside it (400), nothing saved.
 func (h *Handler) CreateEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, ok := core.TenantOf(core.CurrentUser(r))
+	tenantID, ok := core.Caller(r).Tenant()
 	if !ok {
 		h.NotFound(w, r)
 		return

@@ -4,7 +4,7 @@ import (
 	"net/http"
 )
 
-// deleteEndpoint is POST /subscriptions/{id}/delete: the API's DELETE (the same service call, so its
+// DeleteEndpoint is POST /subscriptions/{id}/delete: the API's DELETE (the same service call, so its
 // waiting deliveries end the same way), then the list (303).
 func (h *Handler) DeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)

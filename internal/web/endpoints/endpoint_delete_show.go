@@ -9,7 +9,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// deleteEndpointPage is GET /subscriptions/{id}/delete: how many deliveries wait, what becomes of them,
+// DeleteEndpointPage is GET /subscriptions/{id}/delete: how many deliveries wait, what becomes of them,
 // and the button.
 func (h *Handler) DeleteEndpointPage(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)

@@ -6,7 +6,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// editEndpoint is GET /subscriptions/{id}/edit: the form with the subscription's settings.
+// EditEndpoint is GET /subscriptions/{id}/edit: the form with the subscription's settings.
 func (h *Handler) EditEndpoint(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// newEndpoint is GET /subscriptions/new: the empty form.
+// NewEndpoint is GET /subscriptions/new: the empty form.
 func (h *Handler) NewEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, ok := core.TenantOf(core.CurrentUser(r))
+	tenantID, ok := core.Caller(r).Tenant()
 	if !ok {
 		h.NotFound(w, r)
 		return

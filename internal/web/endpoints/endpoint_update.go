@@ -4,7 +4,7 @@ import (
 	"net/http"
 )
 
-// updateEndpoint is POST /subscriptions/{id}: the form's settings replace the stored ones (a header's
+// UpdateEndpoint is POST /subscriptions/{id}: the form's settings replace the stored ones (a header's
 // empty value keeps its stored value), then the subscription's page (303).
 func (h *Handler) UpdateEndpoint(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)

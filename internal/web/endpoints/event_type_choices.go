@@ -77,73 +77,8 @@ func groupEventTypes(choices []eventTypeChoice, chosen []string) []templates.Eve
 			chosenPatterns = append(chosenPatterns, c)
 		}
 	}
-	byGroup := map[string]map[string]templates.EventTypeOption{} // by the group's name in lower case
-	spelling := map[string]string{}
-	var offeredPatterns []string
-	for _, c := range choices {
-		if isPattern(c.Name) {
-			if !slices.Contains(offeredPatterns, c.Name) {
-				offeredPatterns = append(offeredPatterns, c.Name)
-			}
-			continue
-		}
-		g := c.Group
-		if g == "" {
-			g, _, _ = strings.Cut(c.Name, ".")
-		}
-		key := strings.ToLower(g)
-		if byGroup[key] == nil {
-			byGroup[key] = map[string]templates.EventTypeOption{}
-			spelling[key] = g
-		}
-		o := byGroup[key][c.Name]
-		o.Name, o.Description = c.Name, cmp.Or(o.Description, c.Description)
-		o.Checked = slices.Contains(chosen, c.Name)
-		o.CoveredBy = coveringPattern(c.Name, chosenPatterns)
-		byGroup[key][c.Name] = o
-	}
-	// Where each wildcard is offered: a type's first part in the first group (by name) with such a type,
-	// then the others where they cover something, else beside their first part's wildcard, else under a
-	// group named by their first part.
-	placed := map[string]string{}
-	var order []string
-	place := func(pattern, group string) {
-		if _, ok := placed[pattern]; !ok {
-			placed[pattern] = group
-			order = append(order, pattern)
-		}
-	}
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		for _, n := range slices.Sorted(maps.Keys(byGroup[g])) {
-			if first, _, dotted := strings.Cut(n, "."); dotted {
-				place(first+".*", g) // a name without a dot has no part that others could share
-			}
-		}
-	}
-	slices.Sort(offeredPatterns)
-	for _, pat := range offeredPatterns {
-		group := ""
-		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-			for n := range byGroup[g] {
-				if coveringPattern(n, []string{pat}) != "" {
-					group = g
-					break
-				}
-			}
-			if group != "" {
-				break
-			}
-		}
-		if group == "" {
-			// Covering no known type: beside its first part's wildcard when there is one.
-			first, _, _ := strings.Cut(pat, ".")
-			group = cmp.Or(placed[first+".*"], strings.ToLower(first))
-			if spelling[group] == "" {
-				spelling[group] = first
-			}
-		}
-		place(pat, group)
-	}
+	g := byGroup(choices, chosen, chosenPatterns)
+	placed, order := g.placeWildcards()
 	wildcards := map[string][]templates.EventTypeWildcard{}
 	for _, pat := range order {
 		prefix := strings.TrimSuffix(pat, "*")
@@ -152,23 +87,108 @@ func groupEventTypes(choices []eventTypeChoice, chosen []string) []templates.Eve
 			Checked: slices.Contains(chosen, pat), CoveredBy: coveringPattern(pat, chosenPatterns),
 		})
 	}
-	names := slices.Collect(maps.Keys(byGroup))
-	for g := range wildcards {
-		if byGroup[g] == nil {
-			names = append(names, g)
+	names := slices.Collect(maps.Keys(g.options))
+	for name := range wildcards {
+		if g.options[name] == nil {
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	groups := make([]templates.EventTypeGroup, 0, len(names))
 	for _, name := range names {
-		g := templates.EventTypeGroup{Name: spelling[name], Wildcards: wildcards[name]}
-		slices.SortFunc(g.Wildcards, func(a, b templates.EventTypeWildcard) int { return cmp.Compare(a.Pattern, b.Pattern) })
-		for _, n := range slices.Sorted(maps.Keys(byGroup[name])) {
-			g.Options = append(g.Options, byGroup[name][n])
+		eg := templates.EventTypeGroup{Name: g.spelling[name], Wildcards: wildcards[name]}
+		slices.SortFunc(eg.Wildcards, func(a, b templates.EventTypeWildcard) int { return cmp.Compare(a.Pattern, b.Pattern) })
+		for _, n := range slices.Sorted(maps.Keys(g.options[name])) {
+			eg.Options = append(eg.Options, g.options[name][n])
 		}
-		groups = append(groups, g)
+		groups = append(groups, eg)
 	}
 	return groups
+}
+
+// typeGroups are the choices' types by group (by the group's name in lower case), each group's spelling,
+// and the wildcards offered among the choices.
+type typeGroups struct {
+	options  map[string]map[string]templates.EventTypeOption
+	spelling map[string]string
+	offered  []string
+}
+
+// byGroup sorts the choices' types into their groups, checking the chosen ones and those a chosen wildcard
+// covers; wildcards among the choices are set aside (offered).
+func byGroup(choices []eventTypeChoice, chosen, chosenPatterns []string) typeGroups {
+	g := typeGroups{options: map[string]map[string]templates.EventTypeOption{}, spelling: map[string]string{}}
+	for _, c := range choices {
+		if isPattern(c.Name) {
+			if !slices.Contains(g.offered, c.Name) {
+				g.offered = append(g.offered, c.Name)
+			}
+			continue
+		}
+		name := c.Group
+		if name == "" {
+			name, _, _ = strings.Cut(c.Name, ".")
+		}
+		key := strings.ToLower(name)
+		if g.options[key] == nil {
+			g.options[key] = map[string]templates.EventTypeOption{}
+			g.spelling[key] = name
+		}
+		o := g.options[key][c.Name]
+		o.Name, o.Description = c.Name, cmp.Or(o.Description, c.Description)
+		o.Checked = slices.Contains(chosen, c.Name)
+		o.CoveredBy = coveringPattern(c.Name, chosenPatterns)
+		g.options[key][c.Name] = o
+	}
+	return g
+}
+
+// placeWildcards says where each wildcard is offered (placed: pattern → group), in the order they were
+// placed: a type's first part in the first group (by name) with such a type, then the offered ones where
+// they cover something, else beside their first part's wildcard, else under a group named by their first
+// part (added to spelling).
+func (g typeGroups) placeWildcards() (map[string]string, []string) {
+	placed := map[string]string{}
+	var order []string
+	place := func(pattern, group string) {
+		if _, ok := placed[pattern]; !ok {
+			placed[pattern] = group
+			order = append(order, pattern)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.options)) {
+		for _, n := range slices.Sorted(maps.Keys(g.options[name])) {
+			if first, _, dotted := strings.Cut(n, "."); dotted {
+				place(first+".*", name) // a name without a dot has no part that others could share
+			}
+		}
+	}
+	slices.Sort(g.offered)
+	for _, pat := range g.offered {
+		group := g.covering(pat)
+		if group == "" {
+			// Covering no known type: beside its first part's wildcard when there is one.
+			first, _, _ := strings.Cut(pat, ".")
+			group = cmp.Or(placed[first+".*"], strings.ToLower(first))
+			if g.spelling[group] == "" {
+				g.spelling[group] = first
+			}
+		}
+		place(pat, group)
+	}
+	return placed, order
+}
+
+// covering is the first group (by name) holding a type that pattern covers, or "".
+func (g typeGroups) covering(pattern string) string {
+	for _, name := range slices.Sorted(maps.Keys(g.options)) {
+		for n := range g.options[name] {
+			if coveringPattern(n, []string{pattern}) != "" {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // isPattern reports whether an event type filter is a wildcard ("invoice.*": every type starting with

@@ -19,7 +19,7 @@ import (
 // This file is the health panel: attempt success rate, deliveries by outcome (each count a link to the
 // list), and the chart over a range (?range=1h in minutes, 24h in hours, 7d in days).
 
-// subscriptionsWithHealth is a tenant's subscriptions with their 24 h health, for the home page and the
+// SubscriptionsWithHealth is a tenant's subscriptions with their 24 h health, for the home page and the
 // operator's tenant page: health for all of them in a few queries, not a few per subscription.
 func (h *Handler) SubscriptionsWithHealth(ctx context.Context, tenantID uuid.UUID) ([]templates.Subscription, error) {
 	subs, err := h.Subs.List(ctx, tenantID)

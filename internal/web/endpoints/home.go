@@ -7,10 +7,10 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// home lists the tenant's subscriptions with their health. An operator without a tenant goes to /admin.
+// Home lists the tenant's subscriptions with their health. An operator without a tenant goes to /admin.
 func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
-	u := core.CurrentUser(r)
-	tenantID, ok := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, ok := u.Tenant()
 	if !ok {
 		http.Redirect(w, r, "/admin", http.StatusSeeOther)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -15,7 +16,7 @@ import (
 // keyRecoverSince is the session key carrying a recover form's since value back to the subscription's page.
 const keyRecoverSince = "recover_since"
 
-// recover is a customer's self-service replay of one subscription's dead deliveries. action=preview is a
+// Recover is a customer's self-service replay of one subscription's dead deliveries. action=preview is a
 // dry run that says how many would be sent and renders the page with a confirm button; action=confirm
 // starts it and leads back with a message. Refusals (too many, too old, one running) come back as a
 // warning, never an error page.
@@ -34,7 +35,7 @@ func (h *Handler) Recover(w http.ResponseWriter, r *http.Request) {
 	back := "/subscriptions/" + s.ID.String()
 	sinceText := r.PostFormValue("since")
 	h.keepRecoverSince(r, s.ID, sinceText)
-	since, err := core.ParseFormTime("Since", sinceText)
+	since, err := params.Form.Time("Since", sinceText)
 	if err == nil && since == nil {
 		err = fault.Invalid("choose since when to recover failed deliveries")
 	}
@@ -43,7 +44,7 @@ func (h *Handler) Recover(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		switch action {
 		case "preview", "confirm":
-			rep, err = h.Replays.Recover(r.Context(), tenantID, s.ID, *since, action == "preview", core.CurrentUser(r).Email)
+			rep, err = h.Replays.Recover(r.Context(), tenantID, s.ID, *since, action == "preview", core.Caller(r).AuditName())
 		default:
 			err = fault.Invalid("action must be preview or confirm")
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -19,7 +20,7 @@ const recentRecovers = 5
 func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec templates.RecoverForm) (templates.RecoverForm, error) {
 	rec.Action = "/subscriptions/" + subID.String() + "/recover"
 	if rec.Since == "" {
-		rec.Since = h.Now().Add(-24 * time.Hour).UTC().Format(core.FormTime)
+		rec.Since = h.Now().Add(-24 * time.Hour).UTC().Format(params.FormTime)
 	}
 	// Real recovers and previews (dry runs, recorded too) are listed apart, so a row of previews never
 	// hides what was actually sent.

@@ -10,7 +10,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// recoverPage is one recover, for the customer whose it is (an operator may open any): what it scheduled
+// RecoverPage is one recover, for the customer whose it is (an operator may open any): what it scheduled
 // and what became of it, following it until every delivery it scheduled is final, like the operator's
 // replay page.
 func (h *Handler) RecoverPage(w http.ResponseWriter, r *http.Request) {
@@ -19,10 +19,10 @@ func (h *Handler) RecoverPage(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	u := core.CurrentUser(r)
+	u := core.Caller(r)
 	var scope *uuid.UUID
 	if !u.Admin {
-		t, ok := core.TenantOf(u)
+		t, ok := u.Tenant()
 		if !ok {
 			h.NotFound(w, r)
 			return

@@ -11,7 +11,7 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// subscription is one subscription's page: actions, health, contract and its deliveries, filtered and paged.
+// Subscription is one subscription's page: actions, health, contract and its deliveries, filtered and paged.
 func (h *Handler) Subscription(w http.ResponseWriter, r *http.Request) {
 	tenantID, s, err := h.customerSubscription(r)
 	if err != nil {
@@ -74,8 +74,8 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 // customerSubscription loads the {id} subscription: of the user's tenant for a customer (anything else is
 // NOT_FOUND), of whichever tenant owns it for an operator.
 func (h *Handler) customerSubscription(r *http.Request) (uuid.UUID, subscriptions.Subscription, error) {
-	u := core.CurrentUser(r)
-	tenantID, ok := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, ok := u.Tenant()
 	id, err := core.PathID(r)
 	if err != nil {
 		return uuid.Nil, subscriptions.Subscription{}, err

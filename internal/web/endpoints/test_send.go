@@ -9,7 +9,7 @@ import (
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
-// sendTest publishes a test event (hookline.test, or webhook.test under a brand) to this subscription only,
+// SendTest publishes a test event (hookline.test, or webhook.test under a brand) to this subscription only,
 // whatever its event types (no real type: a handler of invoice.paid must never receive a made-up invoice),
 // and says what it sent, with a link to the delivery it made. The body (the event's data) is documented in
 // docs/dashboard.md; the message names the brand, so a white-labelled platform's receivers never read Hookline:

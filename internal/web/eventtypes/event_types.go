@@ -17,13 +17,13 @@ import (
 	"github.com/hookline/hookline/web/templates"
 )
 
-// eventTypes is /event-types: the event catalogue grouped as the platform grouped it, each type with its
+// EventTypes is /event-types: the event catalogue grouped as the platform grouped it, each type with its
 // fields and example, and Send example to one of the tenant's subscriptions. ?q= keeps the types whose
 // name contains it (the page's own filter, so it works without script). Archived types are not shown.
 func (h *Handler) EventTypes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	u := core.CurrentUser(r)
-	tenantID, hasTenant := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, hasTenant := u.Tenant()
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if !utf8.ValidString(q) || strings.ContainsRune(q, 0) {
 		h.Fail(w, r, fault.Invalid("the search must be text without NUL characters"))

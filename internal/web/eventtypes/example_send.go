@@ -13,7 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/web/core"
 )
 
-// sendExample is POST /event-types/{name}/send: the type's example payload as an event of that type, to
+// SendExample is POST /event-types/{name}/send: the type's example payload as an event of that type, to
 // the subscription_id subscription only (whatever its event types, as Send test event), recorded in the
 // activity log as example_event.sent; then the delivery it made (303). An unknown or archived type, or a
 // subscription that is not the tenant's, is the 404 page; a type without an example is 400.
@@ -67,8 +67,8 @@ func (h *Handler) formSubscription(r *http.Request) (uuid.UUID, subscriptions.Su
 	if err != nil {
 		return uuid.Nil, subscriptions.Subscription{}, fault.Invalid("subscription_id must be a subscription's id")
 	}
-	u := core.CurrentUser(r)
-	tenantID, ok := core.TenantOf(u)
+	u := core.Caller(r)
+	tenantID, ok := u.Tenant()
 	if u.Admin {
 		if tenantID, err = h.Subs.TenantOf(r.Context(), id); err != nil {
 			return uuid.Nil, subscriptions.Subscription{}, err

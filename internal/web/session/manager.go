@@ -14,18 +14,25 @@ const CookieName = "hookline_session"
 // NewManager is the dashboard's session manager on store: a browser-session cookie (HttpOnly, SameSite=Lax,
 // made Secure by the dashboard where it must be) and both timeouts enforced by the server.
 func NewManager(store *Store, idle, lifetime time.Duration, onError func(http.ResponseWriter, *http.Request, error)) *scs.SessionManager {
-	sm := scs.New()
-	sm.Store = store
-	sm.IdleTimeout = idle
-	sm.Lifetime = lifetime
-	sm.Cookie.Name = CookieName
-	sm.Cookie.HttpOnly = true
-	sm.Cookie.SameSite = http.SameSiteLaxMode
-	sm.Cookie.Path = "/"
-	sm.Cookie.Persist = false // a browser session cookie; the server enforces both timeouts
-	sm.Cookie.Secure = false  // set by New for an https public URL, else added per request under TLS by secureCookies
-	sm.ErrorFunc = onError
-	return sm
+	// Not scs.New: it starts an in-memory store's cleanup goroutine that this store replaces, which would
+	// run for good (its StopCleanup races with its start). What New sets besides is the context key the
+	// session data travels under, unique per manager; the zero key serves as well, since a request passes
+	// through one manager only.
+	return &scs.SessionManager{
+		Store:       store,
+		Codec:       scs.GobCodec{},
+		IdleTimeout: idle,
+		Lifetime:    lifetime,
+		ErrorFunc:   onError,
+		Cookie: scs.SessionCookie{
+			Name:     CookieName,
+			HttpOnly: true,
+			SameSite: http.SameSiteLaxMode,
+			Path:     "/",
+			Persist:  false, // a browser session cookie; the server enforces both timeouts
+			Secure:   false, // set by New for an https public URL, else added per request under TLS by secureCookies
+		},
+	}
 }
 
 // Renew gives the request's session a fresh token (sign-in, a portal link, a portal session ending),
