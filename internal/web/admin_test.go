@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -387,15 +388,17 @@ func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 		t.Errorf("confirm flash %q", got)
 	}
 	replayPath := p.URL.Path
-	deadline := time.Now().Add(20 * time.Second)
 	// The page follows the replay until every delivery it scheduled is final (they die again: 400).
-	for attr(one(t, p.Doc, "replay-head"), "data-settled") != "true" {
-		if time.Now().After(deadline) {
-			t.Fatalf("replay still %s, settled %s", attr(one(t, p.Doc, "replay-head"), "data-state"), attr(one(t, p.Doc, "replay-head"), "data-settled"))
+	first := true
+	eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+		if !first {
+			p = c.get(replayPath)
 		}
-		time.Sleep(100 * time.Millisecond)
-		p = c.get(replayPath)
-	}
+		first = false
+		return attr(one(t, p.Doc, "replay-head"), "data-settled") == "true"
+	}, func() string {
+		return fmt.Sprintf("replay still %s, settled %s", attr(one(t, p.Doc, "replay-head"), "data-state"), attr(one(t, p.Doc, "replay-head"), "data-settled"))
+	})
 	prog := one(t, p.Doc, "progress")
 	if attr(prog, "data-value") != "3" || attr(prog, "data-max") != "3" {
 		t.Errorf("progress %s of %s", attr(prog, "data-value"), attr(prog, "data-max"))
@@ -611,13 +614,13 @@ func TestRecoverForCustomer(t *testing.T) {
 	// The recover is listed with its outcome and links to its page; the preview (a recorded dry run) is
 	// listed apart, marked. Its deliveries are dead again; the runner may still be closing the recover.
 	var recent []*html.Node
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
 		p = c.get(path)
 		recent = byTestID(one(t, p.Doc, "recover-recent"), "replay-row")
-		if len(recent) != 1 || attr(recent[0], "data-settled") == "true" || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(recent) != 1 || attr(recent[0], "data-settled") == "true"
+	}, func() string {
+		return fmt.Sprintf("recent recovers: %d rows %q", len(recent), text(one(t, p.Doc, "recover-recent")))
+	})
 	if len(recent) != 1 || attr(recent[0], "data-kind") != "recover" || attr(recent[0], "data-settled") != "true" ||
 		len(byTestID(recent[0], "dry-run")) != 0 {
 		t.Fatalf("recent recovers: %d rows %q", len(recent), text(one(t, p.Doc, "recover-recent")))

@@ -90,17 +90,12 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 	b.run("confirm", chromedp.Click(chromedp.CSS(`[data-testid=confirm]`)))
 	b.waitJS("replay page", `location.pathname.startsWith('/admin/replays/')`)
 	replayPath := eval[string](b, `location.pathname`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=replay-head]')?.dataset.state || ''`))
-		if err == nil && st == "finished" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay still %q", st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var st string
+	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+		var err error
+		st, err = chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=replay-head]')?.dataset.state || ''`))
+		return err == nil && st == "finished"
+	}, func() string { return fmt.Sprintf("replay still %q", st) })
 	b.assetsLoaded("replay")
 	if got := eval[string](b, `(p => p.value + '/' + p.max)(document.querySelector('[data-testid=progress] progress'))`); got != "3/3" {
 		t.Errorf("progress bar at %s", got)

@@ -116,17 +116,12 @@ func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 // waitJS waits until a JavaScript expression is true, across the navigation a click starts.
 func (b *browser) waitJS(what, expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("%s: still false after 15 s (%v): %s", what, err, expr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var err error
+	eventually(b.t, 15*time.Second, 50*time.Millisecond, func() bool {
+		var ok bool
+		ok, err = chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
+		return err == nil && ok
+	}, func() string { return fmt.Sprintf("%s: still false after 15 s (%v): %s", what, err, expr) })
 }
 
 func (b *browser) text(sel string) string {

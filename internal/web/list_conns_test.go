@@ -139,15 +139,3 @@ func TestDeliveriesPageHoldsOneConnection(t *testing.T) {
 		}
 	}
 }
-
-// pollUntil checks cond every 5 ms until it holds, failing the test after timeout.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
