@@ -68,6 +68,13 @@ func TestAdminOperatorCard(t *testing.T) {
 		t.Errorf("last error %q, want none", got)
 	}
 
+	checkOperatorCardCountsDead(t, e, c)
+}
+
+// checkOperatorCardCountsDead makes an operator notification die against the failing endpoint and checks
+// the card counts it, with the endpoint's error, while the subscription stays active.
+func checkOperatorCardCountsDead(t *testing.T, e *env, c *client) {
+	t.Helper()
 	// A notification that fails every attempt (three here) and is dead-lettered.
 	ctx := context.Background()
 	var opTenant uuid.UUID
@@ -86,7 +93,7 @@ func TestAdminOperatorCard(t *testing.T) {
 		}
 		return state == "failed" || state == "expired"
 	}, func() string { return "the operator notification is still " + state })
-	card = one(t, c.get("/admin").Doc, "operator-card")
+	card := one(t, c.get("/admin").Doc, "operator-card")
 	if got := text(one(t, card, "operator-dead")); got != "1" {
 		t.Errorf("dead notifications %q, want 1", got)
 	}

@@ -300,24 +300,8 @@ func TestAdminCreatesToken(t *testing.T) {
 	if p.Header.Get("Cache-Control") != "no-store" {
 		t.Error("the page with the token may be cached")
 	}
-	// The token works with the API, within its scopes.
-	for path, want := range map[string]int{"/subscriptions": http.StatusOK, "/events": http.StatusForbidden} {
-		method := http.MethodGet
-		if path == "/events" {
-			method = http.MethodPost
-		}
-		req, _ := http.NewRequest(method, e.base+"/api/v1/tenants/"+tn.ID.String()+path, strings.NewReader(`{"type":"x","payload":{}}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Errorf("API %s %s with the new token: %d, want %d", method, path, res.StatusCode, want)
-		}
-	}
+	checkTokenWorks(t, e, tn, token)
+
 	// Listed on the tenant's page without its value; shown nowhere again.
 	p = admin.get("/admin/tenants/" + tn.ID.String())
 	found := false
@@ -338,5 +322,28 @@ func TestAdminCreatesToken(t *testing.T) {
 	}
 	if p := customer.post(base, url.Values{"name": {"mine"}, "scope": {"deliveries:read"}}); p.Status != http.StatusNotFound || strings.Contains(p.Body, "hl_") {
 		t.Errorf("customer POST: %s", p)
+	}
+}
+
+// checkTokenWorks checks token works with the API within its scopes (subscriptions:read, deliveries:read).
+func checkTokenWorks(t *testing.T, e *env, tn tenant, token string) {
+	t.Helper()
+	// The token works with the API, within its scopes.
+	for path, want := range map[string]int{"/subscriptions": http.StatusOK, "/events": http.StatusForbidden} {
+		method := http.MethodGet
+		if path == "/events" {
+			method = http.MethodPost
+		}
+		req, _ := http.NewRequest(method, e.base+"/api/v1/tenants/"+tn.ID.String()+path, strings.NewReader(`{"type":"x","payload":{}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("API %s %s with the new token: %d, want %d", method, path, res.StatusCode, want)
+		}
 	}
 }

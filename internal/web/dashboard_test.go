@@ -302,7 +302,19 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	if got := text(one(t, good, "event-types")); got != "all events" {
 		t.Errorf("good event types %q", got)
 	}
-	chart := one(t, bad, "health-chart")
+	checkHealthChart(t, bad)
+
+	link := one(t, bad, "subscription-link")
+	if attr(link, "href") != "/subscriptions/"+s.bad.String() {
+		t.Errorf("link %q", attr(link, "href"))
+	}
+}
+
+// checkHealthChart checks the failing subscription's card's chart: a bar per hour, one row of numbers per
+// bar, its one attempt failed.
+func checkHealthChart(t *testing.T, card *html.Node) {
+	t.Helper()
+	chart := one(t, card, "health-chart")
 	svg := findAll(chart, tag("svg"))
 	if len(svg) != 1 {
 		t.Fatal("no inline svg chart")
@@ -319,10 +331,6 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	oks := findAll(svg[0], func(n *html.Node) bool { return n.Data == "rect" && attr(n, "class") == "ok" })
 	if len(fails) != 1 || len(oks) != 0 {
 		t.Errorf("bad endpoint chart: %d failure bars, %d success bars", len(fails), len(oks))
-	}
-	link := one(t, bad, "subscription-link")
-	if attr(link, "href") != "/subscriptions/"+s.bad.String() {
-		t.Errorf("link %q", attr(link, "href"))
 	}
 }
 
