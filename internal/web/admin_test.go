@@ -167,8 +167,15 @@ func TestAdminOverviewCounts(t *testing.T) {
 		t.Errorf("bad sort: %s", p)
 	}
 
+	checkAdminTenantPage(t, c, s.tn)
+}
+
+// checkAdminTenantPage checks the operator's page of tn: its subscriptions with their health, links to its
+// dead letters and recovers; an unknown tenant's is the 404 page.
+func checkAdminTenantPage(t *testing.T, c *client, tn tenant) {
+	t.Helper()
 	// The tenant page: its subscriptions with their health, links to its dead letters and recovers.
-	p = c.get("/admin/tenants/" + s.tn.ID.String())
+	p := c.get("/admin/tenants/" + tn.ID.String())
 	if p.Status != http.StatusOK || text(one(t, p.Doc, "tenant-name")) != "overview" {
 		t.Fatalf("tenant page: %s", p)
 	}
@@ -178,10 +185,10 @@ func TestAdminOverviewCounts(t *testing.T) {
 	if n := len(byTestID(p.Doc, "health")); n != 3 {
 		t.Errorf("tenant page shows %d health panels", n)
 	}
-	if got := attr(one(t, p.Doc, "tenant-dead"), "href"); got != "/admin/dead?tenant="+s.tn.ID.String() {
+	if got := attr(one(t, p.Doc, "tenant-dead"), "href"); got != "/admin/dead?tenant="+tn.ID.String() {
 		t.Errorf("dead letters link %q", got)
 	}
-	if got := attr(one(t, p.Doc, "tenant-replays"), "href"); got != "/admin/replays?tenant="+s.tn.ID.String() {
+	if got := attr(one(t, p.Doc, "tenant-replays"), "href"); got != "/admin/replays?tenant="+tn.ID.String() {
 		t.Errorf("replays link %q", got)
 	}
 	if p := c.get("/admin/tenants/" + uuid.NewString()); p.Status != http.StatusNotFound {
