@@ -399,20 +399,27 @@ func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 		t.Errorf("bad since: %s", p)
 	}
 
+	checkSubscriptionPaging(t, e, c, s.tn)
+}
+
+// checkSubscriptionPaging checks a subscription's list pages: a paused subscription keeps 30 deliveries
+// pending, listed 25 and then 5, each once.
+func checkSubscriptionPaging(t *testing.T, e *env, c *client, tn tenant) {
+	t.Helper()
 	// Paging: a paused subscription keeps 30 deliveries pending.
-	paused := e.newSubscription(s.tn, "/good/paged", "paged")
-	if _, err := e.srv.Subscriptions.Pause(setupCtx(), s.tn.ID, paused.ID); err != nil {
+	paused := e.newSubscription(tn, "/good/paged", "paged")
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
 		b := `{"n":` + strconv.Itoa(i) + `}`
 		if _, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{
-			TenantID: s.tn.ID, EventType: "page.test", Payload: []byte(b), OnlySubscription: &paused.ID,
+			TenantID: tn.ID, EventType: "page.test", Payload: []byte(b), OnlySubscription: &paused.ID,
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p = c.get("/subscriptions/" + paused.ID.String() + "?state=pending")
+	p := c.get("/subscriptions/" + paused.ID.String() + "?state=pending")
 	first := byTestID(p.Doc, "delivery-row")
 	if len(first) != 25 {
 		t.Fatalf("first page: %d rows", len(first))
