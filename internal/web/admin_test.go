@@ -269,6 +269,42 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 		}
 	}
 
+	checkDeadLetterPages(t, c, base, dead)
+
+	checkReplayTheseLink(t, c, base, tn, start)
+
+	// Wrong values are shown on the form.
+	for _, q := range []string{"/admin/dead?tenant=nope", "/admin/dead?from=yesterday", "/admin/dead?state=delivered", "/admin/dead?reason=bogus", "/admin/dead?limit=0"} {
+		p := c.get(q)
+		if p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "filter-error")) != 1 {
+			t.Errorf("%s: %s", q, p)
+		}
+	}
+}
+
+// checkReplayTheseLink checks "Replay these…" leads to the bulk replay form with the same criteria, and
+// that the form opens without a preview.
+func checkReplayTheseLink(t *testing.T, c *client, base string, tn tenant, start time.Time) {
+	t.Helper()
+	// "Replay these…" leads to the bulk replay form with the same criteria.
+	p = c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
+	href := attr(one(t, p.Doc, "replay-these"), "href")
+	u, _ := url.Parse(href)
+	if u.Path != "/admin/replay" || u.Query().Get("tenant") != tn.ID.String() || u.Query().Get("event_type") != "order.paid" || u.Query().Get("from") != formTimeOf(start) {
+		t.Errorf("replay these: %q", href)
+	}
+	p = c.get(href)
+	if p.Status != http.StatusOK || attr(findAll(one(t, p.Doc, "replay-form"), func(n *html.Node) bool { return attr(n, "name") == "event_type" })[0], "value") != "order.paid" {
+		t.Errorf("replay form not prefilled: %s", p)
+	}
+	if len(byTestID(p.Doc, "replay-preview")) != 0 {
+		t.Error("a preview without a time range")
+	}
+}
+
+// checkDeadLetterPages checks the dead letters in keyset pages of 2: newest first, then the rest, and back.
+func checkDeadLetterPages(t *testing.T, c *client, base string, dead []uuid.UUID) {
+	t.Helper()
 	// Keyset pages of 2: newest first, then the rest, and back.
 	p = c.get(base + "&event_type=order.paid&limit=2")
 	first := ids(p)
@@ -285,29 +321,6 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	}
 	if p := c.get(attr(one(t, p.Doc, "first-page"), "href")); len(ids(p)) != 2 {
 		t.Errorf("back to the newest: %v", ids(p))
-	}
-
-	// "Replay these…" leads to the bulk replay form with the same criteria.
-	p = c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
-	href := attr(one(t, p.Doc, "replay-these"), "href")
-	u, _ := url.Parse(href)
-	if u.Path != "/admin/replay" || u.Query().Get("tenant") != tn.ID.String() || u.Query().Get("event_type") != "order.paid" || u.Query().Get("from") != formTimeOf(start) {
-		t.Errorf("replay these: %q", href)
-	}
-	p = c.get(href)
-	if p.Status != http.StatusOK || attr(findAll(one(t, p.Doc, "replay-form"), func(n *html.Node) bool { return attr(n, "name") == "event_type" })[0], "value") != "order.paid" {
-		t.Errorf("replay form not prefilled: %s", p)
-	}
-	if len(byTestID(p.Doc, "replay-preview")) != 0 {
-		t.Error("a preview without a time range")
-	}
-
-	// Wrong values are shown on the form.
-	for _, q := range []string{"/admin/dead?tenant=nope", "/admin/dead?from=yesterday", "/admin/dead?state=delivered", "/admin/dead?reason=bogus", "/admin/dead?limit=0"} {
-		p := c.get(q)
-		if p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "filter-error")) != 1 {
-			t.Errorf("%s: %s", q, p)
-		}
 	}
 }
 

@@ -273,7 +273,10 @@ type client struct {
 
 func (e *env) client() *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{e: e, t: e.t, http: &http.Client{Jar: jar, Timeout: 15 * time.Second}}
+	// A transport of its own, its idle connections closed when the test ends: none outlives the test.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &client{e: e, t: e.t, http: &http.Client{Jar: jar, Timeout: 15 * time.Second, Transport: tr}}
 }
 
 // page is a fetched page, parsed.
