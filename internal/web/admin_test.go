@@ -208,13 +208,7 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	c := e.client()
 	c.login(adminEmail)
 
-	ids := func(p *page) []string {
-		var out []string
-		for _, n := range byTestID(p.Doc, "dead-row") {
-			out = append(out, attr(n, "data-id"))
-		}
-		return out
-	}
+	ids := deadRowIDs
 	base := "/admin/dead?tenant=" + tn.ID.String()
 	p := c.get(base)
 	if p.Status != http.StatusOK {
@@ -287,7 +281,7 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 func checkReplayTheseLink(t *testing.T, c *client, base string, tn tenant, start time.Time) {
 	t.Helper()
 	// "Replay these…" leads to the bulk replay form with the same criteria.
-	p = c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
+	p := c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
 	href := attr(one(t, p.Doc, "replay-these"), "href")
 	u, _ := url.Parse(href)
 	if u.Path != "/admin/replay" || u.Query().Get("tenant") != tn.ID.String() || u.Query().Get("event_type") != "order.paid" || u.Query().Get("from") != formTimeOf(start) {
@@ -302,25 +296,34 @@ func checkReplayTheseLink(t *testing.T, c *client, base string, tn tenant, start
 	}
 }
 
+// deadRowIDs are the ids of the dead letters a page lists.
+func deadRowIDs(p *page) []string {
+	var out []string
+	for _, n := range byTestID(p.Doc, "dead-row") {
+		out = append(out, attr(n, "data-id"))
+	}
+	return out
+}
+
 // checkDeadLetterPages checks the dead letters in keyset pages of 2: newest first, then the rest, and back.
 func checkDeadLetterPages(t *testing.T, c *client, base string, dead []uuid.UUID) {
 	t.Helper()
 	// Keyset pages of 2: newest first, then the rest, and back.
-	p = c.get(base + "&event_type=order.paid&limit=2")
-	first := ids(p)
+	p := c.get(base + "&event_type=order.paid&limit=2")
+	first := deadRowIDs(p)
 	if len(first) != 2 || first[0] != dead[2].String() || first[1] != dead[1].String() {
 		t.Fatalf("first page %v, want %v %v", first, dead[2], dead[1])
 	}
 	next := attr(one(t, p.Doc, "next-page"), "href")
 	p = c.get(next)
-	if got := ids(p); len(got) != 1 || got[0] != dead[0].String() {
+	if got := deadRowIDs(p); len(got) != 1 || got[0] != dead[0].String() {
 		t.Errorf("second page %v", got)
 	}
 	if len(byTestID(p.Doc, "next-page")) != 0 {
 		t.Error("a next page after the last")
 	}
-	if p := c.get(attr(one(t, p.Doc, "first-page"), "href")); len(ids(p)) != 2 {
-		t.Errorf("back to the newest: %v", ids(p))
+	if p := c.get(attr(one(t, p.Doc, "first-page"), "href")); len(deadRowIDs(p)) != 2 {
+		t.Errorf("back to the newest: %v", deadRowIDs(p))
 	}
 }
 
