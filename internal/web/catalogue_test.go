@@ -141,7 +141,20 @@ func TestCataloguePage(t *testing.T) {
 	}
 	cards := typeCards(p)
 
-	placed := cards[s.placed]
+	checkPlacedType(t, p, s, sub, paused, otherSub)
+
+	checkLegacyAndBareTypes(t, cards, s)
+
+	checkCatalogueSearch(t, c, s)
+
+	checkCatalogueWithoutTargets(t, e, s)
+}
+
+// checkPlacedType checks the card of a type with a schema and an example on p: its description, its fields,
+// its example (indented, copyable) and Send example to the tenant's own subscriptions only.
+func checkPlacedType(t *testing.T, p *page, s catalogueSeed, sub, paused, otherSub subscriptions.Subscription) {
+	t.Helper()
+	placed := typeCards(p)[s.placed]
 	if got := text(one(t, placed, "type-description")); got != "An order was placed." {
 		t.Errorf("description %q", got)
 	}
@@ -189,7 +202,12 @@ func TestCataloguePage(t *testing.T) {
 	if strings.Contains(p.Body, otherSub.ID.String()) {
 		t.Error("the page holds another tenant's subscription")
 	}
+}
 
+// checkLegacyAndBareTypes checks a deprecated type is marked so, and a type without a schema or an example
+// says so and offers neither fields, example nor Send; a name with a slash is escaped in its form.
+func checkLegacyAndBareTypes(t *testing.T, cards map[string]*html.Node, s catalogueSeed) {
+	t.Helper()
 	legacy := cards[s.legacy]
 	if got := text(one(t, legacy, "deprecated")); got != "deprecated" {
 		t.Errorf("deprecated mark %q", got)
@@ -209,9 +227,14 @@ func TestCataloguePage(t *testing.T) {
 	if got := attr(one(t, cards[s.slashed], "send-example-form"), "action"); got != "/event-types/"+url.PathEscape(s.slashed)+"/send" {
 		t.Errorf("a name with a slash posts to %q", got)
 	}
+}
 
+// checkCatalogueSearch checks the page's search: any case, a part of the name; nothing matching says so; the
+// whole catalogue lists the types too, archived ones aside.
+func checkCatalogueSearch(t *testing.T, c *client, s catalogueSeed) {
+	t.Helper()
 	// The search: any case, a part of the name; nothing matching says so.
-	p = c.get("/event-types?q=" + url.QueryEscape(strings.ToUpper(s.marker+".order.P")))
+	p := c.get("/event-types?q=" + url.QueryEscape(strings.ToUpper(s.marker+".order.P")))
 	if got := slices.Collect(maps.Keys(typeCards(p))); !slices.Equal(got, []string{s.placed}) {
 		t.Errorf("search .order.P: %v", got)
 	}
@@ -226,14 +249,19 @@ func TestCataloguePage(t *testing.T) {
 	if p = c.get("/event-types"); typeCards(p)[s.placed] == nil || typeCards(p)[s.gone] != nil {
 		t.Error("the unfiltered catalogue does not list the live types only")
 	}
+}
 
+// checkCatalogueWithoutTargets checks a tenant without subscriptions reads the catalogue and is told why
+// there is no Send, and so is an operator without a tenant.
+func checkCatalogueWithoutTargets(t *testing.T, e *env, s catalogueSeed) {
+	t.Helper()
 	// A tenant without subscriptions reads the catalogue and is told why there is no Send; so is an
 	// operator without a tenant, who has nothing to send to (and is not shown how to register types while
 	// there are some).
 	lone := e.newTenant("catalogue lone")
 	lc := e.client()
 	lc.login(lone.Email)
-	p = lc.get("/event-types?q=" + s.marker)
+	p := lc.get("/event-types?q=" + s.marker)
 	if got := text(one(t, p.Doc, "no-targets")); !strings.Contains(got, "no subscriptions") {
 		t.Errorf("without subscriptions: %q", got)
 	}
