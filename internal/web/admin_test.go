@@ -356,43 +356,7 @@ func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 		t.Errorf("bad times: %s", p)
 	}
 
-	// Preview: the count, the split by tenant, a sample; nothing changes.
-	p = c.post("/admin/replay", replayCriteria(typ, "preview"))
-	if p.Status != http.StatusOK {
-		t.Fatalf("preview: %s %q", p, p.text())
-	}
-	if got := attr(one(t, p.Doc, "matched"), "data-matched"); got != "3" {
-		t.Errorf("preview matched %q", got)
-	}
-	groups := map[string]string{}
-	for _, g := range byTestID(p.Doc, "group") {
-		groups[text(one(t, g, "group-tenant"))] = text(one(t, g, "group-count"))
-	}
-	if groups["replay-a"] != "2" || groups["replay-b"] != "1" || len(groups) != 2 {
-		t.Errorf("groups %v", groups)
-	}
-	if n := len(byTestID(one(t, p.Doc, "sample"), "dead-row")); n != 3 {
-		t.Errorf("sample of %d", n)
-	}
-	for _, id := range append(deadA, deadB...) {
-		tn := a
-		if id == deadB[0] {
-			tn = b
-		}
-		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed || d.ReplayID != nil {
-			t.Errorf("preview changed %s: %s", id, d.State)
-		}
-	}
-	var recorded int
-	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM replays WHERE criteria->>'event_type' = $1`, typ).Scan(&recorded); err != nil || recorded != 0 {
-		t.Errorf("preview recorded %d replays (%v)", recorded, err)
-	}
-	// GET with the criteria previews too.
-	g := replayCriteria(typ, "")
-	g.Del("action")
-	if p := c.get("/admin/replay?" + g.Encode()); attr(one(t, p.Doc, "matched"), "data-matched") != "3" {
-		t.Errorf("GET preview: %s", p)
-	}
+	p = checkReplayPreview(t, e, c, typ, a, b, deadA, deadB)
 
 	// Confirm carries the same criteria in hidden fields, starts the replay and leads to its page.
 	form := url.Values{}
@@ -446,8 +410,59 @@ func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 		}
 	}
 
+	checkReplayRecorded(t, e, c, a, deadA, replayPath)
+}
+
+// checkReplayPreview previews the replay of typ's dead deliveries (deadA of a, deadB of b), by POST and by GET: the count, the
+// split by tenant, a sample, nothing changed; it returns the POST's page.
+func checkReplayPreview(t *testing.T, e *env, c *client, typ string, a, b tenant, deadA, deadB []uuid.UUID) *page {
+	t.Helper()
+	// Preview: the count, the split by tenant, a sample; nothing changes.
+	p := c.post("/admin/replay", replayCriteria(typ, "preview"))
+	if p.Status != http.StatusOK {
+		t.Fatalf("preview: %s %q", p, p.text())
+	}
+	if got := attr(one(t, p.Doc, "matched"), "data-matched"); got != "3" {
+		t.Errorf("preview matched %q", got)
+	}
+	groups := map[string]string{}
+	for _, g := range byTestID(p.Doc, "group") {
+		groups[text(one(t, g, "group-tenant"))] = text(one(t, g, "group-count"))
+	}
+	if groups["replay-a"] != "2" || groups["replay-b"] != "1" || len(groups) != 2 {
+		t.Errorf("groups %v", groups)
+	}
+	if n := len(byTestID(one(t, p.Doc, "sample"), "dead-row")); n != 3 {
+		t.Errorf("sample of %d", n)
+	}
+	for _, id := range append(deadA, deadB...) {
+		tn := a
+		if id == deadB[0] {
+			tn = b
+		}
+		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed || d.ReplayID != nil {
+			t.Errorf("preview changed %s: %s", id, d.State)
+		}
+	}
+	var recorded int
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM replays WHERE criteria->>'event_type' = $1`, typ).Scan(&recorded); err != nil || recorded != 0 {
+		t.Errorf("preview recorded %d replays (%v)", recorded, err)
+	}
+	// GET with the criteria previews too.
+	g := replayCriteria(typ, "")
+	g.Del("action")
+	if p := c.get("/admin/replay?" + g.Encode()); attr(one(t, p.Doc, "matched"), "data-matched") != "3" {
+		t.Errorf("GET preview: %s", p)
+	}
+	return p
+}
+
+// checkReplayRecorded checks the audit log lists the replay at replayPath with its actor, and a replayed
+// delivery's page says which replay sent it again: a link for operators, words for the customer (a).
+func checkReplayRecorded(t *testing.T, e *env, c *client, a tenant, deadA []uuid.UUID, replayPath string) {
+	t.Helper()
 	// The audit log has it, with its actor.
-	p = c.get("/admin/replays")
+	p := c.get("/admin/replays")
 	found := false
 	for _, r := range byTestID(p.Doc, "replay-row") {
 		if "/admin/replays/"+attr(r, "data-id") == replayPath {
