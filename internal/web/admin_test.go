@@ -14,6 +14,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"golang.org/x/net/html"
 )
 
@@ -607,26 +608,7 @@ func TestRecoverForCustomer(t *testing.T) {
 
 	// Preview: the count and nothing changes.
 	hour := formTimeOf(time.Now().Add(-time.Hour))
-	p = c.post(path+"/recover", url.Values{"action": {"preview"}, "since": {hour}})
-	if p.Status != http.StatusOK {
-		t.Fatalf("preview: %s", p)
-	}
-	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.HasPrefix(got, "2 dead deliveries since") || !strings.Contains(got, "would be replayed") {
-		t.Errorf("preview says %q", got)
-	}
-	// The card promises a pace that does not flood the endpoint, and the preview tells the same pace: two
-	// deliveries at about 20 a second go within one second, not "all at once".
-	if card := text(one(t, p.Doc, "recover")); !strings.Contains(card, "about 20 a second") {
-		t.Errorf("the recover card does not say its pace: %q", card)
-	}
-	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.Contains(got, "spread over 1 second") || strings.Contains(got, "all at once") {
-		t.Errorf("preview says %q, want the pace the card promises (spread over 1 second)", got)
-	}
-	for _, id := range dead {
-		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed {
-			t.Errorf("preview changed %s to %s", id, d.State)
-		}
-	}
+	p = checkRecoverPreview(t, e, c, tn, path, hour, dead)
 
 	// Confirm: replayed, with a message, back on the page.
 	hits := e.recv.count("/bad/recover")
@@ -674,8 +656,44 @@ func TestRecoverForCustomer(t *testing.T) {
 	if len(previews) != 1 || len(byTestID(previews[0], "dry-run")) != 1 {
 		t.Errorf("%d previews listed apart", len(previews))
 	}
+	checkRecoverPage(t, e, c, recoverPath, dead)
+
+	checkRecoverRefusals(t, e, c, tn, sub, hour)
+}
+
+// checkRecoverPreview previews the recover of the dead deliveries since hour on path's page: the count and
+// the pace, nothing changed. It returns the page with the preview.
+func checkRecoverPreview(t *testing.T, e *env, c *client, tn tenant, path, hour string, dead []uuid.UUID) *page {
+	t.Helper()
+	p := c.post(path+"/recover", url.Values{"action": {"preview"}, "since": {hour}})
+	if p.Status != http.StatusOK {
+		t.Fatalf("preview: %s", p)
+	}
+	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.HasPrefix(got, "2 dead deliveries since") || !strings.Contains(got, "would be replayed") {
+		t.Errorf("preview says %q", got)
+	}
+	// The card promises a pace that does not flood the endpoint, and the preview tells the same pace: two
+	// deliveries at about 20 a second go within one second, not "all at once".
+	if card := text(one(t, p.Doc, "recover")); !strings.Contains(card, "about 20 a second") {
+		t.Errorf("the recover card does not say its pace: %q", card)
+	}
+	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.Contains(got, "spread over 1 second") || strings.Contains(got, "all at once") {
+		t.Errorf("preview says %q, want the pace the card promises (spread over 1 second)", got)
+	}
+	for _, id := range dead {
+		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed {
+			t.Errorf("preview changed %s to %s", id, d.State)
+		}
+	}
+	return p
+}
+
+// checkRecoverPage checks the recover's own page: the outcome, settled (no following), the deliveries it sent
+// again; only the customer whose it is (and operators) see it, and the delivery page names it.
+func checkRecoverPage(t *testing.T, e *env, c *client, recoverPath string, dead []uuid.UUID) {
+	t.Helper()
 	// Its page: the outcome, settled (no following), the deliveries it sent again.
-	p = c.get(recoverPath)
+	p := c.get(recoverPath)
 	if p.Status != http.StatusOK {
 		t.Fatalf("recover page: %s", p)
 	}
@@ -708,7 +726,13 @@ func TestRecoverForCustomer(t *testing.T) {
 	if got := text(one(t, p.Doc, "replayed-by")); !strings.HasPrefix(got, "your recover of") {
 		t.Errorf("replayed by %q", got)
 	}
+}
 
+// checkRecoverRefusals checks a refused recover of sub is a warning on its page, never an error page (one
+// running already among them), and that another tenant cannot recover it.
+func checkRecoverRefusals(t *testing.T, e *env, c *client, tn tenant, sub subscriptions.Subscription, hour string) {
+	t.Helper()
+	path := "/subscriptions/" + sub.ID.String()
 	// Refusals are warnings on the page, never an error page.
 	for _, r := range []struct {
 		since, want string
@@ -728,7 +752,7 @@ func TestRecoverForCustomer(t *testing.T) {
 		}
 	}
 	_, release := e.insertRunningReplay("recover", 1, 0, &tn.ID, &sub.ID)
-	p = c.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {hour}})
+	p := c.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {hour}})
 	release()
 	if f := one(t, p.Doc, "flash"); !strings.Contains(text(f), "running already") {
 		t.Errorf("while one runs: %q", text(f))
