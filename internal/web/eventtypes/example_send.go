@@ -55,7 +55,7 @@ func (h *Handler) SendExample(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/deliveries/"+deliveryID, http.StatusSeeOther)
 }
 
-// formSubscription loads the subscription_id form field's subscription as customerSubscription loads a
+// formSubscription loads the subscription_id form field's subscription as the subscription pages load a
 // path's: the user's tenant's (anything else is NOT_FOUND), or for an operator whichever tenant's it is.
 // A missing or malformed id is INVALID_REQUEST.
 func (h *Handler) formSubscription(r *http.Request) (uuid.UUID, subscriptions.Subscription, error) {
