@@ -851,7 +851,12 @@ func TestNotFoundPageAndAssets(t *testing.T) {
 			}
 		}
 	}
-	if res, _ := http.Get(e.base + "/static/nope.css"); res.StatusCode != http.StatusNotFound {
+	res, err := http.Get(e.base + "/static/nope.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close() // an unread, unclosed body would keep its connection (and two goroutines) for good
+	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("missing asset: %d", res.StatusCode)
 	}
 	if csp := home.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
