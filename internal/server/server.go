@@ -35,6 +35,7 @@ import (
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/tracing"
+	"github.com/hookline/hookline/internal/web/session"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -74,6 +75,10 @@ type Server struct {
 	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
 	Activity   *activity.Log
+	// LoginThrottle counts the dashboard's failed sign-ins (its old rows are pruned by the maintenance leader);
+	// Sessions is the dashboard's session store. Both are built once here and given to the dashboard.
+	LoginThrottle *tenants.LoginThrottle
+	Sessions      *session.Store
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
@@ -277,8 +282,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}})
 	mlog := log.With("component", "maintenance")
 	s.Maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
-	s.Maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval,
-		tenants.NewLoginThrottle(pool, o.Now, 0, 0, 0).Prune, mlog))
+	s.LoginThrottle = tenants.NewLoginThrottle(pool, o.Now, 0, 0, 0)
+	s.Sessions = session.NewStore(pool)
+	s.Maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval, s.LoginThrottle.Prune, mlog))
 	s.Maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
 	var operator *incidents.Operator
 	if cfg.OperatorWebhookURL != "" {

@@ -42,11 +42,6 @@ const (
 // AllScopes lists every tenant scope.
 var AllScopes = principal.AllScopes
 
-// Principal is who is calling.
-//
-// Deprecated: use principal.Principal; this name stays only until the dashboard's tests have moved to it.
-type Principal = principal.Principal
-
 // Tenant is one customer account.
 type Tenant struct {
 	ID        uuid.UUID `json:"id"`
