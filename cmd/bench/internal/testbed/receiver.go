@@ -1,6 +1,7 @@
-package main
+package testbed
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 // receiver is the loopback endpoint every subscription points at: /hook/<delay ms>/<label>. It answers
 // 200 at once or after the delay, and counts every request by webhook-id and label (one delivery), so a
 // run can say how many deliveries arrived and which arrived twice after a 2xx.
-type receiver struct {
+type Receiver struct {
 	srv  *http.Server
 	base string
 
@@ -31,29 +32,29 @@ type receiver struct {
 	waiters  map[string]chan time.Time // delivery key -> told its first arrival
 }
 
-func startReceiver() (*receiver, error) {
+func StartReceiver() (*Receiver, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	rc := &receiver{base: "http://" + l.Addr().String(), seen: map[string]int{}, arrived: map[string]time.Time{}}
+	rc := &Receiver{base: "http://" + l.Addr().String(), seen: map[string]int{}, arrived: map[string]time.Time{}}
 	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
 	go rc.srv.Serve(l)
 	return rc, nil
 }
 
-func (rc *receiver) close() {
+func (rc *Receiver) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = rc.srv.Shutdown(ctx)
 }
 
 // url for a subscription labelled label whose receiver answers after delay.
-func (rc *receiver) url(delay time.Duration, label string) string {
+func (rc *Receiver) URL(delay time.Duration, label string) string {
 	return fmt.Sprintf("%s/hook/%d/%s", rc.base, delay.Milliseconds(), label)
 }
 
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	_, err := io.Copy(io.Discard, r.Body)
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/hook/"), "/")
@@ -93,7 +94,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reset forgets everything; after it, the returned channel closes once target distinct deliveries
 // arrived (never when target is 0). track keeps each delivery's first arrival time.
-func (rc *receiver) reset(target int, track bool) <-chan struct{} {
+func (rc *Receiver) Reset(target int, track bool) <-chan struct{} {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.seen = map[string]int{}
@@ -108,7 +109,7 @@ func (rc *receiver) reset(target int, track bool) <-chan struct{} {
 
 // await returns a channel told the first arrival of the delivery key (at once if it arrived already,
 // when tracking).
-func (rc *receiver) await(key string) <-chan time.Time {
+func (rc *Receiver) Await(key string) <-chan time.Time {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	ch := make(chan time.Time, 1)
@@ -124,14 +125,14 @@ func (rc *receiver) await(key string) <-chan time.Time {
 }
 
 // counts returns distinct deliveries, all requests, and the keys received more than once.
-func (rc *receiver) counts() (unique, total int, dups []string) {
+func (rc *Receiver) Counts() (unique, total int, dups []string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return len(rc.seen), rc.total, append([]string(nil), rc.dupKeys...)
 }
 
 // arrival returns the first arrival of a delivery.
-func (rc *receiver) arrival(key string) (time.Time, bool) {
+func (rc *Receiver) Arrival(key string) (time.Time, bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	t, ok := rc.arrived[key]
@@ -139,39 +140,55 @@ func (rc *receiver) arrival(key string) (time.Time, bool) {
 }
 
 // tally is the lost/duplicate count of a phase: expected deliveries against what the receiver got.
-type tally struct {
-	expected, unique, total int
-	dups                    []string
-	stored                  bool // counted in SQL (ingest): "stored" rather than "delivered"
+type Tally struct {
+	Expected, Unique, Total int
+	Dups                    []string
+	Stored                  bool // counted in SQL (ingest): "stored" rather than "delivered"
 }
 
-func (t tally) lost() int       { return max(t.expected-t.unique, 0) }
-func (t tally) duplicates() int { return t.total - t.unique }
+func (t Tally) Lost() int       { return max(t.Expected-t.Unique, 0) }
+func (t Tally) Duplicates() int { return t.Total - t.Unique }
 
-func (t tally) String() string {
+func (t Tally) String() string {
 	verb := "delivered"
-	if t.stored {
+	if t.Stored {
 		verb = "stored"
 	}
-	s := fmt.Sprintf("accepted %d, %s %d, lost %d, duplicates %d", t.expected, verb, t.unique, t.lost(), t.duplicates())
-	if len(t.dups) > 0 {
-		shown := t.dups[:min(len(t.dups), 10)]
+	s := fmt.Sprintf("accepted %d, %s %d, lost %d, duplicates %d", t.Expected, verb, t.Unique, t.Lost(), t.Duplicates())
+	if len(t.Dups) > 0 {
+		shown := t.Dups[:min(len(t.Dups), 10)]
 		s += " (twice: " + strings.Join(shown, ", ")
-		if len(t.dups) > len(shown) {
-			s += fmt.Sprintf(", … %d more", len(t.dups)-len(shown))
+		if len(t.Dups) > len(shown) {
+			s += fmt.Sprintf(", … %d more", len(t.Dups)-len(shown))
 		}
 		s += ")"
 	}
 	return s
 }
 
-func (rc *receiver) tally(expected int) tally {
-	u, t, d := rc.counts()
-	return tally{expected: expected, unique: u, total: t, dups: d}
+// Tally counts the deliveries the receiver got against expected.
+func (rc *Receiver) Tally(expected int) Tally {
+	u, t, d := rc.Counts()
+	return Tally{Expected: expected, Unique: u, Total: t, Dups: d}
 }
 
-// record adds a tally's lost and duplicates as figures of phase/name.
-func (b *bench) record(phase, name string, t tally) {
-	b.res.add(phase, name+" lost", float64(t.lost()), "lost", fmt.Sprintf("of %d", t.expected))
-	b.res.add(phase, name+" duplicates", float64(t.duplicates()), "duplicates", "")
+// PostDelivery POSTs body to url as a delivery with webhook-id id, and wants a 200: what the ceiling's
+// loop sends the receiver for each row it claimed.
+func PostDelivery(ctx context.Context, hc *http.Client, url, id string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", id)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
 }

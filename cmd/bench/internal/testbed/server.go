@@ -1,7 +1,6 @@
-package main
+package testbed
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,89 +21,32 @@ import (
 	"github.com/hookline/hookline/internal/testdb"
 )
 
+// adminToken is the admin token every server started here accepts, and every Client sends.
 const adminToken = "bench-admin-token-0123456789abcdef"
 
-type bench struct {
-	o   options
-	res *Results
-	rc  *receiver
-	// lastDrainCPU, when set, is where drainOnce leaves the CPU readings taken around its drain (the
-	// tracing phase compares them).
-	lastDrainCPU *[2]cpuUse
-}
-
-func newBench(ctx context.Context, o options) (*bench, error) {
-	b := &bench{o: o, res: &Results{StartedAt: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:]}}
-	m := &b.res.Machine
-	m.Cores = runtime.NumCPU()
-	m.Go = runtime.Version()
-	m.MemoryMiB = memTotalMiB()
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(out) > 0 {
-			m.Commit += "+dirty"
-		}
-	}
-	if out, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(out))
-	}
-	admin, err := testdb.AdminURL(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pool, err := pgxuuid.NewPool(ctx, admin)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&m.PostgreSQL); err != nil {
-		return nil, fmt.Errorf("PostgreSQL at DATABASE_URL or the project-managed one: %w", err)
-	}
-	if b.rc, err = startReceiver(); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-func (b *bench) close() { b.rc.close() }
-
-func memTotalMiB() int {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func buildServer(ctx context.Context, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/server")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	return cmd.Run()
+// ServerBinary is the server binary measured and how the harness starts it: every database a phase uses
+// is migrated by it, and every server a phase talks to runs it.
+type ServerBinary struct {
+	Path    string   // the binary (-server)
+	Env     []string // KEY=VALUE added to every start, after the harness's and the phase's own (-server-env)
+	ShowLog bool     // copy the server's log to the harness's stdout and stderr (-v)
 }
 
 // database is a fresh, migrated database for one phase, with a pool for the harness's own SQL.
-type database struct {
-	url  string
-	pool *pgxpool.Pool
+type Database struct {
+	URL  string
+	Pool *pgxpool.Pool
 	drop func()
 }
 
-// freshDB creates an empty database and has the server binary migrate it (`server migrate`), so the
+// FreshDB creates an empty database and has the server binary migrate it (`server migrate`), so the
 // schema is always the one of the binary measured, even one built from another commit (-server).
-func (b *bench) freshDB(ctx context.Context, phase string) (*database, error) {
+func (sb ServerBinary) FreshDB(ctx context.Context, phase string) (*Database, error) {
 	u, drop, err := testdb.CreateEmpty(ctx, "bench_"+phase)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, b.o.serverBin, "migrate")
+	cmd := exec.CommandContext(ctx, sb.Path, "migrate")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+u, "HOOKLINE_LOG_FORMAT=text")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		drop()
@@ -124,52 +65,37 @@ func (b *bench) freshDB(ctx context.Context, phase string) (*database, error) {
 		drop()
 		return nil, err
 	}
-	return &database{url: u, pool: pool, drop: drop}, nil
+	return &Database{URL: u, Pool: pool, drop: drop}, nil
 }
 
-func (d *database) close() {
-	d.pool.Close()
+func (d *Database) Close() {
+	d.Pool.Close()
 	d.drop()
 }
 
-func (d *database) count(ctx context.Context, sql string, args ...any) (int, error) {
+func (d *Database) Count(ctx context.Context, sql string, args ...any) (int, error) {
 	var n int
-	err := d.pool.QueryRow(ctx, sql, args...).Scan(&n)
+	err := d.Pool.QueryRow(ctx, sql, args...).Scan(&n)
 	return n, err
 }
 
 // server is one running bin/server process.
-type server struct {
+type Server struct {
 	cmd  *exec.Cmd
-	base string // http://127.0.0.1:port
+	Base string // http://127.0.0.1:port
 	done chan error
 	log  *tailBuffer
 }
 
-// startServer starts the server binary on a free loopback port against dbURL, with the harness's
-// settings, then env (KEY=VALUE), then -server-env, and waits until /readyz answers 200.
-// serverPhase gives a phase its own fresh database, a server on it and a client of the server, and the
-// cleanup that stops the server and drops the database.
-func (b *bench) serverPhase(ctx context.Context, phase string, env ...string) (*database, *server, *client, func(), error) {
-	db, err := b.freshDB(ctx, phase)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	s, err := b.startServer(ctx, db.url, env...)
-	if err != nil {
-		db.close()
-		return nil, nil, nil, nil, err
-	}
-	return db, s, newClient(s.base), func() { s.stop(); db.close() }, nil
-}
-
-func (b *bench) startServer(ctx context.Context, dbURL string, env ...string) (*server, error) {
+// Start starts the server binary on a free loopback port against dbURL, with the harness's settings,
+// then env (KEY=VALUE), then the binary's Env, and waits until /readyz answers 200.
+func (sb ServerBinary) Start(ctx context.Context, dbURL string, env ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(b.o.serverBin)
+	cmd := exec.Command(sb.Path)
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL,
 		"HOOKLINE_ADDR="+addr,
@@ -179,9 +105,9 @@ func (b *bench) startServer(ctx context.Context, dbURL string, env ...string) (*
 		"HOOKLINE_DEMO=false",
 	)
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Env = append(cmd.Env, b.o.serverEnv...)
-	s := &server{cmd: cmd, base: "http://" + addr, done: make(chan error, 1), log: &tailBuffer{max: 64 << 10}}
-	if b.o.verbose {
+	cmd.Env = append(cmd.Env, sb.Env...)
+	s := &Server{cmd: cmd, Base: "http://" + addr, done: make(chan error, 1), log: &tailBuffer{max: 64 << 10}}
+	if sb.ShowLog {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, s.log), io.MultiWriter(os.Stderr, s.log)
 	} else {
 		cmd.Stdout, cmd.Stderr = s.log, s.log
@@ -196,11 +122,11 @@ func (b *bench) startServer(ctx context.Context, dbURL string, env ...string) (*
 		case err := <-s.done:
 			return nil, fmt.Errorf("server exited at start (%v); its log:\n%s", err, s.log.String())
 		case <-ctx.Done():
-			s.stop()
+			s.Stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := http.Get(s.base + "/readyz")
+		resp, err := http.Get(s.Base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -208,14 +134,14 @@ func (b *bench) startServer(ctx context.Context, dbURL string, env ...string) (*
 			}
 		}
 		if time.Now().After(deadline) {
-			s.stop()
+			s.Stop()
 			return nil, fmt.Errorf("server not ready within 60 s; its log:\n%s", s.log.String())
 		}
 	}
 }
 
 // stop sends SIGTERM and waits (SIGKILL after 30 s).
-func (s *server) stop() {
+func (s *Server) Stop() {
 	if s == nil || s.cmd.Process == nil {
 		return
 	}
@@ -229,7 +155,7 @@ func (s *server) stop() {
 }
 
 // memory reads VmRSS and VmHWM (peak) in MiB from /proc.
-func (s *server) memory() (rss, hwm float64, err error) {
+func (s *Server) Memory() (rss, hwm float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return 0, 0, err
@@ -253,15 +179,8 @@ func (s *server) memory() (rss, hwm float64, err error) {
 }
 
 // resetPeak makes VmHWM start again from the current RSS.
-func (s *server) resetPeak() error {
+func (s *Server) ResetPeak() error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.cmd.Process.Pid), []byte("5"), 0)
-}
-
-// recordPeak adds the server's peak RSS since the last resetPeak as a figure.
-func (b *bench) recordPeak(phase, what string, s *server) {
-	if _, hwm, err := s.memory(); err == nil {
-		b.res.add("rss", "peak during "+phase+" "+what, hwm, "MiB", "VmHWM")
-	}
 }
 
 func freePort() (int, error) {
