@@ -174,6 +174,7 @@ func checkRules(content []byte, exp map[string]bool) (alerts []string, errs []er
 }
 
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +337,7 @@ func checkDashboard(content []byte, exp map[string]bool) []error {
 }
 
 func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +349,7 @@ func TestGrafanaDashboard(t *testing.T) {
 
 // The checks are only worth their passes if they fail: each broken variant must be refused.
 func TestChecksRefuseMistakes(t *testing.T) {
+	t.Parallel()
 	exp := map[string]bool{"webhook_queue_lag_seconds": true, "webhook_delivery_attempts_total": true}
 	rule := func(expr, extra string) string {
 		return fmt.Sprintf(`groups:
