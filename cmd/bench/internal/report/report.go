@@ -175,6 +175,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // Latencies collects durations and reports percentiles in milliseconds.
 type Latencies []time.Duration
 
+// Millis is the p-th percentile in milliseconds; 0 for none.
 func (l Latencies) Millis(p float64) float64 {
 	s := slices.Clone(l)
 	slices.Sort(s)

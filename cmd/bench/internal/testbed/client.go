@@ -13,18 +13,19 @@ import (
 	"time"
 )
 
-// client talks to one server through the JSON API with the admin token, over keep-alive connections.
+// Client talks to one server through the JSON API with the admin token, over keep-alive connections.
 type Client struct {
 	base string
 	hc   *http.Client
 }
 
+// NewClient is a client of the server at base (http://host:port).
 func NewClient(base string) *Client {
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
 	return &Client{base: base + "/api/v1", hc: &http.Client{Transport: tr, Timeout: time.Minute}}
 }
 
-// call sends body (JSON-encoded unless nil or []byte) and decodes a 2xx answer into out. It returns the
+// Call sends body (JSON-encoded unless nil or []byte) and decodes a 2xx answer into out. It returns the
 // status; an answer outside 2xx is an error carrying the body.
 func (c *Client) Call(ctx context.Context, method, path string, body any, hdr map[string]string, out any) (int, error) {
 	var rd io.Reader
@@ -76,6 +77,7 @@ type WebClient struct {
 	hc   *http.Client
 }
 
+// SignIn signs in to the dashboard of the server at base.
 func SignIn(ctx context.Context, base, email, password string) (*WebClient, error) {
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: time.Minute,
@@ -97,6 +99,7 @@ func SignIn(ctx context.Context, base, email, password string) (*WebClient, erro
 	return &WebClient{base: base, hc: hc}, nil
 }
 
+// Get fetches a dashboard page, read to its end, and wants a 200.
 func (w *WebClient) Get(ctx context.Context, path string) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", w.base+path, nil)
 	if err != nil {

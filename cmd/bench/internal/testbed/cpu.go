@@ -22,6 +22,7 @@ type CPUUse struct {
 // clockTicks is USER_HZ: utime and stime in /proc/PID/stat are counted in these (100 on Linux).
 const clockTicks = 100
 
+// ProcessCPU is the CPU time, user and system, a process has spent, in seconds; false when it cannot be read.
 func ProcessCPU(pid int) (float64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -78,7 +79,7 @@ func ReadCPU(ctx context.Context, db *Database, servers ...*Server) CPUUse {
 	return c
 }
 
-// perDelivery is the CPU each party spent per delivery between two readings, in microseconds.
+// PerDelivery is the CPU each party spent per delivery between two readings, in microseconds.
 func (c CPUUse) PerDelivery(after CPUUse, n int) (Server, Database, harness float64, ok bool) {
 	if !c.OK || !after.OK || n == 0 {
 		return 0, 0, 0, false

@@ -23,6 +23,7 @@ type OTLPSink struct {
 	bytes   int64
 }
 
+// StartOTLPSink starts the collector on a free loopback port; Close stops it.
 func StartOTLPSink() (*OTLPSink, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,6 +35,7 @@ func StartOTLPSink() (*OTLPSink, error) {
 	return k, nil
 }
 
+// ServeHTTP takes one export.
 func (k *OTLPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
 		http.NotFound(w, r)
@@ -64,6 +66,7 @@ func (k *OTLPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
+// Take returns the spans, exports and bytes received since the last Take.
 func (k *OTLPSink) Take() (spans, exports int, bytes int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -72,6 +75,7 @@ func (k *OTLPSink) Take() (spans, exports int, bytes int64) {
 	return
 }
 
+// Close stops the collector.
 func (k *OTLPSink) Close() { _ = k.srv.Close() }
 
 // tracingEnv is the server environment with tracing on: every span sampled and exported over OTLP/HTTP

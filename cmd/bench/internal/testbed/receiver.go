@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// receiver is the loopback endpoint every subscription points at: /hook/<delay ms>/<label>. It answers
+// Receiver is the loopback endpoint every subscription points at: /hook/<delay ms>/<label>. It answers
 // 200 at once or after the delay, and counts every request by webhook-id and label (one delivery), so a
 // run can say how many deliveries arrived and which arrived twice after a 2xx.
 type Receiver struct {
@@ -32,6 +32,7 @@ type Receiver struct {
 	waiters  map[string]chan time.Time // delivery key -> told its first arrival
 }
 
+// StartReceiver starts the receiver on a free loopback port; Close stops it.
 func StartReceiver() (*Receiver, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,17 +44,19 @@ func StartReceiver() (*Receiver, error) {
 	return rc, nil
 }
 
+// Close shuts the receiver down.
 func (rc *Receiver) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = rc.srv.Shutdown(ctx)
 }
 
-// url for a subscription labelled label whose receiver answers after delay.
+// URL for a subscription labelled label whose receiver answers after delay.
 func (rc *Receiver) URL(delay time.Duration, label string) string {
 	return fmt.Sprintf("%s/hook/%d/%s", rc.base, delay.Milliseconds(), label)
 }
 
+// ServeHTTP counts one delivery.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	_, err := io.Copy(io.Discard, r.Body)
@@ -92,7 +95,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// reset forgets everything; after it, the returned channel closes once target distinct deliveries
+// Reset forgets everything; after it, the returned channel closes once target distinct deliveries
 // arrived (never when target is 0). track keeps each delivery's first arrival time.
 func (rc *Receiver) Reset(target int, track bool) <-chan struct{} {
 	rc.mu.Lock()
@@ -107,7 +110,7 @@ func (rc *Receiver) Reset(target int, track bool) <-chan struct{} {
 	return ch
 }
 
-// await returns a channel told the first arrival of the delivery key (at once if it arrived already,
+// Await returns a channel told the first arrival of the delivery key (at once if it arrived already,
 // when tracking).
 func (rc *Receiver) Await(key string) <-chan time.Time {
 	rc.mu.Lock()
@@ -124,14 +127,14 @@ func (rc *Receiver) Await(key string) <-chan time.Time {
 	return ch
 }
 
-// counts returns distinct deliveries, all requests, and the keys received more than once.
+// Counts returns distinct deliveries, all requests, and the keys received more than once.
 func (rc *Receiver) Counts() (unique, total int, dups []string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return len(rc.seen), rc.total, append([]string(nil), rc.dupKeys...)
 }
 
-// arrival returns the first arrival of a delivery.
+// Arrival returns the first arrival of a delivery.
 func (rc *Receiver) Arrival(key string) (time.Time, bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -139,16 +142,18 @@ func (rc *Receiver) Arrival(key string) (time.Time, bool) {
 	return t, ok
 }
 
-// tally is the lost/duplicate count of a phase: expected deliveries against what the receiver got.
+// Tally is the lost/duplicate count of a phase: expected deliveries against what the receiver got.
 type Tally struct {
 	Expected, Unique, Total int
 	Dups                    []string
 	Stored                  bool // counted in SQL (ingest): "stored" rather than "delivered"
 }
 
+// Lost are the expected deliveries that did not arrive; Duplicates the arrivals beyond the first of each.
 func (t Tally) Lost() int       { return max(t.Expected-t.Unique, 0) }
 func (t Tally) Duplicates() int { return t.Total - t.Unique }
 
+// String is the tally as the phases print it.
 func (t Tally) String() string {
 	verb := "delivered"
 	if t.Stored {

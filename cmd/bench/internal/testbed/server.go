@@ -1,3 +1,7 @@
+// Package testbed is what the benchmark harness's phases run against: the server binary measured (started
+// as a subprocess, so its memory and CPU time can be read from /proc), fresh databases it migrates, the
+// loopback receiver every delivery goes to, clients of the JSON API and the dashboard, CPU readings of the
+// server, the database's backends and the harness, PostgreSQL's slow plans, and an OTLP collector.
 package testbed
 
 import (
@@ -32,7 +36,7 @@ type ServerBinary struct {
 	ShowLog bool     // copy the server's log to the harness's stdout and stderr (-v)
 }
 
-// database is a fresh, migrated database for one phase, with a pool for the harness's own SQL.
+// Database is a fresh, migrated database for one phase, with a pool for the harness's own SQL.
 type Database struct {
 	URL  string
 	Pool *pgxpool.Pool
@@ -68,18 +72,20 @@ func (sb ServerBinary) FreshDB(ctx context.Context, phase string) (*Database, er
 	return &Database{URL: u, Pool: pool, drop: drop}, nil
 }
 
+// Close closes the pool and drops the database.
 func (d *Database) Close() {
 	d.Pool.Close()
 	d.drop()
 }
 
+// Count runs a query of one integer, a count.
 func (d *Database) Count(ctx context.Context, sql string, args ...any) (int, error) {
 	var n int
 	err := d.Pool.QueryRow(ctx, sql, args...).Scan(&n)
 	return n, err
 }
 
-// server is one running bin/server process.
+// Server is one running bin/server process.
 type Server struct {
 	cmd  *exec.Cmd
 	Base string // http://127.0.0.1:port
@@ -140,7 +146,7 @@ func (sb ServerBinary) Start(ctx context.Context, dbURL string, env ...string) (
 	}
 }
 
-// stop sends SIGTERM and waits (SIGKILL after 30 s).
+// Stop sends SIGTERM and waits (SIGKILL after 30 s).
 func (s *Server) Stop() {
 	if s == nil || s.cmd.Process == nil {
 		return
@@ -154,7 +160,7 @@ func (s *Server) Stop() {
 	}
 }
 
-// memory reads VmRSS and VmHWM (peak) in MiB from /proc.
+// Memory reads VmRSS and VmHWM (peak) in MiB from /proc.
 func (s *Server) Memory() (rss, hwm float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
@@ -178,7 +184,7 @@ func (s *Server) Memory() (rss, hwm float64, err error) {
 	return rss, hwm, nil
 }
 
-// resetPeak makes VmHWM start again from the current RSS.
+// ResetPeak makes VmHWM start again from the current RSS.
 func (s *Server) ResetPeak() error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.cmd.Process.Pid), []byte("5"), 0)
 }
