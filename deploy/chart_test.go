@@ -196,6 +196,7 @@ func checkValues(content []byte, variables []string) []error {
 }
 
 func TestChartValuesNameEverySetting(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +218,7 @@ func TestChartValuesNameEverySetting(t *testing.T) {
 // The PrometheusRule ships the same rules as deploy/prometheus/alerts.yml: the chart holds a copy, since
 // helm reads only files inside the chart.
 func TestChartAlertsAreTheShippedOnes(t *testing.T) {
+	t.Parallel()
 	shipped, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +330,7 @@ func filterLabels(labels, keys map[string]string) map[string]string {
 }
 
 func TestChart(t *testing.T) {
+	t.Parallel()
 	if out, err := helm(t, "lint", "--strict", chartDir); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -408,6 +411,7 @@ func TestChart(t *testing.T) {
 
 // The checks fail on what they are there to catch.
 func TestChartChecksRefuseMistakes(t *testing.T) {
+	t.Parallel()
 	out, err := helm(t, "template", "hookline", chartDir, "--kube-version", kubeVersion)
 	if err != nil {
 		t.Fatal(err)
@@ -485,6 +489,7 @@ func mounts(vols []string) (binds map[string]string, named []string) {
 }
 
 func TestCompose(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile("compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -498,6 +503,24 @@ func TestCompose(t *testing.T) {
 			t.Fatalf("compose.yaml has no %s service", want)
 		}
 	}
+	checkComposeServices(t, c)
+
+	// Every mounted file exists, and the monitoring services find what they load where it is mounted.
+	inContainer := composeMounts(t, c)
+	checkPrometheusMounts(t, inContainer)
+	checkGrafanaMounts(t, inContainer)
+
+	// Strict decoding is what catches a misspelt key.
+	broken := strings.Replace(string(content), "healthcheck:", "helthcheck:", 1)
+	if err := strictYAML([]byte(broken), &compose{}); err == nil {
+		t.Error("a misspelt key in compose.yaml was accepted")
+	}
+}
+
+// checkComposeServices checks the hookline service (its image, database, secrets, health check, grace
+// period and start order) and the postgres service it waits for.
+func checkComposeServices(t *testing.T, c compose) {
+	t.Helper()
 	hl := c.Services["hookline"]
 	if hl.Image != "hookline:latest" || len(hl.Profiles) != 0 {
 		t.Errorf("hookline: image %q profiles %v, want hookline:latest (as make image's tarball loads) in the default profile", hl.Image, hl.Profiles)
@@ -530,8 +553,13 @@ func TestCompose(t *testing.T) {
 	} else if v, err := strconv.Atoi(strings.TrimPrefix(pg.Image, "postgres:")); err != nil || v < 15 {
 		t.Errorf("postgres: image %q, want PostgreSQL 15 or later", pg.Image)
 	}
+}
 
-	// Every mounted file exists, and the monitoring services find what they load where it is mounted.
+// composeMounts checks every service's mounts (bind-mounted files exist, named volumes are declared, the
+// monitoring services are in the monitoring profile) and returns, per service, the file in deploy/ mounted
+// at each container path.
+func composeMounts(t *testing.T, c compose) map[string]map[string]string {
+	t.Helper()
 	inContainer := map[string]map[string]string{} // service -> container path -> file in deploy/
 	for name, s := range c.Services {
 		binds, named := mounts(s.Volumes)
@@ -551,6 +579,13 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%s: profiles %v, want [monitoring]", name, s.Profiles)
 		}
 	}
+	return inContainer
+}
+
+// checkPrometheusMounts: Prometheus gets the shipped rules and a configuration that loads them and scrapes
+// the hookline service as the job the rules name.
+func checkPrometheusMounts(t *testing.T, inContainer map[string]map[string]string) {
+	t.Helper()
 	if inContainer["prometheus"]["/etc/prometheus/alerts.yml"] != "./"+alertsFile {
 		t.Errorf("prometheus does not mount %s", alertsFile)
 	}
@@ -580,6 +615,12 @@ func TestCompose(t *testing.T) {
 		!slices.Equal(prom.ScrapeConfigs[0].StaticConfigs[0].Targets, []string{"hookline:8080"}) {
 		t.Errorf("%s scrapes %+v, want job hookline at hookline:8080 (the job the rules name)", promFile, prom.ScrapeConfigs)
 	}
+}
+
+// checkGrafanaMounts: Grafana gets the dashboard where its provisioned provider reads, and the prometheus
+// service as its default data source.
+func checkGrafanaMounts(t *testing.T, inContainer map[string]map[string]string) {
+	t.Helper()
 	if inContainer["grafana"]["/var/lib/grafana/dashboards/hookline.json"] != "./"+dashboardFile {
 		t.Errorf("grafana does not mount %s", dashboardFile)
 	}
@@ -627,11 +668,5 @@ func TestCompose(t *testing.T) {
 	if len(datasources.Datasources) != 1 || datasources.Datasources[0].Type != "prometheus" ||
 		datasources.Datasources[0].URL != "http://prometheus:9090" || !datasources.Datasources[0].IsDefault {
 		t.Errorf("data sources %+v, want the prometheus service as the default", datasources.Datasources)
-	}
-
-	// Strict decoding is what catches a misspelt key.
-	broken := strings.Replace(string(content), "healthcheck:", "helthcheck:", 1)
-	if err := strictYAML([]byte(broken), &compose{}); err == nil {
-		t.Error("a misspelt key in compose.yaml was accepted")
 	}
 }

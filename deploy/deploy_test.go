@@ -26,11 +26,18 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"go.uber.org/goleak"
 )
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "deploy", func(u string) { dbURL = u }) }
+// The server exported starts builds the dashboard's session manager with scs.New, which starts a memory
+// store's cleanup goroutine that nothing stops, whether or not that store is ever used (internal/web
+// replaces it with its own): not these tests' to stop.
+func TestMain(m *testing.M) {
+	testdb.Main(m, "deploy", func(u string) { dbURL = u },
+		goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup"))
+}
 
 const (
 	alertsFile    = "prometheus/alerts.yml"
@@ -174,6 +181,7 @@ func checkRules(content []byte, exp map[string]bool) (alerts []string, errs []er
 }
 
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +344,7 @@ func checkDashboard(content []byte, exp map[string]bool) []error {
 }
 
 func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
 	content, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +356,7 @@ func TestGrafanaDashboard(t *testing.T) {
 
 // The checks are only worth their passes if they fail: each broken variant must be refused.
 func TestChecksRefuseMistakes(t *testing.T) {
+	t.Parallel()
 	exp := map[string]bool{"webhook_queue_lag_seconds": true, "webhook_delivery_attempts_total": true}
 	rule := func(expr, extra string) string {
 		return fmt.Sprintf(`groups:

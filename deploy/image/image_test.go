@@ -19,16 +19,40 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestImage builds the image twice from this checkout (one build pair: the first cross-compiles for both
 // platforms, the second is served from the build cache), checks the second is byte-for-byte the first, then
 // opens the tarball as docker and podman would and checks what the image promises.
 func TestImage(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(CABundle); err != nil {
 		t.Fatalf("the CA bundle the image copies is missing (apt-get install ca-certificates): %v", err)
 	}
 	dir := t.TempDir()
+	first, tarball := buildTwice(t, dir)
+	files := untar(t, tarball, filepath.Join(dir, "layout"))
+	for _, name := range []string{"oci-layout", "index.json", "manifest.json"} {
+		if _, ok := files[name]; !ok {
+			t.Errorf("the tarball has no %s", name)
+		}
+	}
+	platforms, images := checkLayout(t, filepath.Join(dir, "layout"), first)
+	binaries := map[string][]byte{}
+	for _, p := range platforms {
+		binaries[p] = checkPlatformImage(t, p, images[p], first)
+	}
+	checkDockerManifest(t, files, images)
+	checkVersion(t, dir, binaries["linux/amd64"], first)
+}
+
+// buildTwice builds the image twice into dir, checks the two builds are the same, byte for byte, and
+// of HEAD, and returns the first's result and tarball.
+func buildTwice(t *testing.T, dir string) (Result, []byte) {
+	t.Helper()
 	build := func(name string) (Result, []byte) {
 		out := filepath.Join(dir, name)
 		res, err := Build(t.Context(), Options{Root: "../..", Out: out, Tag: "hookline:latest", Version: "v0.0.0-test", Source: defaultRepo, CAFile: CABundle})
@@ -54,14 +78,14 @@ func TestImage(t *testing.T) {
 	if first.Commit != strings.TrimSpace(string(head)) {
 		t.Fatalf("commit %q, want HEAD %q", first.Commit, head)
 	}
+	return first, tarball1
+}
 
-	files := untar(t, tarball1, filepath.Join(dir, "layout"))
-	for _, name := range []string{"oci-layout", "index.json", "manifest.json"} {
-		if _, ok := files[name]; !ok {
-			t.Errorf("the tarball has no %s", name)
-		}
-	}
-	top, err := layout.ImageIndexFromPath(filepath.Join(dir, "layout"))
+// checkLayout opens the extracted tarball as an OCI layout, checks index.json names the one image index
+// by the tag, and returns its platforms and their images.
+func checkLayout(t *testing.T, dir string, first Result) ([]string, map[string]v1.Image) {
+	t.Helper()
+	top, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,110 +128,136 @@ func TestImage(t *testing.T) {
 	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
 		t.Fatalf("platforms %v, want linux/amd64 and linux/arm64", platforms)
 	}
+	return platforms, images
+}
 
+// checkPlatformImage checks platform p's image (its config, its one layer, the binary in it) and returns
+// the binary (nil when the layer has none).
+func checkPlatformImage(t *testing.T, p string, img v1.Image, first Result) []byte {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.OS + "/" + cf.Architecture; got != p {
+		t.Errorf("%s: config says %s", p, got)
+	}
+	if !cf.Created.Time.Equal(first.Created) {
+		t.Errorf("%s: created %s, want the commit's time %s", p, cf.Created.Time, first.Created)
+	}
+	checkConfig(t, p, cf.Config, first)
+	binary := checkLayer(t, p, img, first)
+	if binary != nil {
+		checkELF(t, p, binary)
+	}
+	return binary
+}
+
+// checkConfig checks how the image says to run it: user, entrypoint, port and labels.
+func checkConfig(t *testing.T, p string, c v1.Config, first Result) {
+	t.Helper()
+	if c.User != "65532:65532" {
+		t.Errorf("%s: user %q, want 65532:65532", p, c.User)
+	}
+	if !slices.Equal(c.Entrypoint, []string{"/hookline"}) || len(c.Cmd) != 0 {
+		t.Errorf("%s: entrypoint %q cmd %q, want [/hookline] and none", p, c.Entrypoint, c.Cmd)
+	}
+	if _, ok := c.ExposedPorts["8080/tcp"]; !ok || len(c.ExposedPorts) != 1 {
+		t.Errorf("%s: exposed ports %v, want 8080/tcp", p, c.ExposedPorts)
+	}
+	for k, want := range map[string]string{
+		"org.opencontainers.image.version":  "v0.0.0-test",
+		"org.opencontainers.image.revision": first.Commit,
+		"org.opencontainers.image.source":   "https://github.com/hookline/hookline",
+		"org.opencontainers.image.created":  first.Created.Format(time.RFC3339),
+	} {
+		if c.Labels[k] != want {
+			t.Errorf("%s: label %s = %q, want %q", p, k, c.Labels[k], want)
+		}
+	}
+}
+
+// checkLayer checks the image's one layer holds exactly the binary, the CA bundle and /tmp, owned by 0:0 at
+// the commit's time, and returns the binary.
+func checkLayer(t *testing.T, p string, img v1.Image, first Result) []byte {
+	t.Helper()
 	ca, err := os.ReadFile(CABundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binaries := map[string][]byte{}
-	for _, p := range platforms {
-		img := images[p]
-		cf, err := img.ConfigFile()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 1 {
+		t.Fatalf("%s: %d layers, want 1", p, len(layers))
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var names []string
+	var binary []byte
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cf.OS + "/" + cf.Architecture; got != p {
-			t.Errorf("%s: config says %s", p, got)
+		names = append(names, h.Name)
+		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || !h.ModTime.Equal(first.Created) {
+			t.Errorf("%s: %s owned by %d:%d (%q:%q) at %s, want 0:0 at the commit's time", p, h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime)
 		}
-		if !cf.Created.Time.Equal(first.Created) {
-			t.Errorf("%s: created %s, want the commit's time %s", p, cf.Created.Time, first.Created)
-		}
-		c := cf.Config
-		if c.User != "65532:65532" {
-			t.Errorf("%s: user %q, want 65532:65532", p, c.User)
-		}
-		if !slices.Equal(c.Entrypoint, []string{"/hookline"}) || len(c.Cmd) != 0 {
-			t.Errorf("%s: entrypoint %q cmd %q, want [/hookline] and none", p, c.Entrypoint, c.Cmd)
-		}
-		if _, ok := c.ExposedPorts["8080/tcp"]; !ok || len(c.ExposedPorts) != 1 {
-			t.Errorf("%s: exposed ports %v, want 8080/tcp", p, c.ExposedPorts)
-		}
-		for k, want := range map[string]string{
-			"org.opencontainers.image.version":  "v0.0.0-test",
-			"org.opencontainers.image.revision": first.Commit,
-			"org.opencontainers.image.source":   "https://github.com/hookline/hookline",
-			"org.opencontainers.image.created":  first.Created.Format(time.RFC3339),
-		} {
-			if c.Labels[k] != want {
-				t.Errorf("%s: label %s = %q, want %q", p, k, c.Labels[k], want)
-			}
-		}
-		layers, err := img.Layers()
+		body, err := io.ReadAll(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(layers) != 1 {
-			t.Fatalf("%s: %d layers, want 1", p, len(layers))
-		}
-		rc, err := layers[0].Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		var names []string
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
+		switch h.Name {
+		case "hookline":
+			if h.Mode != 0o755 {
+				t.Errorf("%s: /hookline mode %o, want 755", p, h.Mode)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			names = append(names, h.Name)
-			if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || !h.ModTime.Equal(first.Created) {
-				t.Errorf("%s: %s owned by %d:%d (%q:%q) at %s, want 0:0 at the commit's time", p, h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime)
-			}
-			body, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch h.Name {
-			case "hookline":
-				if h.Mode != 0o755 {
-					t.Errorf("%s: /hookline mode %o, want 755", p, h.Mode)
-				}
-				binaries[p] = body
-			case "etc/ssl/certs/ca-certificates.crt":
-				if !bytes.Equal(body, ca) {
-					t.Errorf("%s: the CA bundle differs from the build machine's %s", p, CABundle)
-				}
-			}
-		}
-		rc.Close()
-		want := []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt", "hookline", "tmp/"}
-		if !slices.Equal(names, want) {
-			// No shell (bin/sh), no /etc/passwd, nothing else.
-			t.Errorf("%s: the layer holds %v, want exactly %v", p, names, want)
-		}
-		if binaries[p] == nil {
-			continue
-		}
-		f, err := elf.NewFile(bytes.NewReader(binaries[p]))
-		if err != nil {
-			t.Fatalf("%s: /hookline is not an ELF file: %v", p, err)
-		}
-		machine := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}[p]
-		if f.Machine != machine {
-			t.Errorf("%s: /hookline is for %s", p, f.Machine)
-		}
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				t.Errorf("%s: /hookline is dynamically linked (it asks for an interpreter): scratch has no libc", p)
+			binary = body
+		case "etc/ssl/certs/ca-certificates.crt":
+			if !bytes.Equal(body, ca) {
+				t.Errorf("%s: the CA bundle differs from the build machine's %s", p, CABundle)
 			}
 		}
 	}
+	want := []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt", "hookline", "tmp/"}
+	if !slices.Equal(names, want) {
+		// No shell (bin/sh), no /etc/passwd, nothing else.
+		t.Errorf("%s: the layer holds %v, want exactly %v", p, names, want)
+	}
+	return binary
+}
 
-	// Docker's older image store reads manifest.json alone: it must name the amd64 config and layer.
+// checkELF checks the binary is a static ELF executable for p.
+func checkELF(t *testing.T, p string, binary []byte) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(binary))
+	if err != nil {
+		t.Fatalf("%s: /hookline is not an ELF file: %v", p, err)
+	}
+	machine := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}[p]
+	if f.Machine != machine {
+		t.Errorf("%s: /hookline is for %s", p, f.Machine)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			t.Errorf("%s: /hookline is dynamically linked (it asks for an interpreter): scratch has no libc", p)
+		}
+	}
+}
+
+// checkDockerManifest: Docker's older image store reads manifest.json alone: it must name the amd64 config
+// and layer.
+func checkDockerManifest(t *testing.T, files map[string][]byte, images map[string]v1.Image) {
+	t.Helper()
 	var dm []struct {
 		Config   string
 		RepoTags []string
@@ -230,12 +280,16 @@ func TestImage(t *testing.T) {
 			}
 		}
 	}
+}
 
+// checkVersion runs the amd64 binary's `version`: it says the version and commit it was built with.
+func checkVersion(t *testing.T, dir string, binary []byte, first Result) {
+	t.Helper()
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("running the amd64 binary needs linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	bin := filepath.Join(dir, "hookline")
-	if err := os.WriteFile(bin, binaries["linux/amd64"], 0o755); err != nil {
+	if err := os.WriteFile(bin, binary, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "version").CombinedOutput()

@@ -92,28 +92,13 @@ func main() {
 
 // Build cross-compiles the server for every platform and writes the image tarball.
 func Build(ctx context.Context, o Options) (Result, error) {
-	var res Result
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
-	if res.Commit, err = git(ctx, root, "rev-parse", "HEAD"); err != nil {
-		return res, err
-	}
-	secs, err := git(ctx, root, "log", "-1", "--format=%ct", "HEAD")
+	res, err := describe(ctx, root, o.Version)
 	if err != nil {
 		return res, err
-	}
-	unix, err := strconv.ParseInt(secs, 10, 64)
-	if err != nil {
-		return res, fmt.Errorf("commit time %q: %w", secs, err)
-	}
-	res.Created = time.Unix(unix, 0).UTC()
-	res.Version = o.Version
-	if res.Version == "" {
-		if res.Version, err = git(ctx, root, "describe", "--tags", "--always", "--dirty"); err != nil {
-			return res, err
-		}
 	}
 	ca, err := os.ReadFile(o.CAFile)
 	if err != nil {
@@ -130,6 +115,52 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	}
 	defer os.RemoveAll(work)
 
+	index, images, err := buildIndex(ctx, root, work, ca, res, o)
+	if err != nil {
+		return res, err
+	}
+	if res.Index, err = index.Digest(); err != nil {
+		return res, err
+	}
+	dir := filepath.Join(work, "layout")
+	if err := writeLayout(dir, index, images[0], name, o.Tag); err != nil {
+		return res, err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+		return res, err
+	}
+	return res, tarDir(dir, o.Out, res.Created)
+}
+
+// describe is what the image says of its source: the commit, its time (the image's creation time, so two
+// builds of one commit agree) and the version (git describe unless given).
+func describe(ctx context.Context, root, version string) (Result, error) {
+	var res Result
+	var err error
+	if res.Commit, err = git(ctx, root, "rev-parse", "HEAD"); err != nil {
+		return res, err
+	}
+	secs, err := git(ctx, root, "log", "-1", "--format=%ct", "HEAD")
+	if err != nil {
+		return res, err
+	}
+	unix, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return res, fmt.Errorf("commit time %q: %w", secs, err)
+	}
+	res.Created = time.Unix(unix, 0).UTC()
+	res.Version = version
+	if res.Version == "" {
+		if res.Version, err = git(ctx, root, "describe", "--tags", "--always", "--dirty"); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// buildIndex compiles the server for each of Platforms in work and returns the multi-platform image index
+// and its images, in the order of Platforms.
+func buildIndex(ctx context.Context, root, work string, ca []byte, res Result, o Options) (v1.ImageIndex, []v1.Image, error) {
 	labels := map[string]string{
 		"org.opencontainers.image.title":    "Hookline",
 		"org.opencontainers.image.version":  res.Version,
@@ -146,48 +177,43 @@ func Build(ctx context.Context, o Options) (Result, error) {
 			fmt.Fprintf(o.Log, "image: building the server for %s/%s\n", p.OS, p.Architecture)
 		}
 		if err := compile(ctx, root, p, res.Version, res.Commit, bin); err != nil {
-			return res, err
+			return nil, nil, err
 		}
 		img, err := platformImage(p, bin, ca, res.Created, labels)
 		if err != nil {
-			return res, fmt.Errorf("%s/%s: %w", p.OS, p.Architecture, err)
+			return nil, nil, fmt.Errorf("%s/%s: %w", p.OS, p.Architecture, err)
 		}
 		images = append(images, img)
 		pp := p
 		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pp}})
 	}
-	if res.Index, err = index.Digest(); err != nil {
-		return res, err
-	}
+	return index, images, nil
+}
 
-	dir := filepath.Join(work, "layout")
+// writeLayout writes the OCI image layout of index, named tag (whose name part is name), into dir, with the
+// manifest.json of Docker's older image store for first.
+func writeLayout(dir string, index v1.ImageIndex, first v1.Image, name, tag string) error {
 	lp, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// containerd (Docker 25+ with its image store) names the image after io.containerd.image.name; Podman
 	// (containers/image) after org.opencontainers.image.ref.name, which the OCI spec lets be a full reference.
-	full := "docker.io/library/" + o.Tag
+	full := "docker.io/library/" + tag
 	if strings.Contains(name, "/") {
-		full = o.Tag
+		full = tag
 	}
 	if err := lp.AppendIndex(index, layout.WithAnnotations(map[string]string{
 		"io.containerd.image.name":          full,
 		"org.opencontainers.image.ref.name": full,
 	})); err != nil {
-		return res, err
+		return err
 	}
-	manifest, err := dockerManifest(images[0], o.Tag)
+	manifest, err := dockerManifest(first, tag)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644); err != nil {
-		return res, err
-	}
-	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
-		return res, err
-	}
-	return res, tarDir(dir, o.Out, res.Created)
+	return os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644)
 }
 
 func git(ctx context.Context, root string, args ...string) (string, error) {

@@ -1,4 +1,4 @@
-package main
+package phases
 
 import (
 	"context"
@@ -6,18 +6,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
 // The harness writes rows the way the product does; these tests run its statements against the current
-// schema, so a schema change that breaks `make bench` fails `make test` instead.
+// schema, so a schema change that breaks `make bench` fails `make test` instead. Each test has its own
+// tenant and subscriptions and counts only their rows, so they run in parallel on the package's database.
 
 var testURL string
 
 func TestMain(m *testing.M) { testdb.Main(m, "bench", func(u string) { testURL = u }) }
 
-func testDatabase(t *testing.T) (*database, *tenantSetup) {
+func testDatabase(t *testing.T) (*testbed.Database, *tenantSetup) {
 	t.Helper()
 	ctx := t.Context()
 	pool, err := pgxuuid.NewPool(ctx, testURL)
@@ -25,7 +27,7 @@ func testDatabase(t *testing.T) (*database, *tenantSetup) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db := &database{url: testURL, pool: pool}
+	db := &testbed.Database{URL: testURL, Pool: pool}
 	ts := &tenantSetup{}
 	if err := pool.QueryRow(ctx, "INSERT INTO tenants (name) VALUES ('bench test') RETURNING id::text").Scan(&ts.tenant); err != nil {
 		t.Fatal(err)
@@ -43,19 +45,20 @@ func testDatabase(t *testing.T) (*database, *tenantSetup) {
 }
 
 func TestSeedBacklogAndCeiling(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db, ts := testDatabase(t)
 	one := &tenantSetup{tenant: ts.tenant, subs: ts.subs[:1], labels: ts.labels[:1]}
 	if err := seedBacklog(ctx, db, one, 120, 256); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'pending'", one.subs[0]); err != nil || n != 120 {
+	if n, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'pending'", one.subs[0]); err != nil || n != 120 {
 		t.Fatalf("%d pending (%v), want 120", n, err)
 	}
 	var done atomic.Int64
 	errs := make(chan error, 3)
 	for range 3 {
-		go func() { errs <- ceilingLoop(ctx, db.pool, one.subs[0], "http://127.0.0.1:1/", 50, false, nil, &done) }()
+		go func() { errs <- ceilingLoop(ctx, db.Pool, one.subs[0], "http://127.0.0.1:1/", 50, false, nil, &done) }()
 	}
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -66,7 +69,7 @@ func TestSeedBacklogAndCeiling(t *testing.T) {
 		t.Fatalf("ceiling recorded %d, want 120", done.Load())
 	}
 	var delivered, attempts int
-	if err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'delivered' AND total_attempts = 1),
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'delivered' AND total_attempts = 1),
 	(SELECT count(*) FROM webhook_attempts WHERE subscription_id = $1 AND outcome = 'delivered')`, one.subs[0]).Scan(&delivered, &attempts); err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +81,13 @@ func TestSeedBacklogAndCeiling(t *testing.T) {
 	if err := seedBacklog(ctx, db, ts, 60, 256); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending' AND tenant_id = $1", ts.tenant); err != nil || n != 60 {
+	if n, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending' AND tenant_id = $1", ts.tenant); err != nil || n != 60 {
 		t.Fatalf("%d pending over two subscriptions (%v), want 60", n, err)
 	}
 }
 
 func TestSeedDeadAndHistory(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db, ts := testDatabase(t)
 	ids, err := seedDead(ctx, db, ts.tenant, ts.subs[1], 7, 128)
@@ -94,7 +98,7 @@ func TestSeedDeadAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	var total, delivered, dead, pending, attempts, badDead int
-	if err := db.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'delivered'),
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'delivered'),
 	count(*) FILTER (WHERE state IN ('failed', 'expired')), count(*) FILTER (WHERE state = 'pending'),
 	(SELECT count(*) FROM webhook_attempts WHERE tenant_id = $1), count(*) FILTER (WHERE state IN ('failed', 'expired') AND dead_at IS NULL)
 	FROM webhook_deliveries WHERE tenant_id = $1 AND event_type <> 'bench.dead'`, ts.tenant).Scan(&total, &delivered, &dead, &pending, &attempts, &badDead); err != nil {
@@ -105,7 +109,7 @@ func TestSeedDeadAndHistory(t *testing.T) {
 			total, delivered, dead, pending, attempts, badDead)
 	}
 	var oldest time.Time
-	if err := db.pool.QueryRow(ctx, "SELECT min(created_at) FROM webhook_deliveries WHERE tenant_id = $1", ts.tenant).Scan(&oldest); err != nil {
+	if err := db.Pool.QueryRow(ctx, "SELECT min(created_at) FROM webhook_deliveries WHERE tenant_id = $1", ts.tenant).Scan(&oldest); err != nil {
 		t.Fatal(err)
 	}
 	if age := time.Since(oldest); age < 29*24*time.Hour {
@@ -114,6 +118,7 @@ func TestSeedDeadAndHistory(t *testing.T) {
 }
 
 func TestInsertFloor(t *testing.T) {
+	t.Parallel()
 	db, _ := testDatabase(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

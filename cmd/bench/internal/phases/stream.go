@@ -1,24 +1,26 @@
-package main
+package phases
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookline/hookline/cmd/bench/internal/report"
 )
 
 // latency: a steady stream at half the measured maximum (the lower of drain (a) and ingest fan-out 1,
 // else -latency-rate) for -latency-time to one endpoint whose cap does not bind, instant receiver:
 // p50/p99 of the receiver's first arrival − the publish's 202.
-func (b *bench) latency(ctx context.Context) error {
-	rate := b.o.latencyRate
+func (b *Bench) latency(ctx context.Context) error {
+	rate := b.o.LatencyRate
 	note := "-latency-rate (drain (a) and ingest not measured in this run)"
-	if a, ok := b.res.get("drain", "a: 1 endpoint, instant receiver"); ok {
+	if a, ok := b.res.Get("drain", "a: 1 endpoint, instant receiver"); ok {
 		rate, note = a/2, "half drain (a)"
-		if in, ok := b.res.get("ingest", "fan-out 1"); ok && in < a {
+		if in, ok := b.res.Get("ingest", "fan-out 1"); ok && in < a {
 			rate, note = in/2, "half ingest fan-out 1 (below drain (a))"
 		}
 	}
-	_, s, c, done, err := b.serverPhase(ctx, "latency", fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
+	_, s, c, done, err := b.serverPhase(ctx, "latency", fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap))
 	if err != nil {
 		return err
 	}
@@ -27,35 +29,35 @@ func (b *bench) latency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.rc.reset(0, true)
-	_ = s.resetPeak()
-	n := int(rate * b.o.latencyDur.Seconds())
-	r, err := b.publishLoad(ctx, c, ts, false, n, b.o.latencyDur+5*time.Second, rate)
+	b.rc.Reset(0, true)
+	_ = s.ResetPeak()
+	n := int(rate * b.o.LatencyDur.Seconds())
+	r, err := b.publishLoad(ctx, c, ts, false, n, b.o.LatencyDur+5*time.Second, rate)
 	if err != nil {
 		return err
 	}
-	behind, _, _ := b.rc.counts()
+	behind, _, _ := b.rc.Counts()
 	behind = len(r.events) - behind
 	lat, missing := b.arrivals(ctx, r.events, ts.labels[0], 30*time.Second)
-	var fromStart latencies // every arrival is in by now (or missing)
+	var fromStart report.Latencies // every arrival is in by now (or missing)
 	for id, sent := range r.sent {
-		if at, ok := b.rc.arrival(id + "/" + ts.labels[0]); ok {
+		if at, ok := b.rc.Arrival(id + "/" + ts.labels[0]); ok {
 			fromStart = append(fromStart, at.Sub(sent))
 		}
 	}
 	b.recordPeak("latency", "", s)
 	got := float64(len(r.events)) / r.elapsed.Seconds()
 	fmt.Printf("latency: %d events at %.0f/s (asked %.0f/s, %s): 202 → receiver p50 %.1f ms, p99 %.1f ms; %d not yet delivered when the stream ended\n",
-		len(r.events), got, rate, note, lat.ms(50), lat.ms(99), behind)
-	b.res.add("latency", "steady stream rate", got, "events/s", note)
-	fmt.Printf("latency: publish → receiver p50 %.1f ms, p99 %.1f ms\n", fromStart.ms(50), fromStart.ms(99))
-	b.res.add("latency", "publish → receiver p50", fromStart.ms(50), "ms", "from the start of the publish request")
-	b.res.add("latency", "publish → receiver p99", fromStart.ms(99), "ms", "")
-	b.res.add("latency", "202 → receiver p50", lat.ms(50), "ms", "")
-	b.res.add("latency", "202 → receiver p99", lat.ms(99), "ms", "")
-	b.res.add("latency", "not yet delivered when the stream ended", float64(behind), "deliveries",
+		len(r.events), got, rate, note, lat.Millis(50), lat.Millis(99), behind)
+	b.res.Add("latency", "steady stream rate", got, "events/s", note)
+	fmt.Printf("latency: publish → receiver p50 %.1f ms, p99 %.1f ms\n", fromStart.Millis(50), fromStart.Millis(99))
+	b.res.Add("latency", "publish → receiver p50", fromStart.Millis(50), "ms", "from the start of the publish request")
+	b.res.Add("latency", "publish → receiver p99", fromStart.Millis(99), "ms", "")
+	b.res.Add("latency", "202 → receiver p50", lat.Millis(50), "ms", "")
+	b.res.Add("latency", "202 → receiver p99", lat.Millis(99), "ms", "")
+	b.res.Add("latency", "not yet delivered when the stream ended", float64(behind), "deliveries",
 		"more than a second's worth at the stream's rate: the server fell behind")
-	t := b.rc.tally(len(r.events))
+	t := b.rc.Tally(len(r.events))
 	if missing > 0 {
 		fmt.Printf("latency: %d deliveries had not arrived 30 s after the stream\n", missing)
 	}
@@ -65,13 +67,13 @@ func (b *bench) latency(ctx context.Context) error {
 }
 
 // arrivals waits (up to wait) for every event's delivery to label and returns arrival − 202 of each.
-func (b *bench) arrivals(ctx context.Context, events map[string]time.Time, label string, wait time.Duration) (latencies, int) {
+func (b *Bench) arrivals(ctx context.Context, events map[string]time.Time, label string, wait time.Duration) (report.Latencies, int) {
 	deadline := time.After(wait)
-	var lat latencies
+	var lat report.Latencies
 	missing := 0
 	for id, answered := range events {
 		select {
-		case at := <-b.rc.await(id + "/" + label):
+		case at := <-b.rc.Await(id + "/" + label):
 			lat = append(lat, at.Sub(answered))
 		case <-deadline:
 			missing++
@@ -83,7 +85,7 @@ func (b *bench) arrivals(ctx context.Context, events map[string]time.Time, label
 }
 
 // idle: with an idle server, -idle-n events one at a time, -idle-gap apart: receiver arrival − 202.
-func (b *bench) idle(ctx context.Context) error {
+func (b *Bench) idle(ctx context.Context) error {
 	_, _, c, done, err := b.serverPhase(ctx, "idle")
 	if err != nil {
 		return err
@@ -93,24 +95,24 @@ func (b *bench) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.rc.reset(0, true)
+	b.rc.Reset(0, true)
 	time.Sleep(time.Second) // let the server settle into idle
-	var lat latencies
+	var lat report.Latencies
 	accepted := 0
-	var fromStart latencies
-	for i := range b.o.idleN {
+	var fromStart report.Latencies
+	for i := range b.o.IdleN {
 		var p published
-		body := map[string]any{"event_type": "bench.idle", "payload": rawJSON(payload(b.o.payload, i))}
+		body := map[string]any{"event_type": "bench.idle", "payload": rawJSON(payload(b.o.Payload, i))}
 		sent := time.Now()
 		// With a tenant token, as a publisher in production (ingest's publishers do too).
 		hdr := map[string]string{"Authorization": "Bearer " + ts.token}
-		if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, hdr, &p); err != nil {
+		if _, err := c.Call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, hdr, &p); err != nil {
 			return err
 		}
 		answered := time.Now()
 		accepted++
 		select {
-		case at := <-b.rc.await(p.ID + "/" + ts.labels[0]):
+		case at := <-b.rc.Await(p.ID + "/" + ts.labels[0]):
 			lat = append(lat, at.Sub(answered))
 			fromStart = append(fromStart, at.Sub(sent))
 		case <-time.After(10 * time.Second):
@@ -118,17 +120,17 @@ func (b *bench) idle(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		time.Sleep(b.o.idleGap)
+		time.Sleep(b.o.IdleGap)
 	}
 	fmt.Printf("idle pickup: %d events: publish → receiver p50 %.1f ms, p99 %.1f ms; 202 → receiver p50 %.1f ms, p99 %.1f ms\n",
-		len(lat), fromStart.ms(50), fromStart.ms(99), lat.ms(50), lat.ms(99))
-	b.res.add("idle", "publish → receiver p50", fromStart.ms(50), "ms",
-		fmt.Sprintf("%d events, %s apart; from the start of the publish request", b.o.idleN, b.o.idleGap))
-	b.res.add("idle", "publish → receiver p99", fromStart.ms(99), "ms", "")
-	b.res.add("idle", "202 → receiver p50", lat.ms(50), "ms", "")
-	b.res.add("idle", "202 → receiver p99", lat.ms(99), "ms", "")
+		len(lat), fromStart.Millis(50), fromStart.Millis(99), lat.Millis(50), lat.Millis(99))
+	b.res.Add("idle", "publish → receiver p50", fromStart.Millis(50), "ms",
+		fmt.Sprintf("%d events, %s apart; from the start of the publish request", b.o.IdleN, b.o.IdleGap))
+	b.res.Add("idle", "publish → receiver p99", fromStart.Millis(99), "ms", "")
+	b.res.Add("idle", "202 → receiver p50", lat.Millis(50), "ms", "")
+	b.res.Add("idle", "202 → receiver p99", lat.Millis(99), "ms", "")
 	time.Sleep(200 * time.Millisecond)
-	t := b.rc.tally(accepted)
+	t := b.rc.Tally(accepted)
 	fmt.Printf("idle pickup: %s\n", t)
 	b.record("idle", "pickup", t)
 	return nil

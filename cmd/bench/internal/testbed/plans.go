@@ -1,4 +1,4 @@
-package main
+package testbed
 
 import (
 	"context"
@@ -16,21 +16,21 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// slowPlans logs, through PostgreSQL's auto_explain, the plan of every statement of one database slower
+// SlowPlans logs, through PostgreSQL's auto_explain, the plan of every statement of one database slower
 // than a threshold, and reads them back from the project-managed cluster's log. It works only with that
 // cluster (whose log file the harness knows, and where it is superuser); elsewhere it does nothing.
-type slowPlans struct {
+type SlowPlans struct {
 	log    string // the cluster's log file
 	offset int64
 }
 
-// enableSlowPlans makes new sessions of db log the plans of statements over threshold. Sessions open
+// EnableSlowPlans makes new sessions of db log the plans of statements over threshold. Sessions open
 // already are not affected: call it before starting the server whose statements are of interest.
-func enableSlowPlans(ctx context.Context, db *database, threshold time.Duration) *slowPlans {
+func EnableSlowPlans(ctx context.Context, db *Database, threshold time.Duration) *SlowPlans {
 	if threshold <= 0 || os.Getenv("TEST_DATABASE_URL") != "" || os.Getenv("DATABASE_URL") != "" {
 		return nil
 	}
-	u, err := url.Parse(db.url)
+	u, err := url.Parse(db.URL)
 	if err != nil {
 		return nil
 	}
@@ -39,12 +39,12 @@ func enableSlowPlans(ctx context.Context, db *database, threshold time.Duration)
 		"ALTER DATABASE " + name + " SET session_preload_libraries = 'auto_explain'",
 		fmt.Sprintf("ALTER DATABASE %s SET auto_explain.log_min_duration = '%dms'", name, threshold.Milliseconds()),
 	} {
-		if _, err := db.pool.Exec(ctx, stmt); err != nil {
+		if _, err := db.Pool.Exec(ctx, stmt); err != nil {
 			fmt.Printf("  (slow plans not logged: %v)\n", err)
 			return nil
 		}
 	}
-	p := &slowPlans{log: filepath.Join(".data", "postgres", "server.log")}
+	p := &SlowPlans{log: filepath.Join(".data", "postgres", "server.log")}
 	if fi, err := os.Stat(p.log); err == nil {
 		p.offset = fi.Size()
 	} else {
@@ -59,9 +59,9 @@ var (
 	queryName     = regexp.MustCompile(`-- name: (\w+)`)
 )
 
-// report writes every plan logged since enableSlowPlans to path and prints one line per statement name:
+// Report writes every plan logged since EnableSlowPlans to path and prints one line per statement name:
 // how many were slow and the slowest.
-func (p *slowPlans) report(path string) {
+func (p *SlowPlans) Report(path string) {
 	if p == nil {
 		return
 	}

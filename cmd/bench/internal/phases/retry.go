@@ -1,27 +1,30 @@
-package main
+package phases
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookline/hookline/cmd/bench/internal/report"
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 )
 
 // retry: while drain (a) runs, POST .../deliveries/{id}/retry on dead deliveries of a second subscription
 // (seeded failed in SQL) at -retry-rate per second: p50/p95 of the answer. The retried deliveries go
 // out too and are counted with the backlog.
-func (b *bench) retry(ctx context.Context) error {
-	db, err := b.freshDB(ctx, "retry")
+func (b *Bench) retry(ctx context.Context) error {
+	db, err := b.o.Server.FreshDB(ctx, "retry")
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	s, err := b.startServer(ctx, db.url, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap),
+	defer db.Close()
+	s, err := b.o.Server.Start(ctx, db.URL, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap),
 		"HOOKLINE_RESEND_PER_MINUTE=1000000")
 	if err != nil {
 		return err
 	}
-	defer s.stop()
-	c := newClient(s.base)
+	defer s.Stop()
+	c := testbed.NewClient(s.Base)
 	ts, err := b.setupTenant(ctx, c, 2, 0)
 	if err != nil {
 		return err
@@ -30,32 +33,32 @@ func (b *bench) retry(ctx context.Context) error {
 		return err
 	}
 	backlog := &tenantSetup{tenant: ts.tenant, subs: ts.subs[:1], labels: ts.labels[:1]}
-	n := b.o.drainN
-	if err := seedBacklog(ctx, db, backlog, n, b.o.payload); err != nil {
+	n := b.o.DrainN
+	if err := seedBacklog(ctx, db, backlog, n, b.o.Payload); err != nil {
 		return err
 	}
-	dead, err := seedDead(ctx, db, ts.tenant, ts.subs[1], b.o.retryDead, b.o.payload)
+	dead, err := seedDead(ctx, db, ts.tenant, ts.subs[1], b.o.RetryDead, b.o.Payload)
 	if err != nil {
 		return err
 	}
-	if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/subscriptions/"+ts.subs[1]+"/resume", nil, nil, nil); err != nil {
+	if _, err := c.Call(ctx, "POST", "/tenants/"+ts.tenant+"/subscriptions/"+ts.subs[1]+"/resume", nil, nil, nil); err != nil {
 		return err
 	}
-	b.rc.reset(0, false)
-	_ = s.resetPeak()
+	b.rc.Reset(0, false)
+	_ = s.ResetPeak()
 	start := time.Now()
-	if _, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/subscriptions/"+ts.subs[0]+"/resume", nil, nil, nil); err != nil {
+	if _, err := c.Call(ctx, "POST", "/tenants/"+ts.tenant+"/subscriptions/"+ts.subs[0]+"/resume", nil, nil, nil); err != nil {
 		return err
 	}
-	var lat latencies
+	var lat report.Latencies
 	retried, failures := 0, 0
 	firstErr := ""
-	every := time.Duration(float64(time.Second) / b.o.retryRate)
+	every := time.Duration(float64(time.Second) / b.o.RetryRate)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	timeout := time.After(b.o.timeout)
+	timeout := time.After(b.o.Timeout)
 	for {
-		done, err := db.count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'delivered'", ts.subs[0])
+		done, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'delivered'", ts.subs[0])
 		if err != nil {
 			return err
 		}
@@ -65,12 +68,12 @@ func (b *bench) retry(ctx context.Context) error {
 		select {
 		case <-tick.C:
 		case <-timeout:
-			return fmt.Errorf("drain not finished within %s (%d of %d)", b.o.timeout, done, n)
+			return fmt.Errorf("drain not finished within %s (%d of %d)", b.o.Timeout, done, n)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		t0 := time.Now()
-		_, err = c.call(ctx, "POST", "/tenants/"+ts.tenant+"/deliveries/"+dead[retried]+"/retry", nil, nil, nil)
+		_, err = c.Call(ctx, "POST", "/tenants/"+ts.tenant+"/deliveries/"+dead[retried]+"/retry", nil, nil, nil)
 		lat = append(lat, time.Since(t0))
 		retried++
 		if err != nil {
@@ -83,24 +86,24 @@ func (b *bench) retry(ctx context.Context) error {
 	elapsed := time.Since(start)
 	b.recordPeak("retry", "", s)
 	fmt.Printf("retry under load: %d retries over %s of drain (a): p50 %.1f ms, p95 %.1f ms, %d failed %s\n",
-		retried, elapsed.Round(time.Second), lat.ms(50), lat.ms(95), failures, firstErr)
-	b.res.add("retry", "POST retry p50", lat.ms(50), "ms", fmt.Sprintf("%d calls at %.0f/s during drain (a)", retried, b.o.retryRate))
-	b.res.add("retry", "POST retry p95", lat.ms(95), "ms", "target < 150 ms")
+		retried, elapsed.Round(time.Second), lat.Millis(50), lat.Millis(95), failures, firstErr)
+	b.res.Add("retry", "POST retry p50", lat.Millis(50), "ms", fmt.Sprintf("%d calls at %.0f/s during drain (a)", retried, b.o.RetryRate))
+	b.res.Add("retry", "POST retry p95", lat.Millis(95), "ms", "target < 150 ms")
 	if failures > 0 {
-		b.res.add("retry", "POST retry errors", float64(failures), "errors", firstErr)
+		b.res.Add("retry", "POST retry errors", float64(failures), "errors", firstErr)
 	}
 	// Let the drain and the retried deliveries finish, then count.
 	expected := n + retried - failures
-	deadline := time.Now().Add(b.o.timeout)
+	deadline := time.Now().Add(b.o.Timeout)
 	for {
-		u, _, _ := b.rc.counts()
+		u, _, _ := b.rc.Counts()
 		if u >= expected || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
-	t := b.rc.tally(expected)
+	t := b.rc.Tally(expected)
 	fmt.Printf("retry under load: %s\n", t)
 	b.record("retry", "drain+retried", t)
 	return nil
@@ -108,8 +111,8 @@ func (b *bench) retry(ctx context.Context) error {
 
 // seedDead inserts n failed deliveries (one event each, one earlier attempt that got a 500) for sub and
 // returns their ids.
-func seedDead(ctx context.Context, db *database, tenant, sub string, n, size int) ([]string, error) {
-	rows, err := db.pool.Query(ctx, `
+func seedDead(ctx context.Context, db *testbed.Database, tenant, sub string, n, size int) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, `
 WITH ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, request_hash, created_at)
     SELECT uuid_v7(), $1, 'bench.dead', $2, '\x00', now() - interval '1 hour' FROM generate_series(1, $3)

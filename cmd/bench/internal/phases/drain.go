@@ -1,4 +1,4 @@
-package main
+package phases
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 )
 
 // The harness's own SQL (seeding, the ceiling, checks) is here and in pages.go, not in db/query: it is
@@ -16,18 +18,18 @@ import (
 // seedBacklog inserts n pending deliveries spread evenly over subs (n/len(subs) events, each fanned out
 // to every subscription), as POST /events with those subscriptions would have stored them: one event row
 // with its body, one pending delivery per subscription, due now. It then ANALYZEs, as autovacuum would.
-func seedBacklog(ctx context.Context, db *database, ts *tenantSetup, n int, size int) error {
+func seedBacklog(ctx context.Context, db *testbed.Database, ts *tenantSetup, n int, size int) error {
 	return seedTracedBacklog(ctx, db, ts, n, size, "")
 }
 
 // seedTracedBacklog is seedBacklog with a trace context stored on every delivery, as a publish with
 // tracing on leaves it ("" for none).
-func seedTracedBacklog(ctx context.Context, db *database, ts *tenantSetup, n int, size int, traceparent string) error {
+func seedTracedBacklog(ctx context.Context, db *testbed.Database, ts *tenantSetup, n int, size int, traceparent string) error {
 	events := n / len(ts.subs)
 	body := eventBody("bench.backlog", size)
 	for done := 0; done < events; done += 10000 {
 		k := min(10000, events-done)
-		_, err := db.pool.Exec(ctx, `
+		_, err := db.Pool.Exec(ctx, `
 WITH ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, request_hash, created_at)
     SELECT uuid_v7(), $1, 'bench.backlog', $2, '\x00', now() FROM generate_series(1, $3)
@@ -42,7 +44,7 @@ FROM ev CROSS JOIN unnest($4::uuid[]) AS s(id)`, ts.tenant, body, k, ts.subs, tr
 			return fmt.Errorf("seed backlog: %w", err)
 		}
 	}
-	_, err := db.pool.Exec(ctx, "ANALYZE")
+	_, err := db.Pool.Exec(ctx, "ANALYZE")
 	return err
 }
 
@@ -63,20 +65,20 @@ var drainVariants = []drainVariant{
 	{key: "d", name: "d: 100 subscriptions, slow receiver", subs: 100, slow: true},
 }
 
-func (b *bench) drain(ctx context.Context) error {
+func (b *Bench) drain(ctx context.Context) error {
 	for _, v := range drainVariants {
-		if !strings.Contains(","+b.o.drainVars+",", ","+v.key+",") {
+		if !strings.Contains(","+b.o.DrainVars+",", ","+v.key+",") {
 			continue
 		}
-		n := b.o.drainN
+		n := b.o.DrainN
 		if v.slow {
-			n = b.o.drainSlowN
+			n = b.o.DrainSlowN
 		}
 		rate, t, err := b.drainOnce(ctx, "drain", v, n, 1)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
-		b.res.add("drain", v.name, rate, "deliveries/s", fmt.Sprintf("%d deliveries", n))
+		b.res.Add("drain", v.name, rate, "deliveries/s", fmt.Sprintf("%d deliveries", n))
 		b.record("drain", v.key, t)
 	}
 	return nil
@@ -84,72 +86,72 @@ func (b *bench) drain(ctx context.Context) error {
 
 // drainOnce builds a backlog of n deliveries on paused subscriptions, resumes them and times until the
 // receiver has every one, with procs server processes on one database. It checks the rows afterwards.
-func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, procs int) (float64, tally, error) {
-	db, err := b.freshDB(ctx, phase)
+func (b *Bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, procs int) (float64, testbed.Tally, error) {
+	db, err := b.o.Server.FreshDB(ctx, phase)
 	if err != nil {
-		return 0, tally{}, err
+		return 0, testbed.Tally{}, err
 	}
-	defer db.close()
+	defer db.Close()
 	env := slices.Clone(v.env)
 	if v.subs == 1 {
-		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.drainCap))
+		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap))
 	}
-	plans := enableSlowPlans(ctx, db, b.o.drainSlowPlan)
-	var servers []*server
+	plans := testbed.EnableSlowPlans(ctx, db, b.o.DrainSlowPlan)
+	var servers []*testbed.Server
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}()
 	for range procs {
-		s, err := b.startServer(ctx, db.url, env...)
+		s, err := b.o.Server.Start(ctx, db.URL, env...)
 		if err != nil {
-			return 0, tally{}, err
+			return 0, testbed.Tally{}, err
 		}
 		servers = append(servers, s)
 	}
-	c := newClient(servers[0].base)
+	c := testbed.NewClient(servers[0].Base)
 	delay := time.Duration(0)
 	if v.slow {
-		delay = b.o.slowDelay
+		delay = b.o.SlowDelay
 	}
 	ts, err := b.setupTenant(ctx, c, v.subs, delay)
 	if err != nil {
-		return 0, tally{}, err
+		return 0, testbed.Tally{}, err
 	}
 	if err := ts.setState(ctx, c, "pause"); err != nil {
-		return 0, tally{}, err
+		return 0, testbed.Tally{}, err
 	}
 	seedStart := time.Now()
-	if err := seedTracedBacklog(ctx, db, ts, n, b.o.payload, v.traceparent); err != nil {
-		return 0, tally{}, err
+	if err := seedTracedBacklog(ctx, db, ts, n, b.o.Payload, v.traceparent); err != nil {
+		return 0, testbed.Tally{}, err
 	}
 	n = n / v.subs * v.subs
 	fmt.Printf("%s %s: %d pending deliveries seeded in SQL in %s; resuming\n", phase, v.name, n, time.Since(seedStart).Round(time.Millisecond))
 	for _, s := range servers {
-		_ = s.resetPeak()
+		_ = s.ResetPeak()
 	}
-	reached := b.rc.reset(n, false)
-	cpuBefore := readCPU(ctx, db, servers...)
+	reached := b.rc.Reset(n, false)
+	cpuBefore := testbed.ReadCPU(ctx, db, servers...)
 	start := time.Now()
 	if err := ts.setState(ctx, c, "resume"); err != nil {
-		return 0, tally{}, err
+		return 0, testbed.Tally{}, err
 	}
 	// The backlog was analyzed with its subscriptions paused and subscription_finished empty; statistics
 	// that said so would plan the whole drain for a state it has left (autovacuum analyzes tables this
 	// small within its first minute, and a drain is over in seconds).
-	if _, err := db.pool.Exec(ctx, "ANALYZE subscriptions, subscription_finished"); err != nil {
-		return 0, tally{}, err
+	if _, err := db.Pool.Exec(ctx, "ANALYZE subscriptions, subscription_finished"); err != nil {
+		return 0, testbed.Tally{}, err
 	}
 	elapsed, err := b.waitReceived(ctx, db, reached, start, n)
 	if err != nil {
-		return 0, b.rc.tally(n), err
+		return 0, b.rc.Tally(n), err
 	}
 	if phase == "drain" && !v.slow {
-		b.addCPU(phase, v.key, cpuBefore, readCPU(ctx, db, servers...), n)
+		b.addCPU(phase, v.key, cpuBefore, testbed.ReadCPU(ctx, db, servers...), n)
 	}
 	if b.lastDrainCPU != nil {
-		*b.lastDrainCPU = [2]cpuUse{cpuBefore, readCPU(ctx, db, servers...)}
+		*b.lastDrainCPU = [2]testbed.CPUUse{cpuBefore, testbed.ReadCPU(ctx, db, servers...)}
 	}
 	rate := float64(n) / elapsed.Seconds()
 	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)
@@ -158,14 +160,14 @@ func (b *bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	}
 	t, err := b.settle(ctx, db, n)
 	fmt.Printf("%s %s: %s\n", phase, v.name, t)
-	plans.report(filepath.Join(".data", fmt.Sprintf("bench-slow-plans-%s-%s%d.txt", phase, v.key, procs)))
+	plans.Report(filepath.Join(".data", fmt.Sprintf("bench-slow-plans-%s-%s%d.txt", phase, v.key, procs)))
 	return rate, t, err
 }
 
 // waitReceived waits until reached closes, printing progress every 5 s so a stall shows as it happens,
 // with what the database's sessions were doing meanwhile (sampled every 200 ms: the average number of
 // active sessions, and of those waiting, by wait event).
-func (b *bench) waitReceived(ctx context.Context, db *database, reached <-chan struct{}, start time.Time, n int) (time.Duration, error) {
+func (b *Bench) waitReceived(ctx context.Context, db *testbed.Database, reached <-chan struct{}, start time.Time, n int) (time.Duration, error) {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	sample := time.NewTicker(200 * time.Millisecond)
@@ -173,7 +175,7 @@ func (b *bench) waitReceived(ctx context.Context, db *database, reached <-chan s
 	waits := map[string]int{}
 	samples := 0
 	last, lastAt := 0, start
-	timeout := time.After(b.o.timeout)
+	timeout := time.After(b.o.Timeout)
 	for {
 		select {
 		case <-reached:
@@ -181,14 +183,14 @@ func (b *bench) waitReceived(ctx context.Context, db *database, reached <-chan s
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case <-timeout:
-			u, _, _ := b.rc.counts()
-			return 0, fmt.Errorf("only %d of %d deliveries arrived within %s", u, n, b.o.timeout)
+			u, _, _ := b.rc.Counts()
+			return 0, fmt.Errorf("only %d of %d deliveries arrived within %s", u, n, b.o.Timeout)
 		case <-sample.C:
 			if err := sampleWaits(ctx, db, waits); err == nil {
 				samples++
 			}
 		case now := <-tick.C:
-			u, _, _ := b.rc.counts()
+			u, _, _ := b.rc.Counts()
 			fmt.Printf("  … %d/%d after %s (%.0f/s over the last %s; %s)\n", u, n, now.Sub(start).Round(time.Second),
 				float64(u-last)/now.Sub(lastAt).Seconds(), now.Sub(lastAt).Round(time.Second), describeWaits(waits, samples))
 			last, lastAt = u, now
@@ -199,8 +201,8 @@ func (b *bench) waitReceived(ctx context.Context, db *database, reached <-chan s
 }
 
 // sampleWaits adds one sample of the database's active sessions (other than the harness's) by wait event.
-func sampleWaits(ctx context.Context, db *database, waits map[string]int) error {
-	rows, err := db.pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'running'), count(*)::int
+func sampleWaits(ctx context.Context, db *testbed.Database, waits map[string]int) error {
+	rows, err := db.Pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'running'), count(*)::int
 FROM pg_stat_activity
 WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
   AND application_name NOT LIKE 'bench%' GROUP BY 1`)
@@ -245,21 +247,21 @@ func describeWaits(waits map[string]int, samples int) string {
 
 // settle waits (up to 30 s) until no delivery is pending or in flight, then checks through SQL that
 // every one is delivered with exactly one attempt, and through the receiver that each arrived once.
-func (b *bench) settle(ctx context.Context, db *database, n int) (tally, error) {
+func (b *Bench) settle(ctx context.Context, db *testbed.Database, n int) (testbed.Tally, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		open, err := db.count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'in_flight')")
+		open, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'in_flight')")
 		if err != nil {
-			return tally{}, err
+			return testbed.Tally{}, err
 		}
 		if open == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t := b.rc.tally(n)
+	t := b.rc.Tally(n)
 	var rows, delivered, attempts int
-	err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries),
+	err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries),
 	(SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'), (SELECT count(*) FROM webhook_attempts)`).
 		Scan(&rows, &delivered, &attempts)
 	if err != nil {

@@ -1,4 +1,7 @@
-package main
+// Package report is what a run of the benchmark harness found: every figure, the goals marked met or
+// not, the table printed at the end, bench/results.json, and -diff of two runs. It also holds the
+// percentiles the phases report their latencies by.
+package report
 
 import (
 	"encoding/json"
@@ -42,12 +45,13 @@ type Figure struct {
 	Note  string  `json:"note,omitempty"`
 }
 
-func (r *Results) add(phase, name string, value float64, unit, note string) {
+// Add records one figure.
+func (r *Results) Add(phase, name string, value float64, unit, note string) {
 	r.Figures = append(r.Figures, Figure{Phase: phase, Name: name, Value: value, Unit: unit, Note: note})
 }
 
-// get returns the first figure with that phase and name.
-func (r *Results) get(phase, name string) (float64, bool) {
+// Get returns the first figure with that phase and name.
+func (r *Results) Get(phase, name string) (float64, bool) {
 	for _, f := range r.Figures {
 		if f.Phase == phase && f.Name == name {
 			return f.Value, true
@@ -56,30 +60,30 @@ func (r *Results) get(phase, name string) (float64, bool) {
 	return 0, false
 }
 
-// derive adds the ratios that need figures of two phases: drain (a) against the ceilings.
-func (r *Results) derive() {
-	a, ok := r.get("drain", "a: 1 endpoint, instant receiver")
+// Derive adds the ratios that need figures of two phases: drain (a) against the ceilings.
+func (r *Results) Derive() {
+	a, ok := r.Get("drain", "a: 1 endpoint, instant receiver")
 	if !ok {
 		return
 	}
-	if c, ok := r.get("ceiling", "claim+record, no HTTP"); ok && c > 0 {
-		r.add("ratio", "drain (a) / ceiling", a/c, "×", "target ≥ 0.7")
+	if c, ok := r.Get("ceiling", "claim+record, no HTTP"); ok && c > 0 {
+		r.Add("ratio", "drain (a) / ceiling", a/c, "×", "target ≥ 0.7")
 	}
-	if c, ok := r.get("ceiling", "claim+POST+record"); ok && c > 0 {
-		r.add("ratio", "drain (a) / ceiling+HTTP", a/c, "×", "")
+	if c, ok := r.Get("ceiling", "claim+POST+record"); ok && c > 0 {
+		r.Add("ratio", "drain (a) / ceiling+HTTP", a/c, "×", "")
 	}
 	// The same comparison in the database's work alone: the ceiling's CPU per delivery over the drain's,
 	// free of the HTTP that shares the machine's cores with it (1 would be the engine doing no more than
 	// the bare SQL loop).
-	if d, ok := r.get("drain", "a CPU per delivery: database"); ok && d > 0 {
-		if c, ok := r.get("ceiling", "sql CPU per delivery: database"); ok {
-			r.add("ratio", "database CPU per delivery: ceiling / drain (a)", c/d, "×", "")
+	if d, ok := r.Get("drain", "a CPU per delivery: database"); ok && d > 0 {
+		if c, ok := r.Get("ceiling", "sql CPU per delivery: database"); ok {
+			r.Add("ratio", "database CPU per delivery: ceiling / drain (a)", c/d, "×", "")
 		}
 	}
 }
 
-// countingProblems names every lost or duplicated delivery figure that is not zero.
-func (r *Results) countingProblems() string {
+// CountingProblems names every lost or duplicated delivery figure that is not zero.
+func (r *Results) CountingProblems() string {
 	var bad []string
 	for _, f := range r.Figures {
 		if (f.Unit == "lost" || f.Unit == "duplicates") && f.Value != 0 {
@@ -89,11 +93,11 @@ func (r *Results) countingProblems() string {
 	return strings.Join(bad, "; ")
 }
 
-// sortFigures orders the figures by phase (the order phases run, each ratio after the ceiling, the
+// SortFigures orders the figures by phase (phases, the order they run, each ratio after the ceiling, the
 // memory figures last), keeping the order within a phase.
-func (r *Results) sortFigures() {
+func (r *Results) SortFigures(phases []string) {
 	order := map[string]int{}
-	for i, p := range allPhases {
+	for i, p := range phases {
 		order[p] = 2 * i
 	}
 	order["ratio"] = order["ceiling"] + 1
@@ -102,7 +106,8 @@ func (r *Results) sortFigures() {
 	slices.SortStableFunc(r.Figures, func(a, b Figure) int { return order[a.Phase] - order[b.Phase] })
 }
 
-func (r *Results) printTable(w io.Writer) {
+// PrintTable prints the machine and every figure as a table.
+func (r *Results) PrintTable(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "machine: %d cores, %d MiB, PostgreSQL %s, %s, commit %s, server built from %s (figures comparable only within one run)\n",
 		m.Cores, m.MemoryMiB, m.PostgreSQL, m.Go, m.Commit, m.Server)
@@ -145,7 +150,8 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-func (r *Results) write(path string) error {
+// Write writes the results as indented JSON to path, making its directory.
+func (r *Results) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -166,16 +172,17 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank]
 }
 
-// latencies collects durations and reports percentiles in milliseconds.
-type latencies []time.Duration
+// Latencies collects durations and reports percentiles in milliseconds.
+type Latencies []time.Duration
 
-func (l latencies) ms(p float64) float64 {
+// Millis is the p-th percentile in milliseconds; 0 for none.
+func (l Latencies) Millis(p float64) float64 {
 	s := slices.Clone(l)
 	slices.Sort(s)
 	return float64(percentile(s, p)) / float64(time.Millisecond)
 }
 
-func readResults(path string) (*Results, error) {
+func read(path string) (*Results, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -187,13 +194,13 @@ func readResults(path string) (*Results, error) {
 	return &r, nil
 }
 
-// diffResults prints the figures of two runs side by side with after / before.
-func diffResults(w io.Writer, beforePath, afterPath string) error {
-	before, err := readResults(beforePath)
+// Diff prints the figures of two runs side by side with after / before.
+func Diff(w io.Writer, beforePath, afterPath string) error {
+	before, err := read(beforePath)
 	if err != nil {
 		return err
 	}
-	after, err := readResults(afterPath)
+	after, err := read(afterPath)
 	if err != nil {
 		return err
 	}
@@ -201,7 +208,7 @@ func diffResults(w io.Writer, beforePath, afterPath string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "phase\tmeasure\tbefore\tafter\tunit\tafter / before")
 	for _, f := range after.Figures {
-		b, ok := before.get(f.Phase, f.Name)
+		b, ok := before.Get(f.Phase, f.Name)
 		ratio := "-"
 		if ok && b != 0 {
 			ratio = fmt.Sprintf("%.2f×", f.Value/b)
@@ -215,6 +222,14 @@ func diffResults(w io.Writer, beforePath, afterPath string) error {
 	return tw.Flush()
 }
 
+// The goals' first-class rows (the goals phase and ingest add them; MarkGoals marks each met or not).
+const (
+	RatioDrainLoop   = "drain (a) / loop with a POST per row"
+	RatioDrainLoopDB = "database CPU per delivery: drain (a) / loop"
+	RatioManyOne     = "drain over 100 subscriptions (c) / one endpoint (a)"
+	RatioIngestFloor = "fan-out 1 / one committed INSERT per call"
+)
+
 // goal is one of the performance goals `make bench` checks: a figure against a target.
 type goal struct {
 	name          string
@@ -226,19 +241,19 @@ type goal struct {
 }
 
 func flushes(r *Results) bool {
-	v, ok := r.get("ingest", "database flushes commits")
+	v, ok := r.Get("ingest", "database flushes commits")
 	return ok && v == 1
 }
 
 var goals = []goal{
-	{name: "drain (a) ≥ 0.8 × the loop with a POST per row", phase: "goals", figure: ratioDrainLoop, target: 0.8},
-	{name: "database CPU per delivery, drain (a) ≤ the loop's", phase: "goals", figure: ratioDrainLoopDB, atMost: true, target: 1},
-	{name: "drain over 100 subscriptions ≥ 0.8 × one endpoint", phase: "goals", figure: ratioManyOne, target: 0.8},
+	{name: "drain (a) ≥ 0.8 × the loop with a POST per row", phase: "goals", figure: RatioDrainLoop, target: 0.8},
+	{name: "database CPU per delivery, drain (a) ≤ the loop's", phase: "goals", figure: RatioDrainLoopDB, atMost: true, target: 1},
+	{name: "drain over 100 subscriptions ≥ 0.8 × one endpoint", phase: "goals", figure: RatioManyOne, target: 0.8},
 	{name: "ingest, fan-out 1 ≥ 3,000 events/s", phase: "ingest", figure: "fan-out 1", target: 3000,
 		onlyIf: func(r *Results) (bool, string) {
 			return !flushes(r), "set for the project-managed PostgreSQL (fsync off); this database flushes"
 		}},
-	{name: "ingest with a database that flushes ≥ 1.3 × one committed INSERT per call", phase: "ingest", figure: ratioIngestFloor, target: 1.3,
+	{name: "ingest with a database that flushes ≥ 1.3 × one committed INSERT per call", phase: "ingest", figure: RatioIngestFloor, target: 1.3,
 		onlyIf: func(r *Results) (bool, string) {
 			return flushes(r), "this database does not flush; run with DATABASE_URL pointed at one that does"
 		}},
@@ -246,16 +261,16 @@ var goals = []goal{
 	{name: "idle pickup: publish → receiver p50 ≤ 3 ms", phase: "idle", figure: "publish → receiver p50", atMost: true, target: 3},
 }
 
-// markGoals adds a "goal" figure for every goal this run measured: the figure, and met or not in the note.
-func (r *Results) markGoals() {
+// MarkGoals adds a "goal" figure for every goal this run measured: the figure, and met or not in the note.
+func (r *Results) MarkGoals() {
 	for _, g := range goals {
-		v, ok := r.get(g.phase, g.figure)
+		v, ok := r.Get(g.phase, g.figure)
 		if !ok {
 			continue
 		}
 		if g.onlyIf != nil {
 			if can, why := g.onlyIf(r); !can {
-				r.add("goal", g.name, 0, "", "not checked: "+why)
+				r.Add("goal", g.name, 0, "", "not checked: "+why)
 				continue
 			}
 		}
@@ -267,6 +282,6 @@ func (r *Results) markGoals() {
 		if !met {
 			verdict = "NOT met"
 		}
-		r.add("goal", g.name, v, "", verdict)
+		r.Add("goal", g.name, v, "", verdict)
 	}
 }

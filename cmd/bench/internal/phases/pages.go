@@ -1,15 +1,14 @@
-package main
+package phases
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/hookline/hookline/cmd/bench/internal/report"
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 )
 
 // seedHistory inserts n deliveries for one tenant, spread over ts's subscriptions and the last 30 days,
@@ -17,12 +16,12 @@ import (
 // (300-byte bodies, to keep the seed short), the delivery, and its attempts. States: 90 % delivered (a
 // tenth after a retry), 5 % failed after 3 attempts, 2 % expired after 5, 3 % pending (half of them
 // retrying after one attempt).
-func seedHistory(ctx context.Context, db *database, ts *tenantSetup, n int) error {
+func seedHistory(ctx context.Context, db *testbed.Database, ts *tenantSetup, n int) error {
 	const chunk = 200000
 	body := eventBody("order.created", 200)
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
-		_, err := db.pool.Exec(ctx, `
+		_, err := db.Pool.Exec(ctx, `
 WITH ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, request_hash, created_at)
     SELECT uuid_v7(), $1, 'order.' || (ARRAY['created', 'paid', 'shipped', 'refunded'])[1 + g % 4], $2, '\x00',
@@ -72,7 +71,7 @@ FROM d CROSS JOIN LATERAL generate_series(1, d.total_attempts) a`,
 		}
 	}
 	for _, t := range []string{"events", "webhook_deliveries", "webhook_attempts"} {
-		if _, err := db.pool.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
+		if _, err := db.Pool.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
 			return err
 		}
 	}
@@ -82,10 +81,10 @@ FROM d CROSS JOIN LATERAL generate_series(1, d.total_attempts) a`,
 // pages: with -pages-n (and with -pages-10m also 10,000,000) deliveries seeded, p50/p95 of the API's
 // delivery list (filtered by state; its second page by cursor), a delivery's detail, a subscription's
 // health, and the operator console's overview (GET /admin, signed in).
-func (b *bench) pages(ctx context.Context) error {
-	sizes := []int{b.o.pagesN}
-	if b.o.pages10m {
-		sizes = append(sizes, b.o.pagesBigN)
+func (b *Bench) pages(ctx context.Context) error {
+	sizes := []int{b.o.PagesN}
+	if b.o.Pages10m {
+		sizes = append(sizes, b.o.PagesBigN)
 	}
 	for _, n := range sizes {
 		if err := b.pagesAt(ctx, n); err != nil {
@@ -95,19 +94,19 @@ func (b *bench) pages(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) pagesAt(ctx context.Context, n int) error {
-	db, err := b.freshDB(ctx, "pages")
+func (b *Bench) pagesAt(ctx context.Context, n int) error {
+	db, err := b.o.Server.FreshDB(ctx, "pages")
 	if err != nil {
 		return err
 	}
-	defer db.close()
+	defer db.Close()
 	const email, password = "bench-admin@example.com", "bench-admin-password-1"
-	s, err := b.startServer(ctx, db.url, "HOOKLINE_ADMIN_EMAIL="+email, "HOOKLINE_ADMIN_PASSWORD="+password)
+	s, err := b.o.Server.Start(ctx, db.URL, "HOOKLINE_ADMIN_EMAIL="+email, "HOOKLINE_ADMIN_PASSWORD="+password)
 	if err != nil {
 		return err
 	}
-	defer func() { s.stop() }()
-	c := newClient(s.base)
+	defer func() { s.Stop() }()
+	c := testbed.NewClient(s.Base)
 	ts, err := b.setupTenant(ctx, c, 10, 0)
 	if err != nil {
 		return err
@@ -125,18 +124,18 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 	}
 	seed := time.Since(t0)
 	fmt.Printf("pages %s: seeded in %s (with VACUUM ANALYZE)\n", size, seed.Round(time.Second))
-	b.res.add("pages", size+" seed", seed.Seconds(), "s", "events + deliveries + attempts, generate_series, VACUUM ANALYZE")
+	b.res.Add("pages", size+" seed", seed.Seconds(), "s", "events + deliveries + attempts, generate_series, VACUUM ANALYZE")
 	// A restart, so no plan or cache of the server predates the seed (and its sessions log slow plans).
-	s.stop()
-	plans := enableSlowPlans(ctx, db, b.o.slowPlan)
-	if s, err = b.startServer(ctx, db.url, "HOOKLINE_ADMIN_EMAIL="+email, "HOOKLINE_ADMIN_PASSWORD="+password); err != nil {
+	s.Stop()
+	plans := testbed.EnableSlowPlans(ctx, db, b.o.SlowPlan)
+	if s, err = b.o.Server.Start(ctx, db.URL, "HOOKLINE_ADMIN_EMAIL="+email, "HOOKLINE_ADMIN_PASSWORD="+password); err != nil {
 		return err
 	}
-	c = newClient(s.base)
-	_ = s.resetPeak()
+	c = testbed.NewClient(s.Base)
+	_ = s.ResetPeak()
 	base := "/tenants/" + ts.tenant
 	var ids []string
-	rows, err := db.pool.Query(ctx, "SELECT id::text FROM webhook_deliveries TABLESAMPLE SYSTEM (1) LIMIT $1", b.o.pageCalls)
+	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM webhook_deliveries TABLESAMPLE SYSTEM (1) LIMIT $1", b.o.PageCalls)
 	if err != nil {
 		return err
 	}
@@ -158,7 +157,7 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 	}
 	cursorOf := func(q string) (string, error) {
 		var p page
-		if _, err := c.call(ctx, "GET", base+"/deliveries?"+q, nil, nil, &p); err != nil {
+		if _, err := c.Call(ctx, "GET", base+"/deliveries?"+q, nil, nil, &p); err != nil {
 			return "", err
 		}
 		if p.NextCursor == "" {
@@ -174,7 +173,7 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	admin, err := signIn(ctx, s.base, email, password)
+	admin, err := testbed.SignIn(ctx, s.Base, email, password)
 	if err != nil {
 		return err
 	}
@@ -195,74 +194,28 @@ func (b *bench) pagesAt(ctx context.Context, n int) error {
 		{"operator overview (GET /admin)", func(int) string { return "/admin" }, true},
 	}
 	for _, call := range calls {
-		var lat latencies
+		var lat report.Latencies
 		began := time.Now()
-		for i := range b.o.pageCalls {
+		for i := range b.o.PageCalls {
 			if i >= 5 && time.Since(began) > 20*time.Second {
 				break // a slow page: enough calls to tell
 			}
 			t := time.Now()
 			if call.web {
-				err = admin.get(ctx, call.path(i))
+				err = admin.Get(ctx, call.path(i))
 			} else {
-				_, err = c.call(ctx, "GET", call.path(i), nil, nil, nil)
+				_, err = c.Call(ctx, "GET", call.path(i), nil, nil, nil)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", call.name, err)
 			}
 			lat = append(lat, time.Since(t))
 		}
-		fmt.Printf("pages %s: %s: p50 %.1f ms, p95 %.1f ms\n", size, call.name, lat.ms(50), lat.ms(95))
-		b.res.add("pages", size+" "+call.name+" p50", lat.ms(50), "ms", "")
-		b.res.add("pages", size+" "+call.name+" p95", lat.ms(95), "ms", fmt.Sprintf("%d calls; target < 50 ms", len(lat)))
+		fmt.Printf("pages %s: %s: p50 %.1f ms, p95 %.1f ms\n", size, call.name, lat.Millis(50), lat.Millis(95))
+		b.res.Add("pages", size+" "+call.name+" p50", lat.Millis(50), "ms", "")
+		b.res.Add("pages", size+" "+call.name+" p95", lat.Millis(95), "ms", fmt.Sprintf("%d calls; target < 50 ms", len(lat)))
 	}
 	b.recordPeak("pages", size, s)
-	plans.report(filepath.Join(".data", "bench-slow-plans-"+size+".txt"))
-	return nil
-}
-
-// webClient is a signed-in dashboard session.
-type webClient struct {
-	base string
-	hc   *http.Client
-}
-
-func signIn(ctx context.Context, base, email, password string) (*webClient, error) {
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: time.Minute,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	form := url.Values{"email": {email}, "password": {password}}
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/login", strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		return nil, fmt.Errorf("dashboard sign-in: %d", resp.StatusCode)
-	}
-	return &webClient{base: base, hc: hc}, nil
-}
-
-func (w *webClient) get(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", w.base+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := w.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", path, resp.StatusCode)
-	}
+	plans.Report(filepath.Join(".data", "bench-slow-plans-"+size+".txt"))
 	return nil
 }

@@ -1,16 +1,15 @@
-package main
+package phases
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -47,83 +46,83 @@ SELECT m.id, m.tenant_id, m.subscription_id, m.total_attempts, $3, 1, 200, '', '
        jsonb_build_object('content-type', 'application/json', 'webhook-id', m.event_id)
 FROM moved m`
 
-func (b *bench) ceiling(ctx context.Context) error {
+func (b *Bench) ceiling(ctx context.Context) error {
 	rate, _, cpu, err := b.ceilingOnce(ctx, false)
 	if err != nil {
 		return err
 	}
-	b.addCPU("ceiling", "sql", cpu[0], cpu[1], b.o.drainN)
-	b.res.add("ceiling", "claim+record, no HTTP", rate, "deliveries/s",
-		fmt.Sprintf("%d workers × %d rows, %d deliveries", b.o.ceilWorkers, b.o.ceilBatch, b.o.drainN))
-	if !b.o.ceilHTTP {
+	b.addCPU("ceiling", "sql", cpu[0], cpu[1], b.o.DrainN)
+	b.res.Add("ceiling", "claim+record, no HTTP", rate, "deliveries/s",
+		fmt.Sprintf("%d workers × %d rows, %d deliveries", b.o.CeilWorkers, b.o.CeilBatch, b.o.DrainN))
+	if !b.o.CeilHTTP {
 		return nil
 	}
 	rate, t, cpu, err := b.ceilingOnce(ctx, true)
 	if err != nil {
 		return err
 	}
-	b.addCPU("ceiling", "http", cpu[0], cpu[1], b.o.drainN)
-	b.res.add("ceiling", "claim+POST+record", rate, "deliveries/s", "each claimed row POSTed to the receiver, concurrently")
+	b.addCPU("ceiling", "http", cpu[0], cpu[1], b.o.DrainN)
+	b.res.Add("ceiling", "claim+POST+record", rate, "deliveries/s", "each claimed row POSTed to the receiver, concurrently")
 	b.record("ceiling", "http", t)
 	return nil
 }
 
 // ceilingOnce runs the loop once on a fresh database and returns its rate, what the receiver counted (with
 // HTTP) and the CPU readings around it.
-func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally, [2]cpuUse, error) {
-	var cpu [2]cpuUse
-	db, err := b.freshDB(ctx, "ceiling")
+func (b *Bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, testbed.Tally, [2]testbed.CPUUse, error) {
+	var cpu [2]testbed.CPUUse
+	db, err := b.o.Server.FreshDB(ctx, "ceiling")
 	if err != nil {
-		return 0, tally{}, cpu, err
+		return 0, testbed.Tally{}, cpu, err
 	}
-	defer db.close()
+	defer db.Close()
 	ts := &tenantSetup{labels: []string{"s0"}}
-	if err := db.pool.QueryRow(ctx, "INSERT INTO tenants (name) VALUES ('bench') RETURNING id::text").Scan(&ts.tenant); err != nil {
-		return 0, tally{}, cpu, err
+	if err := db.Pool.QueryRow(ctx, "INSERT INTO tenants (name) VALUES ('bench') RETURNING id::text").Scan(&ts.tenant); err != nil {
+		return 0, testbed.Tally{}, cpu, err
 	}
-	url := b.rc.url(0, "s0")
+	url := b.rc.URL(0, "s0")
 	var sub string
-	if err := db.pool.QueryRow(ctx, "INSERT INTO subscriptions (tenant_id, url) VALUES ($1, $2) RETURNING id::text",
+	if err := db.Pool.QueryRow(ctx, "INSERT INTO subscriptions (tenant_id, url) VALUES ($1, $2) RETURNING id::text",
 		ts.tenant, url).Scan(&sub); err != nil {
-		return 0, tally{}, cpu, err
+		return 0, testbed.Tally{}, cpu, err
 	}
 	ts.subs = []string{sub}
-	n := b.o.drainN
-	if err := seedBacklog(ctx, db, ts, n, b.o.payload); err != nil {
-		return 0, tally{}, cpu, err
+	n := b.o.DrainN
+	if err := seedBacklog(ctx, db, ts, n, b.o.Payload); err != nil {
+		return 0, testbed.Tally{}, cpu, err
 	}
-	cfg := db.pool.Config()
-	cfg.MaxConns = int32(b.o.ceilWorkers)
+	cfg := db.Pool.Config()
+	cfg.MaxConns = int32(b.o.CeilWorkers)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return 0, tally{}, cpu, err
+		return 0, testbed.Tally{}, cpu, err
 	}
 	defer pool.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}, Timeout: 30 * time.Second}
-	reached := b.rc.reset(n, false)
+	reached := b.rc.Reset(n, false)
 	var done atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, b.o.ceilWorkers)
-	cpuBefore := readCPU(ctx, db)
+	errs := make(chan error, b.o.CeilWorkers)
+	cpuBefore := testbed.ReadCPU(ctx, db)
 	start := time.Now()
-	for range b.o.ceilWorkers {
+	for range b.o.CeilWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ceilingLoop(ctx, pool, sub, url, b.o.ceilBatch, withHTTP, hc, &done); err != nil {
+			if err := ceilingLoop(ctx, pool, sub, url, b.o.CeilBatch, withHTTP, hc, &done); err != nil {
 				errs <- err
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu = [2]cpuUse{cpuBefore, readCPU(ctx, db)}
+	cpu = [2]testbed.CPUUse{cpuBefore, testbed.ReadCPU(ctx, db)}
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, tally{}, cpu, err
+		return 0, testbed.Tally{}, cpu, err
 	}
 	if int(done.Load()) != n {
-		return 0, tally{}, cpu, fmt.Errorf("recorded %d of %d", done.Load(), n)
+		return 0, testbed.Tally{}, cpu, fmt.Errorf("recorded %d of %d", done.Load(), n)
 	}
 	rate := float64(n) / elapsed.Seconds()
 	what := "no HTTP"
@@ -135,7 +134,7 @@ func (b *bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, tally,
 		}
 	}
 	fmt.Printf("ceiling (%s): %d deliveries in %s: %.0f deliveries/s\n", what, n, elapsed.Round(time.Millisecond), rate)
-	var t tally
+	var t testbed.Tally
 	if withHTTP {
 		if t, err = b.settle(ctx, db, n); err != nil {
 			return 0, t, cpu, err
@@ -180,7 +179,7 @@ func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, sub, url string, batch
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs[i] = post(ctx, hc, url, r.event.String(), r.body)
+					errs[i] = testbed.PostDelivery(ctx, hc, url, r.event.String(), r.body)
 				}()
 			}
 			wg.Wait()
@@ -200,23 +199,4 @@ func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, sub, url string, batch
 		}
 		done.Add(tag.RowsAffected())
 	}
-}
-
-func post(ctx context.Context, hc *http.Client, url, id string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("webhook-id", id)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("receiver answered %d", resp.StatusCode)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package phases
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookline/hookline/cmd/bench/internal/report"
+	"github.com/hookline/hookline/cmd/bench/internal/testbed"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -15,7 +17,7 @@ import (
 // publish path is measured; the rows are then checked in SQL (every accepted event has its deliveries).
 // The same run also times the floor of a publish: one committed INSERT of an event and its deliveries per
 // call, 16 clients, straight from the harness.
-func (b *bench) ingest(ctx context.Context) error {
+func (b *Bench) ingest(ctx context.Context) error {
 	db, s, c, done, err := b.serverPhase(ctx, "ingest")
 	if err != nil {
 		return err
@@ -34,27 +36,27 @@ func (b *bench) ingest(ctx context.Context) error {
 			if keyed {
 				name += ", Idempotency-Key"
 			}
-			_ = s.resetPeak()
-			cpuBefore := readCPU(ctx, db, s)
-			r, err := b.publishLoad(ctx, c, ts, keyed, b.o.ingestN, b.o.ingestDur, 0)
+			_ = s.ResetPeak()
+			cpuBefore := testbed.ReadCPU(ctx, db, s)
+			r, err := b.publishLoad(ctx, c, ts, keyed, b.o.IngestN, b.o.IngestDur, 0)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			if sv, d, h, ok := cpuBefore.perDelivery(readCPU(ctx, db, s), len(r.events)); ok {
-				b.res.add("ingest", name+" CPU per event: server", sv, "µs", "")
-				b.res.add("ingest", name+" CPU per event: database", d, "µs", "PostgreSQL backends of the phase's database")
-				b.res.add("ingest", name+" CPU per event: harness", h, "µs", "the publishers")
+			if sv, d, h, ok := cpuBefore.PerDelivery(testbed.ReadCPU(ctx, db, s), len(r.events)); ok {
+				b.res.Add("ingest", name+" CPU per event: server", sv, "µs", "")
+				b.res.Add("ingest", name+" CPU per event: database", d, "µs", "PostgreSQL backends of the phase's database")
+				b.res.Add("ingest", name+" CPU per event: harness", h, "µs", "the publishers")
 				fmt.Printf("ingest %s: CPU per event: server %.0f µs, database %.0f µs, harness %.0f µs\n", name, sv, d, h)
 			}
 			b.recordPeak("ingest", name, s)
 			rate := float64(len(r.events)) / r.elapsed.Seconds()
 			fmt.Printf("ingest %s: %d events in %s: %.0f events/s, p50 %.1f ms, p99 %.1f ms, %d errors\n", name,
-				len(r.events), r.elapsed.Round(time.Millisecond), rate, r.lat.ms(50), r.lat.ms(99), r.errors)
-			b.res.add("ingest", name, rate, "events/s", fmt.Sprintf("%d publishers, %d B payloads", b.o.publishers, b.o.payload))
-			b.res.add("ingest", name+" p50", r.lat.ms(50), "ms", "")
-			b.res.add("ingest", name+" p99", r.lat.ms(99), "ms", "")
+				len(r.events), r.elapsed.Round(time.Millisecond), rate, r.lat.Millis(50), r.lat.Millis(99), r.errors)
+			b.res.Add("ingest", name, rate, "events/s", fmt.Sprintf("%d publishers, %d B payloads", b.o.Publishers, b.o.Payload))
+			b.res.Add("ingest", name+" p50", r.lat.Millis(50), "ms", "")
+			b.res.Add("ingest", name+" p99", r.lat.Millis(99), "ms", "")
 			if r.errors > 0 {
-				b.res.add("ingest", name+" errors", float64(r.errors), "errors", r.firstErr)
+				b.res.Add("ingest", name+" errors", float64(r.errors), "errors", r.firstErr)
 			}
 			t, err := checkStored(ctx, db, r.events, fan)
 			if err != nil {
@@ -64,17 +66,17 @@ func (b *bench) ingest(ctx context.Context) error {
 			b.record("ingest", name, t)
 		}
 	}
-	rate, err := insertFloor(ctx, db, b.o.publishers, b.o.ingestDur/2, b.o.payload)
+	rate, err := insertFloor(ctx, db, b.o.Publishers, b.o.IngestDur/2, b.o.Payload)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("ingest floor: %.0f committed INSERTs/s (event + 1 delivery each, %d clients, no HTTP)\n", rate, b.o.publishers)
-	b.res.add("ingest", "reference: one committed INSERT per call", rate, "events/s",
-		fmt.Sprintf("%d clients, event + 1 delivery, no HTTP", b.o.publishers))
+	fmt.Printf("ingest floor: %.0f committed INSERTs/s (event + 1 delivery each, %d clients, no HTTP)\n", rate, b.o.Publishers)
+	b.res.Add("ingest", "reference: one committed INSERT per call", rate, "events/s",
+		fmt.Sprintf("%d clients, event + 1 delivery, no HTTP", b.o.Publishers))
 	// Whether a commit waits for the disk: the project-managed cluster's does not (fsync off), so the
 	// comparison that group commit is for needs DATABASE_URL pointed at one whose does.
 	var flushes bool
-	if err := db.pool.QueryRow(ctx, "SELECT current_setting('fsync') = 'on' AND current_setting('synchronous_commit') <> 'off'").
+	if err := db.Pool.QueryRow(ctx, "SELECT current_setting('fsync') = 'on' AND current_setting('synchronous_commit') <> 'off'").
 		Scan(&flushes); err != nil {
 		return err
 	}
@@ -82,9 +84,9 @@ func (b *bench) ingest(ctx context.Context) error {
 	if flushes {
 		flushValue, what = 1, "fsync and synchronous_commit on: every commit waits for the disk"
 	}
-	b.res.add("ingest", "database flushes commits", flushValue, "yes/no", what)
-	if in, ok := b.res.get("ingest", "fan-out 1"); ok && rate > 0 {
-		b.res.add("ingest", ratioIngestFloor, in/rate, "×", what)
+	b.res.Add("ingest", "database flushes commits", flushValue, "yes/no", what)
+	if in, ok := b.res.Get("ingest", "fan-out 1"); ok && rate > 0 {
+		b.res.Add("ingest", report.RatioIngestFloor, in/rate, "×", what)
 	}
 	return nil
 }
@@ -92,7 +94,7 @@ func (b *bench) ingest(ctx context.Context) error {
 type loadResult struct {
 	events   map[string]time.Time // event id -> when its 202 arrived
 	sent     map[string]time.Time // event id -> when its publish request started
-	lat      latencies
+	lat      report.Latencies
 	elapsed  time.Duration
 	errors   int
 	firstErr string
@@ -100,14 +102,14 @@ type loadResult struct {
 
 // publishLoad publishes up to n events to ts's tenant for at most d with -publishers goroutines; with
 // rate > 0 the events are spread at that many per second instead of as fast as they go.
-func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, keyed bool, n int, d time.Duration, rate float64) (*loadResult, error) {
+func (b *Bench) publishLoad(ctx context.Context, c *testbed.Client, ts *tenantSetup, keyed bool, n int, d time.Duration, rate float64) (*loadResult, error) {
 	res := &loadResult{events: map[string]time.Time{}, sent: map[string]time.Time{}}
 	var mu sync.Mutex
 	var seq atomic.Int64
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
-	for range b.o.publishers {
+	for range b.o.Publishers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -127,7 +129,7 @@ func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, key
 				}
 				// The request written out directly: encoding a map through encoding/json was the publishers'
 				// largest cost, and they share the cores with the server measured.
-				body := publishBody(typ, payload(b.o.payload, i))
+				body := publishBody(typ, payload(b.o.Payload, i))
 				// Publishers use a tenant token with events:write, as they would in production.
 				hdr := map[string]string{"Authorization": "Bearer " + ts.token}
 				if keyed {
@@ -135,7 +137,7 @@ func (b *bench) publishLoad(ctx context.Context, c *client, ts *tenantSetup, key
 				}
 				var p published
 				t0 := time.Now()
-				_, err := c.call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, hdr, &p)
+				_, err := c.Call(ctx, "POST", "/tenants/"+ts.tenant+"/events", body, hdr, &p)
 				t1 := time.Now()
 				mu.Lock()
 				if err != nil {
@@ -167,19 +169,19 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 
 // checkStored counts, in SQL, the events and deliveries stored for the accepted event ids: lost is a
 // delivery an accepted event should have and has not, duplicates one too many.
-func checkStored(ctx context.Context, db *database, events map[string]time.Time, fan int) (tally, error) {
+func checkStored(ctx context.Context, db *testbed.Database, events map[string]time.Time, fan int) (testbed.Tally, error) {
 	ids := make([]string, 0, len(events))
 	for id := range events {
 		ids = append(ids, id)
 	}
 	var stored, deliveries int
-	err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM events WHERE id = ANY ($1::uuid[])),
+	err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM events WHERE id = ANY ($1::uuid[])),
 	(SELECT count(*) FROM webhook_deliveries WHERE event_id = ANY ($1::uuid[]))`, ids).Scan(&stored, &deliveries)
 	if err != nil {
-		return tally{}, err
+		return testbed.Tally{}, err
 	}
 	want := len(ids) * fan
-	t := tally{expected: want, unique: min(deliveries, want), total: deliveries, stored: true}
+	t := testbed.Tally{Expected: want, Unique: min(deliveries, want), Total: deliveries, Stored: true}
 	if stored != len(ids) {
 		return t, fmt.Errorf("%d of %d accepted events stored", stored, len(ids))
 	}
@@ -188,14 +190,14 @@ func checkStored(ctx context.Context, db *database, events map[string]time.Time,
 
 // insertFloor runs clients goroutines, each committing one INSERT of an event and its delivery per call
 // for d: what one publish costs PostgreSQL at least (the issue's reference).
-func insertFloor(ctx context.Context, db *database, clients int, d time.Duration, size int) (float64, error) {
+func insertFloor(ctx context.Context, db *testbed.Database, clients int, d time.Duration, size int) (float64, error) {
 	var tenant, sub string
-	if err := db.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (name) VALUES ('floor') RETURNING id)
+	if err := db.Pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (name) VALUES ('floor') RETURNING id)
 	INSERT INTO subscriptions (tenant_id, url, state) SELECT id, 'http://127.0.0.1:1/', 'paused' FROM t RETURNING tenant_id::text, id::text`).
 		Scan(&tenant, &sub); err != nil {
 		return 0, err
 	}
-	cfg := db.pool.Config()
+	cfg := db.Pool.Config()
 	cfg.MaxConns = int32(clients)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
