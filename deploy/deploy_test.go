@@ -26,17 +26,12 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
-	"go.uber.org/goleak"
 )
 
 var dbURL string
 
-// The server exported starts builds the dashboard's session manager with scs.New, which starts a memory
-// store's cleanup goroutine that nothing stops, whether or not that store is ever used (internal/web
-// replaces it with its own): not these tests' to stop.
 func TestMain(m *testing.M) {
-	testdb.Main(m, "deploy", func(u string) { dbURL = u },
-		goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup"))
+	testdb.Main(m, "deploy", func(u string) { dbURL = u })
 }
 
 const (

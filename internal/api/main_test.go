@@ -17,18 +17,13 @@ import (
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/testdb"
-	"go.uber.org/goleak"
 )
 
 // dbURL is this package's fresh database, shared by every test server (each test works in its own tenants).
 var dbURL string
 
 func TestMain(m *testing.M) {
-	// Every test server builds the dashboard's session manager with scs.New, which starts the cleanup
-	// goroutine of a memory store that the dashboard at once replaces with its PostgreSQL store and never
-	// stops: the dashboard's to fix (stop that store's cleanup), not something a test here can stop.
-	testdb.Main(m, "api", func(u string) { dbURL = u },
-		goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup"))
+	testdb.Main(m, "api", func(u string) { dbURL = u })
 }
 
 const adminToken = "api-test-admin-token"
