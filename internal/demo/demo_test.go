@@ -24,7 +24,7 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "demo", func(u string) { dbURL = u }) }
+func TestMain(m *testing.M) { testdb.Main(m, "demo", func(u string) { dbURL = u }, servertest.SessionStoreCleanup) }
 
 // sharedKey is the tests' HOOKLINE_SECRET_KEY: they share one database (and its demo tenants, sealed
 // under the key of whichever test seeded them) but not a data directory, whose secret-key file would
@@ -115,7 +115,7 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go demo.Trickle(tctx, srv, first, srv.Log)
+	go demo.Trickle(tctx, srv, first, slog.New(slog.DiscardHandler))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		page, err := srv.Deliveries.List(ctx, first.TenantID, delivery.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})

@@ -13,7 +13,7 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "server", func(u string) { dbURL = u }) }
+func TestMain(m *testing.M) { testdb.Main(m, "server", func(u string) { dbURL = u }, servertest.SessionStoreCleanup) }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()

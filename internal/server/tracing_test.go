@@ -421,7 +421,7 @@ func TestTracingOffByDefault(t *testing.T) {
 		t.Setenv(name, "")
 	}
 	e := newTraceEnv(t, server.Options{})
-	if e.srv.Tracing.On() || e.srv.Tracing.Tracer() != nil {
+	if server.TracingOf(e.srv).On() || server.TracingOf(e.srv).Tracer() != nil {
 		t.Fatal("tracing is on with no OTEL_* variable set")
 	}
 	if _, span := otel.Tracer("x").Start(context.Background(), "x"); span.IsRecording() || span.SpanContext().IsValid() {
@@ -565,7 +565,7 @@ func exportThroughOTLP(t *testing.T, endpoint, protocol string, exported func() 
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
 
 	e := newTraceEnv(t, server.Options{})
-	if !e.srv.Tracing.On() {
+	if !server.TracingOf(e.srv).On() {
 		t.Fatal("tracing is off with OTEL_EXPORTER_OTLP_ENDPOINT set")
 	}
 	e.answer = func(string, int) int { return http.StatusNoContent }

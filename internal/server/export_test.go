@@ -1,0 +1,16 @@
+package server
+
+import (
+	"context"
+
+	"github.com/hookline/hookline/internal/tracing"
+)
+
+// StartMaintainer starts the server's maintenance leader on its own: Serve's start of it then fails.
+func StartMaintainer(ctx context.Context, s *Server) error { return s.maintainer.Start(ctx) }
+
+// TracingOf is the server's tracing.
+func TracingOf(s *Server) *tracing.Tracing { return s.tracing.Tracing }
+
+// StopMaintainer stops what StartMaintainer started.
+func StopMaintainer(ctx context.Context, s *Server) error { return s.maintainer.Stop(ctx) }

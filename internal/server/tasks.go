@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/maintenance"
+	"github.com/hookline/hookline/internal/notify"
+	"github.com/hookline/hookline/internal/smtpurl"
+	"github.com/hookline/hookline/internal/tenants"
+)
+
+// buildMaintenance makes the maintenance leader and registers its tasks: the lease rescue, the prunes,
+// the incident checks, the customer alert emails, the auto-disable rule and the retention sweep.
+func (s *Server) buildMaintenance() error {
+	cfg, mlog := s.Config, s.log.With("component", "maintenance")
+	s.maintainer = maintenance.New(maintenance.Options{ConnConfig: s.EnginePool.Config().ConnConfig, Logger: mlog})
+	s.maintainer.Register(maintenance.Task{Name: "rescue", Interval: delivery.RescueInterval, Run: s.rescue})
+	s.maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
+	s.maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval,
+		tenants.NewLoginThrottle(s.Pool, s.now, 0, 0, 0).Prune, mlog))
+	s.maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
+	s.maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
+	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
+	smtp, err := smtpurl.Configured(cfg.SMTPURL)
+	if err != nil {
+		return fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
+	}
+	s.maintainer.Register(notify.New(s.Pool, notify.Options{SMTP: smtp, Brand: s.Brand.Name, Now: s.now, Log: s.log.With("component", "notify")}).Task())
+	if cfg.AutoDisableAfter > 0 {
+		s.maintainer.Register(maintenance.AutoDisable(s.disableFailing, cfg.AutoDisableAfter, mlog))
+	}
+	if cfg.RetentionActivity > 0 {
+		s.maintainer.Register(maintenance.Prune("prune_activity", maintenance.SessionPruneInterval, func(ctx context.Context) (int64, error) {
+			return s.Activity.Prune(ctx, s.now().Add(-cfg.RetentionActivity), 1000)
+		}, mlog))
+	}
+	// max: a Config built by hand (tests) may leave the interval zero.
+	s.maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Run: func(ctx context.Context) error {
+		_, err := s.retention.Sweep(ctx)
+		return err
+	}})
+	return nil
+}
+
+// rescue puts expired leases back in the queue and dead-letters the deliveries of deleted subscriptions.
+func (s *Server) rescue(ctx context.Context) error {
+	if _, err := s.worker.RescueExpired(ctx); err != nil {
+		return err
+	}
+	_, err := s.worker.DeadLetterDeleted(ctx)
+	return err
+}
+
+// disableFailing disables the subscriptions whose attempts have only failed for longer than after.
+func (s *Server) disableFailing(ctx context.Context, after time.Duration) (int, error) {
+	disabled, err := s.Subscriptions.DisableFailing(ctx, after)
+	for _, d := range disabled {
+		s.log.Warn("subscription disabled after only failures", "subscription_id", d.ID, "tenant_id", d.TenantID,
+			"failing_since", d.FailingSince)
+	}
+	return len(disabled), err
+}
