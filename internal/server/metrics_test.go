@@ -13,7 +13,9 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "server", func(u string) { dbURL = u }, servertest.SessionStoreCleanup) }
+func TestMain(m *testing.M) {
+	testdb.Main(m, "server", func(u string) { dbURL = u }, servertest.SessionStoreCleanup)
+}
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()

@@ -38,19 +38,22 @@ func (s *Server) buildMaintenance() error {
 		}, mlog))
 	}
 	// max: a Config built by hand (tests) may leave the interval zero.
-	s.maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Run: func(ctx context.Context) error {
-		_, err := s.retention.Sweep(ctx)
-		return err
-	}})
+	// An hour: a sweep catching up on a backlog is paced (HOOKLINE_RETENTION_RATE) and may take long; one
+	// cut off resumes at the next turn, its batches being committed one by one.
+	s.maintainer.Register(maintenance.Task{Name: "retention", Interval: max(cfg.RetentionInterval, time.Second), Timeout: time.Hour,
+		Run: func(ctx context.Context) error {
+			_, err := s.retention.Sweep(ctx)
+			return err
+		}})
 	return nil
 }
 
 // rescue puts expired leases back in the queue and dead-letters the deliveries of deleted subscriptions.
 func (s *Server) rescue(ctx context.Context) error {
-	if _, err := s.worker.RescueExpired(ctx); err != nil {
+	if _, err := maintenance.Do(ctx, s.worker.RescueExpired); err != nil {
 		return err
 	}
-	_, err := s.worker.DeadLetterDeleted(ctx)
+	_, err := maintenance.Do(ctx, s.worker.DeadLetterDeleted)
 	return err
 }
 
