@@ -82,17 +82,20 @@ func newMaintainer(t *testing.T, key int64, tasks ...maintenance.Task) *maintena
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 
 // Two processes on one database: exactly one leads and runs tasks; stopping it hands leadership to the
 // other, whose tasks then run, and the stopped one's do not.
 func TestOneLeaderAndHandover(t *testing.T) {
+	t.Parallel()
 	const key = 101
 	var a, b counter
 	ma := newMaintainer(t, key, a.task("a"))
@@ -123,6 +126,7 @@ func TestOneLeaderAndHandover(t *testing.T) {
 // A leader whose connection dies (here the server ends it) loses leadership: its running tasks are
 // cancelled, and leadership is taken again (by whoever gets the lock first) on a fresh connection.
 func TestLostConnectionCancelsTasks(t *testing.T) {
+	t.Parallel()
 	const key = 102
 	c := counter{block: true}
 	m := newMaintainer(t, key, c.task("blocking"))
@@ -141,6 +145,7 @@ func TestLostConnectionCancelsTasks(t *testing.T) {
 
 // A failing or panicking task is logged and runs again at its next turn; other tasks are unaffected.
 func TestTaskErrorsAreLoggedAndRetried(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var fails, panics, ok atomic.Int64
@@ -183,7 +188,9 @@ func TestStopLeavesNoGoroutines(t *testing.T) {
 	}
 	ma, mb := start(&a), start(&b)
 	eventually(t, "a leader running its task", func() bool { return a.runs.Load()+b.runs.Load() > 3 })
-	time.Sleep(2 * electEvery) // let the follower be mid-election too
+	// The follower mid-election too: the leader's task has run over two election intervals since.
+	ran := a.runs.Load() + b.runs.Load()
+	eventually(t, "two election intervals", func() bool { return a.runs.Load()+b.runs.Load() >= ran+2*int64(electEvery/(5*time.Millisecond)) })
 	ma.Stop(context.Background())
 	mb.Stop(context.Background())
 	mb.Stop(context.Background()) // twice is fine
