@@ -69,10 +69,11 @@ var pathParamRE = regexp.MustCompile(`\{[^}]+\}|\*`)
 // NOT_FOUND in the contract's error shape from the API, the 404 page from the dashboard, never a 500.
 // Values that decode to a literal "%00" (sent as %2500) are ordinary text: whatever the answer, not a 500.
 func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
+	t.Parallel()
 	const token, email, password = "paths-admin-token", "paths-admin@example.com", "paths-admin-password"
 	cfg := servertest.Config(t, dbURL)
 	cfg.AdminToken, cfg.AdminEmail, cfg.AdminPassword = token, email, password
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
+	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
 	c := newPathClient(t, base)
 
 	// Real objects, so a bad value in one parameter is checked with the others naming what exists.
