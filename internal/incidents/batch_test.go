@@ -25,6 +25,7 @@ import (
 // are claimed and told Batch at a time, each batch in a transaction of its own, and one check still goes
 // through all of them, each told once.
 func TestIncidentStepsGoInBatches(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	// A database of its own: incidents, the operator's tenant and its watermark are the database's.
 	own, drop, err := testdb.Create(ctx, "incidents_batches")

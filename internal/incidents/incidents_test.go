@@ -25,11 +25,30 @@ import (
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/testdb"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var dbURL string
 
 func TestMain(m *testing.M) { testdb.Main(m, "incidents", func(u string) { dbURL = u }) }
+
+// ownPool is a pool on a database of the test's own, dropped when it ends: a check opens, tells and
+// ends the incidents of the whole database, and the operator's tenant is one per database, so each test
+// has its own and the tests run in parallel.
+func ownPool(t *testing.T, conns int32) *pgxpool.Pool {
+	t.Helper()
+	own, drop, err := testdb.Create(context.Background(), "incidents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	pool, err := server.Connect(context.Background(), own, conns, server.PlanPerCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
 
 type clock struct {
 	mu sync.Mutex
@@ -84,12 +103,9 @@ func (o *operatorReceiver) types() []string {
 // tenant, signed operator notifications delivered through the engine; two checks at once tell a step once;
 // a 2xx ends it and both are told. Nothing is told per event.
 func TestIncidentSteps(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 8, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 8)
 	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
 	t0 := clk.Now()
 	policy := delivery.RetryPolicy{Base: time.Hour, MaxDelay: 12 * time.Hour, MaxAttempts: 30, Window: 48 * time.Hour}
@@ -297,12 +313,9 @@ func TestIncidentSteps(t *testing.T) {
 
 // A 410 disables the subscription; the operator is told once.
 func TestOperatorToldOfDisabledSubscription(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
 	pub := delivery.NewPublisher(pool, policy, time.Now)

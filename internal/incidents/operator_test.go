@@ -15,7 +15,6 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
-	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -25,12 +24,9 @@ import (
 // disabled). One disabled by an older version is enabled again at start-up, with a warning in the log.
 // Its state, last error and dead deliveries are what OperatorStatus (the /admin card) shows.
 func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
 	pub := delivery.NewPublisher(pool, policy, time.Now)
@@ -120,12 +116,9 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 // Setting the operator notifications' subscription up happens at start, outside any request; it is a
 // change like any other, recorded with the system as its actor (a change with no actor is refused).
 func TestOperatorSetupIsRecordedAsTheSystem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	subs := subscriptions.NewService(pool, time.Now, true)
 	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
 	// A URL of its own, so the subscription is created or changed now whatever other tests set up.

@@ -12,7 +12,6 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
-	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -21,12 +20,9 @@ import (
 // notification (an error, or the context cancelled between the statements) leaves nothing behind, neither
 // the claim nor part of what it tells, and the next check tells the step exactly once.
 func TestIncidentStepClaimAndTellCommitTogether(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	now := time.Now().UTC().Truncate(time.Second)
 	clk := func() time.Time { return now }
 	ts := tenants.NewService(pool, "")
