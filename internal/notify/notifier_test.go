@@ -39,9 +39,22 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-func connect(t *testing.T) *pgxpool.Pool {
+// ownDatabase is a database of the test's own, dropped when it ends: a notifier takes every due row of
+// its database, so each test has its own and the tests run in parallel.
+func ownDatabase(t *testing.T) string {
 	t.Helper()
-	pool, err := pgxuuid.NewPool(context.Background(), dbURL)
+	own, drop, err := testdb.Create(context.Background(), "notify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return own
+}
+
+// connect opens a pool on url, closed when the test ends.
+func connect(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxuuid.NewPool(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +229,8 @@ func subjectOf(t *testing.T, p parsed) string {
 // Every step becomes one email to its recipient, with a subject naming the endpoint, the same words in a
 // text and an HTML part, the dashboard link, and nothing secret: no payload, no credentials of the URL.
 func TestSendsEachStep(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	clk := &clock{t: time.Now()}
@@ -304,7 +318,8 @@ func TestSendsEachStep(t *testing.T) {
 // A 4xx from the server schedules a retry a minute later (counted, the error kept); the next due run sends
 // it. Delays double, and after MaxAttempts the message is given up with the reason.
 func TestRetriesAfterTemporaryFailureThenGivesUp(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	clk := &clock{t: time.Now()}
@@ -372,6 +387,7 @@ func TestRetriesAfterTemporaryFailureThenGivesUp(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	n := New(nil, Options{})
 	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute,
 		32 * time.Minute, time.Hour, time.Hour}
@@ -390,7 +406,8 @@ func TestBackoff(t *testing.T) {
 
 // Without HOOKLINE_SMTP_URL, due messages are set aside with the reason instead of piling up.
 func TestWithoutSMTPMessagesAreSetAside(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	clk := &clock{t: time.Now()}
 	id := enqueue(t, pool, tenant, incidents.KindOpened, "ops@customer.example.com", clk.Now())
@@ -422,7 +439,8 @@ func TestWithoutSMTPMessagesAreSetAside(t *testing.T) {
 // smtp:// uses STARTTLS when the server offers it and sends in clear when it does not; tls=required then
 // refuses to send; smtps:// is TLS from the start; a user authenticates (over TLS only).
 func TestTLSModes(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	cert, roots := testCert(t)
 	trust := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	for _, tc := range []struct {
@@ -487,7 +505,8 @@ func TestTLSModes(t *testing.T) {
 // A mail server that accepts the connection and then says nothing costs one SendTimeout, and the message
 // is retried later: sending never hangs.
 func TestHangingServerTimesOut(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -533,7 +552,9 @@ func TestHangingServerTimesOut(t *testing.T) {
 
 // Several notifiers at once, on separate pools like separate processes, send each message exactly once.
 func TestConcurrentRunsSendEachOnce(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	own := ownDatabase(t)
+	pool := connect(t, own)
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	const total = 40
@@ -544,7 +565,7 @@ func TestConcurrentRunsSendEachOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 2 {
-		p := connect(t)
+		p := connect(t, own)
 		n := New(p, Options{SMTP: smtpFor(srv, ""), Log: quietLog(t), Batch: 3, SendTimeout: 10 * time.Second})
 		for range 2 {
 			wg.Go(func() {
@@ -580,7 +601,8 @@ func TestConcurrentRunsSendEachOnce(t *testing.T) {
 // incident whose step is queued for every user of the tenant by incidents.Service.Check, and the notifier
 // sends those rows; a 2xx (failing_since cleared) ends it and the recovery is emailed too.
 func TestIncidentStepsFromTheIncidentsService(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	ctx := context.Background()
 	for _, email := range []string{"alice@customer.example.com", "bob@customer.example.com"} {
