@@ -274,34 +274,7 @@ func TestSendsEachStep(t *testing.T) {
 		if m.From != "alerts@hookline.example.com" {
 			t.Errorf("%s: envelope from %q", kind, m.From)
 		}
-		p := parse(t, m.Data)
-		if got := subjectOf(t, p); got != w.subject {
-			t.Errorf("%s: subject %q, want %q", kind, got, w.subject)
-		}
-		if got := p.Header.Get("To"); !strings.Contains(got, m.To[0]) {
-			t.Errorf("%s: To %q", kind, got)
-		}
-		if got := p.Header.Get("Message-Id"); got != "<"+ids[kind].String()+"@hookline.example.com>" {
-			t.Errorf("%s: Message-ID %q, want one made from the row id", kind, got)
-		}
-		if p.Header.Get("Auto-Submitted") != "auto-generated" {
-			t.Errorf("%s: no Auto-Submitted header", kind)
-		}
-		for part, body := range map[string]string{"text": p.Text, "html": p.HTML} {
-			for _, s := range append(w.says, "https://hookline.example.com/subscriptions/abc", "https://hooks.example.com/in/orders?…") {
-				if !strings.Contains(body, s) {
-					t.Errorf("%s %s part does not say %q:\n%s", kind, part, s, body)
-				}
-			}
-			for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_"} {
-				if strings.Contains(body, secret) || strings.Contains(string(m.Data), secret) {
-					t.Errorf("%s %s part shows %q", kind, part, secret)
-				}
-			}
-		}
-		if !strings.Contains(p.HTML, `href="https://hookline.example.com/subscriptions/abc"`) {
-			t.Errorf("%s: the HTML part has no link:\n%s", kind, p.HTML)
-		}
+		checkStepMessage(t, kind, m, ids[kind], w.subject, w.says)
 		if r := readRow(t, pool, ids[kind]); r.SentAt == nil || r.Attempts != 1 || r.LastError != "" {
 			t.Errorf("%s: row after sending %+v", kind, r)
 		}
@@ -312,6 +285,40 @@ func TestSendsEachStep(t *testing.T) {
 	}
 	if got := len(srv.Messages()); got != len(want) {
 		t.Errorf("a second run sent %d more", got-len(want))
+	}
+}
+
+// checkStepMessage checks one step's email: its subject, headers, what both parts say, and that neither
+// shows a secret.
+func checkStepMessage(t *testing.T, kind string, m received, id uuid.UUID, subject string, says []string) {
+	t.Helper()
+	p := parse(t, m.Data)
+	if got := subjectOf(t, p); got != subject {
+		t.Errorf("%s: subject %q, want %q", kind, got, subject)
+	}
+	if got := p.Header.Get("To"); !strings.Contains(got, m.To[0]) {
+		t.Errorf("%s: To %q", kind, got)
+	}
+	if got := p.Header.Get("Message-Id"); got != "<"+id.String()+"@hookline.example.com>" {
+		t.Errorf("%s: Message-ID %q, want one made from the row id", kind, got)
+	}
+	if p.Header.Get("Auto-Submitted") != "auto-generated" {
+		t.Errorf("%s: no Auto-Submitted header", kind)
+	}
+	for part, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, s := range append(says, "https://hookline.example.com/subscriptions/abc", "https://hooks.example.com/in/orders?…") {
+			if !strings.Contains(body, s) {
+				t.Errorf("%s %s part does not say %q:\n%s", kind, part, s, body)
+			}
+		}
+		for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_"} {
+			if strings.Contains(body, secret) || strings.Contains(string(m.Data), secret) {
+				t.Errorf("%s %s part shows %q", kind, part, secret)
+			}
+		}
+	}
+	if !strings.Contains(p.HTML, `href="https://hookline.example.com/subscriptions/abc"`) {
+		t.Errorf("%s: the HTML part has no link:\n%s", kind, p.HTML)
 	}
 }
 
