@@ -49,6 +49,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestHelpListsFlags(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(buildServer(t), "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("server -h: %v\n%s", err, out)
@@ -62,6 +63,7 @@ func TestHelpListsFlags(t *testing.T) {
 
 // Several instances migrating one database at once must all succeed: the advisory lock serialises them.
 func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	fresh, drop, err := testdb.CreateEmpty(t.Context(), "migrate_race")
 	if err != nil {
