@@ -172,6 +172,32 @@ func TestTaskErrorsAreLoggedAndRetried(t *testing.T) {
 	}
 }
 
+// A run that takes longer than its Timeout (here one stuck until its context ends, as on a database that
+// stopped answering) is cut off, logged, and the task runs again at its next turn.
+func TestRunEndsAtItsTimeout(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	var runs, cut atomic.Int64
+	m := maintenance.New(maintenance.Options{ConnConfig: connConfig(t), LockKey: 105, ElectInterval: electEvery,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	m.Register(maintenance.Task{Name: "stuck", Interval: time.Millisecond, Timeout: 20 * time.Millisecond, Run: func(ctx context.Context) error {
+		runs.Add(1)
+		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cut.Add(1)
+		}
+		return ctx.Err()
+	}})
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	eventually(t, "two runs cut off at their timeout", func() bool { return cut.Load() >= 2 && runs.Load() >= 3 })
+	if out := logs.String(); !bytes.Contains([]byte(out), []byte("task=stuck")) || !bytes.Contains([]byte(out), []byte("deadline exceeded")) {
+		t.Errorf("the cut-off run is not logged:\n%s", out)
+	}
+}
+
 // Stop ends the election loop, the tasks and the connection: nothing is left running, whether the
 // maintainer led or followed.
 func TestStopLeavesNoGoroutines(t *testing.T) {

@@ -14,3 +14,14 @@ func TracingOf(s *Server) *tracing.Tracing { return s.tracing.Tracing }
 
 // StopMaintainer stops what StartMaintainer started.
 func StopMaintainer(ctx context.Context, s *Server) error { return s.maintainer.Stop(ctx) }
+
+// Serving names the services Serve started, in order.
+func Serving(s *Server) []string {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	var names []string
+	for _, n := range s.serving {
+		names = append(names, n.Name)
+	}
+	return names
+}

@@ -47,7 +47,8 @@ func (s *Server) serve(ctx context.Context, main *httpServer) error {
 		}
 		s.serveErr <- err
 	}
-	s.lifecycle.Add("serving", s.running(main))
+	s.serving = s.running(main)
+	s.lifecycle.Add("serving", s.serving)
 	return s.lifecycle.Start(ctx)
 }
 

@@ -120,6 +120,8 @@ type Server struct {
 
 	lifeMu    sync.Mutex
 	lifecycle service.Group
+	// serving is what Serve started, in order.
+	serving together
 }
 
 // New migrates the database, connects and builds every service. It starts nothing in the background;
