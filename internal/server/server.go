@@ -2,8 +2,9 @@
 // cmd/server and the end-to-end tests both build a Server here.
 //
 // The files go by job: server.go builds the services (New, the composition root), pools.go opens the
-// database pools, tasks.go registers the maintenance leader's tasks, routes.go and web.go serve HTTP,
-// metrics.go is the metrics address's server, and lifecycle.go starts and stops it all as one
+// database pools and says how each plans its statements, atrest.go seals stored secrets at start,
+// tasks.go registers the maintenance leader's tasks, routes.go and web.go serve HTTP (with the security
+// headers), metrics.go is the metrics address's server, and lifecycle.go starts and stops it all as one
 // service.Group.
 package server
 
