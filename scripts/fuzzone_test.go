@@ -6,11 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestFuzzOne runs scripts/fuzz-one against a stand-in for `go test -fuzz` that prints what Go prints in
 // each case, so the one failure it lets through stays exactly Go's own deadline race.
 func TestFuzzOne(t *testing.T) {
+	t.Parallel()
 	const raceOutput = `fuzz: elapsed: 10s, execs: 48589 (9477/sec), new interesting: 6 (total: 30)
 --- FAIL: FuzzX (10.10s)
     context deadline exceeded
@@ -44,6 +49,7 @@ FAIL`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			pkg := filepath.Join(dir, "p")
 			if err := os.MkdirAll(pkg, 0o755); err != nil {

@@ -23,6 +23,8 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/keyset"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -137,10 +139,18 @@ type Entry struct {
 // unrecorded, so Record fails and the change's transaction with it.
 var ErrNoActor = errors.New("record activity: no actor in the context (a request's authentication puts one there; code outside a request uses activity.System)")
 
-// Record writes the entry of a change in q, which must be the change's transaction. ctx must carry the
+// Tx is the transaction of a change, in which its entry is written: a pgx.Tx, as the services changing
+// things hold it, so none of them hands another its generated queries.
+type Tx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Record writes the entry of a change in tx, which must be the change's transaction. ctx must carry the
 // actor (WithActor, System); without one Record writes nothing and returns ErrNoActor, which rolls the
 // change back. details (small, never a secret) say more, such as the fields a change named.
-func Record(ctx context.Context, q *db.Queries, tenantID uuid.UUID, at time.Time, action string, obj Object, details map[string]any) error {
+func Record(ctx context.Context, tx Tx, tenantID uuid.UUID, at time.Time, action string, obj Object, details map[string]any) error {
 	a, ok := ActorOf(ctx)
 	if !ok || a.Kind == "" {
 		return ErrNoActor
@@ -160,7 +170,7 @@ func Record(ctx context.Context, q *db.Queries, tenantID uuid.UUID, at time.Time
 	if a.Via != nil {
 		arg.ActorViaKind, arg.ActorViaID, arg.ActorViaName = a.Via.Kind, a.Via.ID, a.Via.Name
 	}
-	err = q.RecordActivity(ctx, arg)
+	err = db.New(tx).RecordActivity(ctx, arg)
 	if err != nil {
 		return fmt.Errorf("record activity: %w", err)
 	}

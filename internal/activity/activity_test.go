@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/testdb"
@@ -19,6 +18,9 @@ func TestMain(m *testing.M) { testdb.Main(m, "activity", func(u string) { dbURL 
 
 // Prune deletes the entries older than the cutoff, every one of them across batches, and no other.
 func TestPruneDeletesOnlyOldEntries(t *testing.T) {
+	// Parallel: Prune spans every tenant, but the package's other entries are written now, long after
+	// this test's cutoff in 2026-11.
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
@@ -31,10 +33,9 @@ func TestPruneDeletesOnlyOldEntries(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	actx := activity.WithActor(ctx, activity.Actor{Kind: activity.ActorAdmin})
-	q := db.New(pool)
 	for i := range 25 { // 1 h apart: 13 older than 12 h
 		at := now.Add(-time.Duration(i) * time.Hour)
-		if err := activity.Record(actx, q, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
+		if err := activity.Record(actx, pool, tn.ID, at, activity.SubscriptionPaused, activity.Object{Type: "subscription", ID: "s"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,6 +56,7 @@ func TestPruneDeletesOnlyOldEntries(t *testing.T) {
 // Every change is recorded: Record with no actor in the context fails (so the change's transaction rolls
 // back) and writes nothing; the system actor, for what Hookline changes by itself, is recorded as such.
 func TestRecordWithoutActorFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
@@ -66,7 +68,7 @@ func TestRecordWithoutActorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := activity.Object{Type: "subscription", ID: "s"}
-	err = activity.Record(ctx, db.New(pool), tn.ID, time.Now(), activity.SubscriptionPaused, obj, nil)
+	err = activity.Record(ctx, pool, tn.ID, time.Now(), activity.SubscriptionPaused, obj, nil)
 	if !errors.Is(err, activity.ErrNoActor) {
 		t.Fatalf("Record without an actor: %v, want ErrNoActor", err)
 	}
@@ -77,7 +79,7 @@ func TestRecordWithoutActorFails(t *testing.T) {
 	}
 
 	sys := activity.System(ctx, "operator notifications setup")
-	if err := activity.Record(sys, db.New(pool), tn.ID, time.Now(), activity.SubscriptionCreated, obj, nil); err != nil {
+	if err := activity.Record(sys, pool, tn.ID, time.Now(), activity.SubscriptionCreated, obj, nil); err != nil {
 		t.Fatalf("Record as the system: %v", err)
 	}
 	page, err = log.List(ctx, tn.ID, activity.Filter{})

@@ -4,25 +4,20 @@ import (
 	"net/http"
 
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 )
 
 // listActivity is GET /tenants/{t}/activity: the tenant's activity log, newest first, keyset-paginated,
 // filtered by action and time.
 func (a *API) listActivity(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	for key := range q {
-		switch key {
-		case "action", "since", "until", "limit", "cursor":
-		default:
-			writeError(w, r, fault.Invalid("unknown query parameter %q", key))
-			return
-		}
-	}
 	f := activity.Filter{Action: q.Get("action"), Cursor: q.Get("cursor")}
-	var err error
-	if f.Since, f.Until, err = queryRange(q); err == nil {
-		f.Limit, err = queryLimit(q)
+	err := params.API.Known(q, "action", "since", "until", "limit", "cursor")
+	if err == nil {
+		f.Since, f.Until, err = params.Range(q)
+	}
+	if err == nil {
+		f.Limit, err = params.API.Limit(q.Get("limit"), 0)
 	}
 	if err != nil {
 		writeError(w, r, err)

@@ -58,6 +58,29 @@ func (e *env) lastActivity(tenantID, action string) activityEntry {
 // TestActivityRecordsEachAPIChange makes each change the API offers and finds its entry: the action, the
 // object, the actor (the token by id and name, or the admin) and the request's correlation id.
 func TestActivityRecordsEachAPIChange(t *testing.T) {
+	t.Parallel()
+	a := newActivityWorld(t)
+	a.tokenChanges(t)
+	a.operatorChanges(t)
+	a.discardAndRefusals(t)
+}
+
+// activityWorld is a tenant with a token (ci-bot) holding every scope, its subscription sub and one whose
+// endpoint answers 400, and a delivery dead there.
+type activityWorld struct {
+	e         *env
+	tid, base string
+	tok       struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	sub, dead subscription
+	deadID    string
+}
+
+// newActivityWorld makes the world, checking the entries of the two subscriptions' creation: by the token
+// with the correlation id it sent, and by the admin.
+func newActivityWorld(t *testing.T) *activityWorld {
 	e := newEnv(t)
 	rc := newReceiver(t, func(path string, _ int) int {
 		if strings.HasSuffix(path, "/dead") {
@@ -65,14 +88,43 @@ func TestActivityRecordsEachAPIChange(t *testing.T) {
 		}
 		return 200
 	})
-	tid := e.newTenant("activity")
-	tok := must[struct {
+	a := &activityWorld{e: e, tid: e.newTenant("activity")}
+	a.base = "/tenants/" + a.tid
+	a.tok = must[struct {
 		ID    string `json:"id"`
 		Token string `json:"token"`
-	}](e, 201, "POST", "/tenants/"+tid+"/tokens", adminToken, map[string]any{"name": "ci-bot",
+	}](e, 201, "POST", a.base+"/tokens", adminToken, map[string]any{"name": "ci-bot",
 		"scopes": []string{"subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write", "portal:write"}})
-	base := "/tenants/" + tid
 
+	a.sub = must[subscription](e, 201, "POST", a.base+"/subscriptions", a.tok.Token,
+		map[string]any{"url": rc.URL + "/ok"}, "X-Correlation-ID", "corr-create")
+	created := e.lastActivity(a.tid, "subscription.created")
+	if created.Object.Type != "subscription" || created.Object.ID != a.sub.ID || created.CorrelationID != "corr-create" ||
+		created.Actor.Kind != "token" || created.Actor.ID != a.tok.ID || created.Actor.Name != "ci-bot" {
+		t.Fatalf("created: %+v", created)
+	}
+	if created.Details["url"] != rc.URL+"/ok" {
+		t.Errorf("created details %v, want the url", created.Details)
+	}
+	a.dead = must[subscription](e, 201, "POST", a.base+"/subscriptions", adminToken, map[string]any{"url": rc.URL + "/dead"})
+	if got := e.lastActivity(a.tid, "subscription.created"); got.Object.ID != a.dead.ID || got.Actor.Kind != "admin" {
+		t.Fatalf("created by admin: %+v", got)
+	}
+
+	// A dead delivery for resend and discard.
+	p := e.publish(a.tid, "order.paid", map[string]any{})
+	for _, d := range p.Deliveries {
+		if d.SubscriptionID == a.dead.ID {
+			a.deadID = d.ID
+		}
+	}
+	e.waitState(a.tid, a.deadID, "failed")
+	return a
+}
+
+// tokenChanges makes the token's changes, each with a correlation id of its own, and finds each entry.
+func (a *activityWorld) tokenChanges(t *testing.T) {
+	e := a.e
 	type step struct {
 		method, path string
 		body         any
@@ -80,102 +132,88 @@ func TestActivityRecordsEachAPIChange(t *testing.T) {
 		action       string
 		objectType   string
 	}
-	sub := must[subscription](e, 201, "POST", base+"/subscriptions", tok.Token,
-		map[string]any{"url": rc.URL + "/ok"}, "X-Correlation-ID", "corr-create")
-	created := e.lastActivity(tid, "subscription.created")
-	if created.Object.Type != "subscription" || created.Object.ID != sub.ID || created.CorrelationID != "corr-create" ||
-		created.Actor.Kind != "token" || created.Actor.ID != tok.ID || created.Actor.Name != "ci-bot" {
-		t.Fatalf("created: %+v", created)
-	}
-	if created.Details["url"] != rc.URL+"/ok" {
-		t.Errorf("created details %v, want the url", created.Details)
-	}
-	dead := must[subscription](e, 201, "POST", base+"/subscriptions", adminToken, map[string]any{"url": rc.URL + "/dead"})
-	if a := e.lastActivity(tid, "subscription.created"); a.Object.ID != dead.ID || a.Actor.Kind != "admin" {
-		t.Fatalf("created by admin: %+v", a)
-	}
-
-	// A dead delivery for resend and discard.
-	p := e.publish(tid, "order.paid", map[string]any{})
-	var deadID string
-	for _, d := range p.Deliveries {
-		if d.SubscriptionID == dead.ID {
-			deadID = d.ID
-		}
-	}
-	e.waitState(tid, deadID, "failed")
-
-	subPath := base + "/subscriptions/" + sub.ID
+	subPath := a.base + "/subscriptions/" + a.sub.ID
 	for _, s := range []step{
 		{"PATCH", subPath, map[string]any{"description": "orders"}, 200, "subscription.changed", "subscription"},
 		{"POST", subPath + "/pause", nil, 200, "subscription.paused", "subscription"},
 		{"POST", subPath + "/resume", nil, 200, "subscription.resumed", "subscription"},
 		{"POST", subPath + "/rotate-secret", nil, 200, "secret.rotated", "subscription"},
-		{"POST", base + "/deliveries/" + deadID + "/retry", nil, 202, "delivery.resent", "delivery"},
-		{"POST", base + "/subscriptions/" + dead.ID + "/recover", map[string]any{"since": time.Now().Add(-time.Hour).Format(time.RFC3339)}, 201, "recover.started", "recover"},
-		{"POST", base + "/portal-links", map[string]any{"role": "view", "user": map[string]any{"id": "u-7", "email": "ann@example.com", "name": "Ann"}}, 201, "portal_link.created", "portal_link"},
-		{"DELETE", base + "/portal-sessions", nil, 204, "portal_sessions.ended", "tenant"},
+		{"POST", a.base + "/deliveries/" + a.deadID + "/retry", nil, 202, "delivery.resent", "delivery"},
+		{"POST", a.base + "/subscriptions/" + a.dead.ID + "/recover", map[string]any{"since": time.Now().Add(-time.Hour).Format(time.RFC3339)}, 201, "recover.started", "recover"},
+		{"POST", a.base + "/portal-links", map[string]any{"role": "view", "user": map[string]any{"id": "u-7", "email": "ann@example.com", "name": "Ann"}}, 201, "portal_link.created", "portal_link"},
+		{"DELETE", a.base + "/portal-sessions", nil, 204, "portal_sessions.ended", "tenant"},
 		{"DELETE", subPath, nil, 204, "subscription.deleted", "subscription"},
 	} {
 		corr := "corr-" + strings.ReplaceAll(s.action, ".", "-")
 		if s.action == "recover.started" {
 			// The resend above must have failed again before the recover can find it dead.
-			e.waitState(tid, deadID, "failed")
+			e.waitState(a.tid, a.deadID, "failed")
 		}
-		if r := e.call(s.method, s.path, tok.Token, s.body, "X-Correlation-ID", corr); r.status != s.status {
+		if r := e.call(s.method, s.path, a.tok.Token, s.body, "X-Correlation-ID", corr); r.status != s.status {
 			t.Fatalf("%s %s: want %d, got %s", s.method, s.path, s.status, r)
 		}
-		a := e.lastActivity(tid, s.action)
-		if a.CorrelationID != corr || a.Actor.Kind != "token" || a.Actor.Name != "ci-bot" || a.Object.Type != s.objectType || a.Object.ID == "" {
-			t.Errorf("%s: entry %+v, want correlation %s by token ci-bot on a %s", s.action, a, corr, s.objectType)
+		got := e.lastActivity(a.tid, s.action)
+		if got.CorrelationID != corr || got.Actor.Kind != "token" || got.Actor.Name != "ci-bot" || got.Object.Type != s.objectType || got.Object.ID == "" {
+			t.Errorf("%s: entry %+v, want correlation %s by token ci-bot on a %s", s.action, got, corr, s.objectType)
 		}
 	}
-	// The operator's changes to the tenant: its tokens and users.
-	if a := e.lastActivity(tid, "token.created"); a.Object.ID != tok.ID || a.Actor.Kind != "admin" || a.Details["name"] != "ci-bot" {
-		t.Errorf("token created: %+v", a)
+}
+
+// operatorChanges checks the operator's changes to the tenant (its tokens and users) and the details of
+// the token's changes.
+func (a *activityWorld) operatorChanges(t *testing.T) {
+	e := a.e
+	if got := e.lastActivity(a.tid, "token.created"); got.Object.ID != a.tok.ID || got.Actor.Kind != "admin" || got.Details["name"] != "ci-bot" {
+		t.Errorf("token created: %+v", got)
 	}
 	u := must[struct {
 		ID string `json:"id"`
-	}](e, 201, "POST", base+"/users", adminToken, map[string]any{"email": "ann@example.com", "password": "a-long-password-1"}, "X-Correlation-ID", "corr-user")
-	if a := e.lastActivity(tid, "user.created"); a.Object.ID != u.ID || a.CorrelationID != "corr-user" || a.Details["email"] != "ann@example.com" {
-		t.Errorf("user created: %+v", a)
+	}](e, 201, "POST", a.base+"/users", adminToken, map[string]any{"email": "ann@example.com", "password": "a-long-password-1"}, "X-Correlation-ID", "corr-user")
+	if got := e.lastActivity(a.tid, "user.created"); got.Object.ID != u.ID || got.CorrelationID != "corr-user" || got.Details["email"] != "ann@example.com" {
+		t.Errorf("user created: %+v", got)
 	}
 	spare := must[struct {
 		ID string `json:"id"`
-	}](e, 201, "POST", base+"/tokens", adminToken, map[string]any{"name": "spare", "scopes": []string{"events:write"}})
-	must[any](e, 204, "DELETE", base+"/tokens/"+spare.ID, adminToken, nil)
-	if a := e.lastActivity(tid, "token.revoked"); a.Object.ID != spare.ID {
-		t.Errorf("token revoked: %+v", a)
+	}](e, 201, "POST", a.base+"/tokens", adminToken, map[string]any{"name": "spare", "scopes": []string{"events:write"}})
+	must[any](e, 204, "DELETE", a.base+"/tokens/"+spare.ID, adminToken, nil)
+	if got := e.lastActivity(a.tid, "token.revoked"); got.Object.ID != spare.ID {
+		t.Errorf("token revoked: %+v", got)
 	}
-	if a := e.lastActivity(tid, "subscription.changed"); a.Details["fields"] == nil || a.Object.ID != sub.ID {
-		t.Errorf("changed: %+v, want the fields named", a)
+	if got := e.lastActivity(a.tid, "subscription.changed"); got.Details["fields"] == nil || got.Object.ID != a.sub.ID {
+		t.Errorf("changed: %+v, want the fields named", got)
 	}
-	if a := e.lastActivity(tid, "portal_link.created"); !strings.Contains(a.Details["user"].(map[string]any)["name"].(string), "Ann") {
-		t.Errorf("portal link: %+v, want the person the link is for", a)
+	if got := e.lastActivity(a.tid, "portal_link.created"); !strings.Contains(got.Details["user"].(map[string]any)["name"].(string), "Ann") {
+		t.Errorf("portal link: %+v, want the person the link is for", got)
 	}
+}
+
+// discardAndRefusals discards the dead delivery, and checks that refused changes and reads record nothing.
+func (a *activityWorld) discardAndRefusals(t *testing.T) {
+	e := a.e
 	// Discard: the resent delivery died again.
-	e.waitState(tid, deadID, "failed")
-	must[any](e, 204, "DELETE", base+"/deliveries/"+deadID, tok.Token, nil)
-	if a := e.lastActivity(tid, "delivery.discarded"); a.Object.ID != deadID {
-		t.Errorf("discarded: %+v", a)
+	e.waitState(a.tid, a.deadID, "failed")
+	must[any](e, 204, "DELETE", a.base+"/deliveries/"+a.deadID, a.tok.Token, nil)
+	if got := e.lastActivity(a.tid, "delivery.discarded"); got.Object.ID != a.deadID {
+		t.Errorf("discarded: %+v", got)
 	}
 
 	// Refused changes record nothing: pausing a deleted subscription, resending a discarded delivery.
-	before := len(e.activity(tid, adminToken, url.Values{}))
-	e.call("POST", subPath+"/pause", tok.Token, nil)
-	e.call("POST", base+"/deliveries/"+deadID+"/retry", tok.Token, nil)
-	if after := len(e.activity(tid, adminToken, url.Values{})); after != before {
+	before := len(e.activity(a.tid, adminToken, url.Values{}))
+	e.call("POST", a.base+"/subscriptions/"+a.sub.ID+"/pause", a.tok.Token, nil)
+	e.call("POST", a.base+"/deliveries/"+a.deadID+"/retry", a.tok.Token, nil)
+	if after := len(e.activity(a.tid, adminToken, url.Values{})); after != before {
 		t.Errorf("refused changes wrote %d entries", after-before)
 	}
 	// Reads record nothing either.
-	e.call("GET", base+"/subscriptions", tok.Token, nil)
-	if after := len(e.activity(tid, adminToken, url.Values{})); after != before {
+	e.call("GET", a.base+"/subscriptions", a.tok.Token, nil)
+	if after := len(e.activity(a.tid, adminToken, url.Values{})); after != before {
 		t.Errorf("reads wrote %d entries", after-before)
 	}
 }
 
 // TestActivityList: newest first, keyset pages, the filters, scopes and tenants.
 func TestActivityList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, nil)
 	tid, other := e.newTenant("activity-list"), e.newTenant("activity-other")

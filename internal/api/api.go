@@ -12,7 +12,9 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -33,10 +35,9 @@ type API struct {
 	Catalogue *catalogue.Service
 }
 
-type principalKey struct{}
-
-func principal(r *http.Request) tenants.Principal {
-	p, _ := r.Context().Value(principalKey{}).(tenants.Principal)
+// caller is who is asking (authenticate put them in the context).
+func caller(r *http.Request) principal.Principal {
+	p, _ := principal.FromContext(r.Context())
 	return p
 }
 
@@ -70,38 +71,38 @@ func (a *API) Routes() http.Handler {
 		r.With(adminOnly).Delete("/tokens/{tokenID}", a.revokeToken)
 		r.With(adminOnly).Post("/users", a.createUser)
 
-		r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/subscriptions", a.createSubscription)
-		r.With(need(tenants.ScopeSubscriptionsRead)).Get("/subscriptions", a.listSubscriptions)
+		r.With(need(principal.ScopeSubscriptionsWrite)).Post("/subscriptions", a.createSubscription)
+		r.With(need(principal.ScopeSubscriptionsRead)).Get("/subscriptions", a.listSubscriptions)
 		r.Route("/subscriptions/{subscriptionID}", func(r chi.Router) {
-			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/", a.getSubscription)
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Patch("/", a.updateSubscription)
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Delete("/", a.deleteSubscription)
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/pause", a.pauseSubscription)
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/resume", a.resumeSubscription)
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Post("/rotate-secret", a.rotateSecret)
+			r.With(need(principal.ScopeSubscriptionsRead)).Get("/", a.getSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Patch("/", a.updateSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Delete("/", a.deleteSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Post("/pause", a.pauseSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Post("/resume", a.resumeSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Post("/rotate-secret", a.rotateSecret)
 			// subscriptions:write, not read: whoever may read a secret may sign as Hookline to the endpoint.
-			r.With(need(tenants.ScopeSubscriptionsWrite)).Get("/secret", a.subscriptionSecrets)
-			r.With(need(tenants.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
-			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
+			r.With(need(principal.ScopeSubscriptionsWrite)).Get("/secret", a.subscriptionSecrets)
+			r.With(need(principal.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
+			r.With(need(principal.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
 		})
 
-		r.With(need(tenants.ScopeEventsWrite)).Post("/events", a.publish)
+		r.With(need(principal.ScopeEventsWrite)).Post("/events", a.publish)
 
-		r.With(need(tenants.ScopeDeliveriesRead)).Get("/deliveries", a.listDeliveries)
+		r.With(need(principal.ScopeDeliveriesRead)).Get("/deliveries", a.listDeliveries)
 		r.Route("/deliveries/{deliveryID}", func(r chi.Router) {
-			r.With(need(tenants.ScopeDeliveriesRead)).Get("/", a.getDelivery)
-			r.With(need(tenants.ScopeDeliveriesWrite)).Delete("/", a.discardDelivery)
-			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry", a.retryDelivery)
-			r.With(need(tenants.ScopeDeliveriesWrite)).Post("/retry-now", a.retryDeliveryNow)
+			r.With(need(principal.ScopeDeliveriesRead)).Get("/", a.getDelivery)
+			r.With(need(principal.ScopeDeliveriesWrite)).Delete("/", a.discardDelivery)
+			r.With(need(principal.ScopeDeliveriesWrite)).Post("/retry", a.retryDelivery)
+			r.With(need(principal.ScopeDeliveriesWrite)).Post("/retry-now", a.retryDeliveryNow)
 		})
 
-		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)
-		r.With(need(tenants.ScopeDeliveriesRead)).Get("/replays/{replayID}", a.getTenantReplay)
+		r.With(need(principal.ScopeDeliveriesRead)).Get("/replays", a.listTenantReplays)
+		r.With(need(principal.ScopeDeliveriesRead)).Get("/replays/{replayID}", a.getTenantReplay)
 
-		r.With(need(tenants.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
-		r.With(need(tenants.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
+		r.With(need(principal.ScopePortalWrite)).Post("/portal-links", a.createPortalLink)
+		r.With(need(principal.ScopePortalWrite)).Delete("/portal-sessions", a.endPortalSessions)
 
-		r.With(need(tenants.ScopeSubscriptionsRead)).Get("/activity", a.listActivity)
+		r.With(need(principal.ScopeSubscriptionsRead)).Get("/activity", a.listActivity)
 	})
 	return r
 }
@@ -122,8 +123,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		// After authentication, so only a valid token spends its own budget; the admin token is the
 		// operator's and never limited.
-		if !p.Admin && p.TokenID != nil {
-			wait, cancel, ok := a.Limits.Take(*p.TokenID)
+		if id, isToken := p.Token(); isToken && !p.Admin {
+			wait, cancel, ok := a.Limits.Take(id)
 			if !ok {
 				writeError(w, r, fault.Limited(wait, "too many requests with this token: at most %s per second (bursts of %d) to this server; retry in %d s",
 					a.Limits.Rate(), a.Limits.Burst(), retryAfterSeconds(wait)))
@@ -134,8 +135,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		ctx := activity.WithActor(context.WithValue(r.Context(), principalKey{}, p), p.Who)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
 	})
 }
 
@@ -147,7 +147,7 @@ func badPath(w http.ResponseWriter, r *http.Request) {
 
 func adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !principal(r).Admin {
+		if !caller(r).Admin {
 			writeError(w, r, fault.New(fault.Forbidden, "this call needs an admin token"))
 			return
 		}
@@ -165,12 +165,12 @@ func tenantID(r *http.Request) uuid.UUID {
 // tenantAccess resolves {tenantID}: another tenant's, a malformed or an unknown id is NOT_FOUND.
 func (a *API) tenantAccess(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := uuid.Parse(chi.URLParam(r, "tenantID"))
+		id, err := params.PathID(chi.URLParam(r, "tenantID"), "tenant")
 		if err != nil {
-			writeError(w, r, fault.Missing("tenant"))
+			writeError(w, r, err)
 			return
 		}
-		p := principal(r)
+		p := caller(r)
 		if err := p.Can(id, ""); err != nil {
 			writeError(w, r, err)
 			return
@@ -189,7 +189,7 @@ func (a *API) tenantAccess(next http.Handler) http.Handler {
 func need(scope string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := principal(r).Can(tenantID(r), scope); err != nil {
+			if err := caller(r).Can(tenantID(r), scope); err != nil {
 				writeError(w, r, err)
 				return
 			}
@@ -200,9 +200,5 @@ func need(scope string) func(http.Handler) http.Handler {
 
 // pathID parses an id from the path; a malformed one is NOT_FOUND like an unknown one.
 func pathID(r *http.Request, name, what string) (uuid.UUID, error) {
-	id, err := uuid.Parse(chi.URLParam(r, name))
-	if err != nil {
-		return uuid.Nil, fault.Missing(what)
-	}
-	return id, nil
+	return params.PathID(chi.URLParam(r, name), what)
 }

@@ -51,6 +51,7 @@ func newFixture(e *env) fixture {
 }
 
 func TestUnauthenticated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	paths := []struct{ method, path string }{
@@ -83,6 +84,7 @@ func TestUnauthenticated(t *testing.T) {
 
 // TestForbidden: tenant tokens on admin-only calls, and tenant tokens without the scope a call needs.
 func TestForbidden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	tok := f.fullToken // every tenant scope, still not admin
@@ -104,6 +106,7 @@ func TestForbidden(t *testing.T) {
 // tenant token with every scope but that one is FORBIDDEN, a token with only that one gets past
 // authorization (admin-only operations refuse every tenant token).
 func TestScopesEnforced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	tokens := map[string]string{} // scope -> token with only it; "!"+scope -> every other scope
@@ -161,6 +164,7 @@ func TestScopesEnforced(t *testing.T) {
 
 // TestNotFound: unknown, malformed and other tenants' ids, unknown routes.
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	unknown := uuid.NewString()
@@ -224,13 +228,37 @@ func TestNotFound(t *testing.T) {
 
 // TestInvalidRequest: malformed bodies, unknown fields, wrong types, invalid values and query parameters.
 func TestInvalidRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	tp := "/tenants/" + f.tenant
-	cases := []struct {
-		what, method, path string
-		body               any
-	}{
+	for _, c := range invalidRequests(tp, f.sub) {
+		wantError(t, c.what, e.call(c.method, c.path, adminToken, c.body), "INVALID_REQUEST")
+	}
+	for _, key := range []string{"\xff\xfe", "a\tb"} {
+		wantError(t, "Idempotency-Key "+key, e.call("POST", tp+"/events", adminToken, `{"event_type":"a","payload":{}}`, "Idempotency-Key", key), "INVALID_REQUEST")
+	}
+	for _, q := range invalidListQueries {
+		r := e.call("GET", tp+"/deliveries?"+q, adminToken, nil)
+		if q == "include_totals=" { // empty means not asked
+			if r.status != 200 {
+				t.Errorf("?%s: %s", q, r)
+			}
+			continue
+		}
+		wantError(t, "query ?"+q, r, "INVALID_REQUEST")
+	}
+}
+
+// invalidRequest is a request every route refuses with INVALID_REQUEST.
+type invalidRequest struct {
+	what, method, path string
+	body               any
+}
+
+// invalidRequests are TestInvalidRequest's bodies, below tenant path tp with subscription sub.
+func invalidRequests(tp, sub string) []invalidRequest {
+	return []invalidRequest{
 		{"empty body", "POST", "/tenants", ""},
 		{"whitespace body", "POST", "/tenants", "  \n "},
 		{"malformed JSON", "POST", tp + "/events", `{"event_type": `},
@@ -281,46 +309,34 @@ func TestInvalidRequest(t *testing.T) {
 		{"rate limit huge", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":99999999999999999999}`},
 		// 0 is out of the range 1 to 10000, not "no limit" (null is): refused on create and on change alike.
 		{"rate limit zero", "POST", tp + "/subscriptions", `{"url":"https://example.com/","rate_limit_per_second":0}`},
-		{"patch rate limit zero", "PATCH", tp + "/subscriptions/" + f.sub, `{"rate_limit_per_second":0}`},
+		{"patch rate limit zero", "PATCH", tp + "/subscriptions/" + sub, `{"rate_limit_per_second":0}`},
 		{"description too long", "POST", tp + "/subscriptions", `{"url":"https://example.com/","description":"` + strings.Repeat("d", 501) + `"}`},
-		{"patch bad url", "PATCH", tp + "/subscriptions/" + f.sub, `{"url":"javascript:alert(1)"}`},
-		{"patch unknown field", "PATCH", tp + "/subscriptions/" + f.sub, `{"state":"paused"}`},
-		{"patch empty body", "PATCH", tp + "/subscriptions/" + f.sub, ``},
-		{"method not allowed", "PUT", tp + "/subscriptions/" + f.sub, `{}`},
+		{"patch bad url", "PATCH", tp + "/subscriptions/" + sub, `{"url":"javascript:alert(1)"}`},
+		{"patch unknown field", "PATCH", tp + "/subscriptions/" + sub, `{"state":"paused"}`},
+		{"patch empty body", "PATCH", tp + "/subscriptions/" + sub, ``},
+		{"method not allowed", "PUT", tp + "/subscriptions/" + sub, `{}`},
 		// NUL cannot be stored in PostgreSQL text: refused up front rather than failing as INTERNAL.
 		{"NUL in tenant name", "POST", "/tenants", `{"name":"a\u0000b"}`},
 		{"NUL in token name", "POST", tp + "/tokens", `{"name":"a\u0000b","scopes":["events:write"]}`},
 		{"NUL in email", "POST", tp + "/users", `{"email":"a\u0000b@example.com","password":"0123456789a"}`},
 		{"NUL in description", "POST", tp + "/subscriptions", `{"url":"https://example.com/","description":"a\u0000b"}`},
-		{"NUL in description (patch)", "PATCH", tp + "/subscriptions/" + f.sub, `{"description":"\u0000"}`},
+		{"NUL in description (patch)", "PATCH", tp + "/subscriptions/" + sub, `{"description":"\u0000"}`},
 	}
-	for _, c := range cases {
-		wantError(t, c.what, e.call(c.method, c.path, adminToken, c.body), "INVALID_REQUEST")
-	}
-	for _, key := range []string{"\xff\xfe", "a\tb"} {
-		wantError(t, "Idempotency-Key "+key, e.call("POST", tp+"/events", adminToken, `{"event_type":"a","payload":{}}`, "Idempotency-Key", key), "INVALID_REQUEST")
-	}
-	for _, q := range []string{
-		"limit=abc", "limit=0", "limit=101", "limit=-1", "limit=1.5", "limit=99999999999999999999",
-		"since=notatime", "until=2026-13-01T00:00:00Z", "since=2026-01-01", "state=bogus", "state=pending,bogus",
-		"cursor=garbage", "cursor=" + "eyJ0IjoieCJ9", "cursor=%00", "include_totals=maybe", "include_totals=",
-		"subscription_id=nope", "event_id=nope", "event_id=msg_123", "unknown=1", "limit=1&LIMIT=2", "event_type=a%20b",
-		"status=abc", "status=4x", "status=99", "status=600", "status=6xx", "status=44xx", "status=4xx,5xx", "status=-40", "status=%00",
-	} {
-		r := e.call("GET", tp+"/deliveries?"+q, adminToken, nil)
-		if q == "include_totals=" { // empty means not asked
-			if r.status != 200 {
-				t.Errorf("?%s: %s", q, r)
-			}
-			continue
-		}
-		wantError(t, "query ?"+q, r, "INVALID_REQUEST")
-	}
+}
+
+// invalidListQueries are list queries refused with INVALID_REQUEST, but for include_totals= (empty: not asked).
+var invalidListQueries = []string{
+	"limit=abc", "limit=0", "limit=101", "limit=-1", "limit=1.5", "limit=99999999999999999999",
+	"since=notatime", "until=2026-13-01T00:00:00Z", "since=2026-01-01", "state=bogus", "state=pending,bogus",
+	"cursor=garbage", "cursor=" + "eyJ0IjoieCJ9", "cursor=%00", "include_totals=maybe", "include_totals=",
+	"subscription_id=nope", "event_id=nope", "event_id=msg_123", "unknown=1", "limit=1&LIMIT=2", "event_type=a%20b",
+	"status=abc", "status=4x", "status=99", "status=600", "status=6xx", "status=44xx", "status=4xx,5xx", "status=-40", "status=%00",
 }
 
 // TestInvalidState: retrying a pending delivery, discarding a delivered or pending one, discarding twice,
 // pausing a disabled subscription is covered by the subscriptions package.
 func TestInvalidState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	tp := "/tenants/" + f.tenant
@@ -355,6 +371,7 @@ func TestInvalidState(t *testing.T) {
 // TestMaxRetriesExceeded: a tenant token may retry one delivery HOOKLINE_MAX_MANUAL_RETRIES times; admins
 // are neither capped nor counted.
 func TestMaxRetriesExceeded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.MaxManualRetries = 2 })
 	f := newFixture(e)
 	path := "/tenants/" + f.tenant + "/deliveries/" + f.dead + "/retry"
@@ -393,6 +410,7 @@ func TestMaxRetriesExceeded(t *testing.T) {
 
 // TestRateLimited: manual resends per subscription per minute, with Retry-After.
 func TestRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.ResendPerMinute = 1 })
 	rc := newReceiver(t, func(string, int) int { return 400 })
 	tid := e.newTenant("ratelimit")
@@ -427,6 +445,7 @@ func TestRateLimited(t *testing.T) {
 
 // TestPayloadTooLarge: bodies over 256 KiB are refused on every route that reads one; 256 KiB exactly is read.
 func TestPayloadTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("large")
 	sub := e.newSubscription(tid, map[string]any{"url": "https://example.com/hook", "event_types": []string{"none"}})
@@ -452,6 +471,7 @@ func TestPayloadTooLarge(t *testing.T) {
 
 // TestCorrelationID: every response carries X-Correlation-ID, the request's own when it sent a sane one.
 func TestCorrelationID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("corr")
 	idRE := regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{1,128}$`)
@@ -493,6 +513,7 @@ func codeOf(r reply) string {
 
 // TestOperationalEndpoints: /healthz, /readyz and /metrics answer without a token.
 func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if r := e.call("GET", e.base+p, "", nil); r.status != 200 || strings.TrimSpace(string(r.body)) != "ok" {
@@ -511,6 +532,7 @@ func TestOperationalEndpoints(t *testing.T) {
 
 // TestConcurrentRetries: of concurrent retries of one dead delivery exactly one queues it; the rest are 409.
 func TestConcurrentRetries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	// Pause the endpoint so the retried delivery stays pending while the calls race.

@@ -45,6 +45,7 @@ func nestedProperties(n int) string {
 // publish cost 0.9 GiB, kept until restart) are refused before they are checked: sixteen at once
 // allocate less than 100 MiB in all, and each answer is a clear, small 400.
 func TestHostilePublishesAgainstRecursiveSchemasStayCheap(t *testing.T) {
+	// Not parallel: heapAllocated counts what the whole process allocates, other tests' servers included.
 	e := newEnv(t)
 	p := catPrefix()
 	tid := e.newTenant("hostile " + p)
@@ -94,6 +95,7 @@ func TestHostilePublishesAgainstRecursiveSchemasStayCheap(t *testing.T) {
 // cheaply: the anyOf chains, properties 1,500 deep, an OpenAPI document 2,500 deep (27 s and
 // +355 MiB, even as a dry run) and 7 KB of YAML aliases that stored a 6.5 MB schema.
 func TestCostlySchemasAreRefused(t *testing.T) {
+	// Not parallel: heapAllocated counts what the whole process allocates, other tests' servers included.
 	e := newEnv(t)
 	p := catPrefix()
 	for _, c := range []struct {

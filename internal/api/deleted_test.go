@@ -11,6 +11,7 @@ import (
 // for a tenant token and an admin, with nothing counted. It was 202, counted a manual retry and left the
 // delivery "retrying" for good.
 func TestResendOfADeletedSubscriptionIsInvalidState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(string, int) int { return 400 })
 	tid := e.newTenant("resend-deleted")
@@ -39,6 +40,7 @@ func TestResendOfADeletedSubscriptionIsInvalidState(t *testing.T) {
 // worker claims a deleted subscription's deliveries): the maintenance run after it ends it as failed,
 // reason subscription_deleted, and it no longer counts as pending.
 func TestDeletedSubscriptionsInFlightDeliveryEndsDead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	rc := newReceiver(t, func(_ string, n int) int {

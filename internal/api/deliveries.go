@@ -3,79 +3,15 @@ package api
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/eventtype"
-	"github.com/hookline/hookline/internal/fault"
-	"github.com/hookline/hookline/internal/keyset"
+	"github.com/hookline/hookline/internal/params"
 )
 
-// listFilter parses the list's query parameters; any malformed one is INVALID_REQUEST.
-func listFilter(r *http.Request) (delivery.Filter, error) {
-	q := r.URL.Query()
-	var f delivery.Filter
-	for key := range q {
-		switch key {
-		case "subscription_id", "event_id", "state", "event_type", "status", "since", "until", "limit", "cursor", "include_totals":
-		default:
-			return f, fault.Invalid("unknown query parameter %q", key)
-		}
-	}
-	if v := q.Get("subscription_id"); v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil {
-			return f, fault.Invalid("subscription_id is not a valid id")
-		}
-		f.SubscriptionID = &id
-	}
-	if v := q.Get("event_id"); v != "" {
-		id, err := uuid.Parse(v)
-		if err != nil {
-			return f, fault.Invalid("event_id is not a valid id")
-		}
-		f.EventID = &id
-	}
-	if v := q.Get("state"); v != "" {
-		f.States = strings.Split(v, ",")
-	}
-	if v := q.Get("event_type"); v != "" {
-		if !eventtype.Valid(v) {
-			return f, fault.Invalid("event_type is not a valid event type")
-		}
-		f.EventType = v
-	}
-	if v := q.Get("status"); v != "" {
-		if _, _, err := delivery.ParseStatus(v); err != nil {
-			return f, err
-		}
-		f.Status = v
-	}
-	var err error
-	if f.Since, f.Until, err = queryRange(q); err != nil {
-		return f, err
-	}
-	if f.Limit, err = queryLimit(q); err != nil {
-		return f, err
-	}
-	f.Cursor = q.Get("cursor")
-	if v := q.Get("include_totals"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return f, fault.Invalid("include_totals must be true or false")
-		}
-		f.WithTotal = b
-		f.CountUpTo = delivery.TotalUpTo // any deliveries:read token may ask: never an unbounded count
-	}
-	return f, nil
-}
-
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	f, err := listFilter(r)
+	// Any malformed or unknown parameter is INVALID_REQUEST.
+	f, _, err := params.Deliveries(r.URL.Query(), params.ListOptions{Dialect: params.API, Across: true})
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -120,7 +56,7 @@ func (a *API) manualRetry(w http.ResponseWriter, r *http.Request,
 		writeError(w, r, err)
 		return
 	}
-	d, err := retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
+	d, err := retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: caller(r).Admin})
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -140,34 +76,4 @@ func (a *API) discardDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// queryRange reads a list's since and until: RFC 3339 times, each optional.
-func queryRange(q url.Values) (since, until *time.Time, err error) {
-	for _, p := range []struct {
-		name string
-		dst  **time.Time
-	}{{"since", &since}, {"until", &until}} {
-		if v := q.Get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return nil, nil, fault.Invalid("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", p.name)
-			}
-			*p.dst = &t
-		}
-	}
-	return since, until, nil
-}
-
-// queryLimit reads a list's page size: 0 (the default) when absent.
-func queryLimit(q url.Values) (int, error) {
-	v := q.Get("limit")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > keyset.MaxPageSize {
-		return 0, fault.Invalid("limit must be a whole number from 1 to %d", keyset.MaxPageSize)
-	}
-	return n, nil
 }

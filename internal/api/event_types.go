@@ -4,11 +4,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/params"
 )
 
 // The event catalogue is global: the admin changes it, any valid token reads it.
@@ -16,19 +16,11 @@ import (
 // boolQuery parses an optional true/false query parameter; any other parameter is INVALID_REQUEST.
 func boolQuery(r *http.Request, name string) (bool, error) {
 	q := r.URL.Query()
-	for key := range q {
-		if key != name {
-			return false, fault.Invalid("unknown query parameter %q", key)
-		}
+	if err := params.API.Known(q, name); err != nil {
+		return false, err
 	}
-	if !q.Has(name) {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(q.Get(name))
-	if err != nil {
-		return false, fault.Invalid("%s must be true or false", name)
-	}
-	return b, nil
+	b, _, err := params.Bool(q, name)
+	return b, err
 }
 
 // eventTypeName is the {eventType} path parameter; a type with a slash comes escaped (a%2Fb).

@@ -70,13 +70,30 @@ func details(t *testing.T, r reply) errorWithDetails {
 }
 
 func TestEventTypeRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := catPrefix()
 	tid := e.newTenant("catalogue " + p)
-	reader := e.newToken(tid, tenants.ScopeDeliveriesRead) // any scope reads the catalogue
-	writer := e.newToken(tid, tenants.AllScopes...)
-	paid := p + ".invoice.paid"
+	c := &catalogueRoutes{e: e, p: p, tid: tid, paid: p + ".invoice.paid",
+		reader: e.newToken(tid, tenants.ScopeDeliveriesRead), // any scope reads the catalogue
+		writer: e.newToken(tid, tenants.AllScopes...)}
+	c.create(t)
+	c.refuseCreates(t)
+	c.read(t)
+	c.change(t)
+	c.archive(t)
+}
 
+// catalogueRoutes is TestEventTypeRoutes' world: its prefix p, a tenant with a token of one scope (reader)
+// and one of all (writer), and the type paid.
+type catalogueRoutes struct {
+	e                            *env
+	p, tid, paid, reader, writer string
+}
+
+// create makes three types: 201 with the type, the group defaulting to the name up to its first dot.
+func (c *catalogueRoutes) create(t *testing.T) {
+	e, p, paid := c.e, c.p, c.paid
 	// Create: 201 with the type, the group defaulting to the name up to its first dot.
 	created := must[eventType](e, 201, "POST", "/event-types", adminToken, map[string]any{
 		"name": paid, "description": "An invoice was paid.", "schema": json.RawMessage(invoiceSchema),
@@ -86,8 +103,11 @@ func TestEventTypeRoutes(t *testing.T) {
 	}
 	must[eventType](e, 201, "POST", "/event-types", adminToken, map[string]any{"name": p + ".a/b:c", "group": "Zeta"})
 	must[eventType](e, 201, "POST", "/event-types", adminToken, map[string]any{"name": p + ".customer.created", "group": "Alpha", "deprecated": true})
+}
 
-	// Refusals of create.
+// refuseCreates: a duplicate, bad names and schemas, a non-admin and a body too large are refused.
+func (cr *catalogueRoutes) refuseCreates(t *testing.T) {
+	e, p, paid, writer := cr.e, cr.p, cr.paid, cr.writer
 	for what, c := range map[string]struct {
 		body any
 		code string
@@ -116,7 +136,22 @@ func TestEventTypeRoutes(t *testing.T) {
 	wantError(t, "no token", e.call("POST", "/event-types", "", map[string]any{"name": p + ".y"}), "UNAUTHENTICATED")
 	wantError(t, "tenant token creates", e.call("POST", "/event-types", writer, map[string]any{"name": p + ".y"}), "FORBIDDEN")
 	wantError(t, "too large", e.call("POST", "/event-types", adminToken, `{"name": "`+p+`.big", "description": "`+strings.Repeat("x", 300<<10)+`"}`), "PAYLOAD_TOO_LARGE")
+}
 
+// mine lists this test's types, as group/name, by group then name.
+func (c *catalogueRoutes) mine(token, query string) []string {
+	var out []string
+	for _, x := range must[eventTypeList](c.e, 200, "GET", "/event-types"+query, token, nil).Items {
+		if strings.HasPrefix(x.Name, c.p) {
+			out = append(out, x.Group+"/"+x.Name)
+		}
+	}
+	return out
+}
+
+// read: any valid token reads a type and lists them.
+func (c *catalogueRoutes) read(t *testing.T) {
+	e, p, paid, reader := c.e, c.p, c.paid, c.reader
 	// Read: any valid token; a slash in a name comes escaped.
 	got := must[eventType](e, 200, "GET", "/event-types/"+paid, reader, nil)
 	if got.Name != paid || string(got.Example) != `{"invoice_id":"inv_1","amount":1250}` {
@@ -129,22 +164,17 @@ func TestEventTypeRoutes(t *testing.T) {
 	wantError(t, "get without token", e.call("GET", "/event-types/"+paid, "", nil), "UNAUTHENTICATED")
 
 	// List: by group, then name; this test's types only.
-	mine := func(token, query string) []string {
-		var out []string
-		for _, x := range must[eventTypeList](e, 200, "GET", "/event-types"+query, token, nil).Items {
-			if strings.HasPrefix(x.Name, p) {
-				out = append(out, x.Group+"/"+x.Name)
-			}
-		}
-		return out
-	}
 	want := []string{"Alpha/" + p + ".customer.created", p + "/" + paid, "Zeta/" + p + ".a/b:c"} // groups case aside
-	if got := mine(reader, ""); strings.Join(got, " ") != strings.Join(want, " ") {
+	if got := c.mine(reader, ""); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("list: %v, want %v", got, want)
 	}
 	wantError(t, "list with a bad include_archived", e.call("GET", "/event-types?include_archived=maybe", reader, nil), "INVALID_REQUEST")
 	wantError(t, "list with an unknown parameter", e.call("GET", "/event-types?group=x", reader, nil), "INVALID_REQUEST")
+}
 
+// change: the admin changes the fields given, with the same checks.
+func (c *catalogueRoutes) change(t *testing.T) {
+	e, p, paid, writer := c.e, c.p, c.paid, c.writer
 	// Change: the fields given, with the same checks; admin only.
 	changed := must[eventType](e, 200, "PATCH", "/event-types/"+paid, adminToken, map[string]any{"description": "Paid in full.", "deprecated": true})
 	if changed.Description != "Paid in full." || !changed.Deprecated || string(changed.Schema) == "null" {
@@ -158,7 +188,11 @@ func TestEventTypeRoutes(t *testing.T) {
 	if got := must[eventType](e, 200, "GET", "/event-types/"+paid, adminToken, nil); got.Description != "Paid in full." {
 		t.Errorf("a refused PATCH changed the type: %+v", got)
 	}
+}
 
+// archive: the admin archives a type, which stays readable and takes events.
+func (c *catalogueRoutes) archive(t *testing.T) {
+	e, p, paid, reader, writer := c.e, c.p, c.paid, c.reader, c.writer
 	// Archive: 204, hidden from the list unless asked, still readable; twice 204; unknown 404; admin only.
 	wantError(t, "tenant token archives", e.call("DELETE", "/event-types/"+paid, writer, nil), "FORBIDDEN")
 	for range 2 {
@@ -167,20 +201,21 @@ func TestEventTypeRoutes(t *testing.T) {
 		}
 	}
 	wantError(t, "archive unknown", e.call("DELETE", "/event-types/"+p+".nope", adminToken, nil), "NOT_FOUND")
-	if got := mine(reader, ""); len(got) != 2 {
+	if got := c.mine(reader, ""); len(got) != 2 {
 		t.Errorf("archived type still listed: %v", got)
 	}
-	if got := mine(reader, "?include_archived=true"); len(got) != 3 {
+	if got := c.mine(reader, "?include_archived=true"); len(got) != 3 {
 		t.Errorf("include_archived=true: %v", got)
 	}
 	if got := must[eventType](e, 200, "GET", "/event-types/"+paid, reader, nil); !got.Archived || got.ArchivedAt == nil {
 		t.Errorf("archived type read as %+v", got)
 	}
 	// Events of an archived type are still accepted (the server accepts any type), unchecked.
-	e.publish(tid, paid, map[string]any{"invoice_id": 1})
+	e.publish(c.tid, paid, map[string]any{"invoice_id": 1})
 }
 
 func TestPublishIsCheckedAgainstTheSchema(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := catPrefix()
 	tid := e.newTenant("publish " + p)
@@ -243,6 +278,7 @@ func TestPublishIsCheckedAgainstTheSchema(t *testing.T) {
 }
 
 func TestRegisteredTypesOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.EventTypes = config.EventTypesRegistered })
 	p := catPrefix()
 	tid := e.newTenant("registered " + p)
@@ -286,6 +322,7 @@ func TestRegisteredTypesOnly(t *testing.T) {
 // Two server processes on one database: a type registered through one is enforced by the other within
 // its poll (1 s), with no database read per publish.
 func TestCatalogueChangeReachesAnotherProcess(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	b := newEnv(t)
 	p := catPrefix()
@@ -296,24 +333,87 @@ func TestCatalogueChangeReachesAnotherProcess(t *testing.T) {
 	start := time.Now()
 	must[eventType](a, 201, "POST", "/event-types", adminToken, map[string]any{"name": typ, "schema": json.RawMessage(invoiceSchema)})
 	wantError(t, "the process that made the change", a.call("POST", "/tenants/"+tid+"/events", adminToken, bad), "INVALID_REQUEST")
-	for {
-		r := b.call("POST", "/tenants/"+tid+"/events", adminToken, bad)
-		if r.status == 400 {
-			wantError(t, "the other process", r, "INVALID_REQUEST")
-			break
-		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("the other process still accepts the invalid payload after 5 s: %s", r)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var r reply
+	if !eventually(5*time.Second, 50*time.Millisecond, func() bool {
+		r = b.call("POST", "/tenants/"+tid+"/events", adminToken, bad)
+		return r.status == 400
+	}) {
+		t.Fatalf("the other process still accepts the invalid payload after 5 s: %s", r)
 	}
+	wantError(t, "the other process", r, "INVALID_REQUEST")
 	t.Logf("enforced by the other process after %s", time.Since(start).Round(time.Millisecond))
 }
 
 func TestImportEventTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := catPrefix()
-	doc := fmt.Sprintf(`openapi: 3.1.0
+	doc := shopDocument(p)
+	created, shipped := p+".order.created", p+".order.shipped"
+	wantError(t, "tenant token imports", e.call("POST", "/event-types/import", e.newToken(e.newTenant("imp "+p), tenants.AllScopes...), doc), "FORBIDDEN")
+
+	dry := must[importResult](e, 200, "POST", "/event-types/import?dry_run=true", adminToken, doc)
+	if !dry.DryRun || len(dry.Created) != 2 || len(dry.Errors) != 0 {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	wantError(t, "after a dry run", e.call("GET", "/event-types/"+created, adminToken, nil), "NOT_FOUND")
+
+	res := must[importResult](e, 200, "POST", "/event-types/import", adminToken, doc)
+	if res.DryRun || strings.Join(res.Created, ",") != created+","+shipped || len(res.Updated)+len(res.Unchanged) != 0 {
+		t.Fatalf("import: %+v", res)
+	}
+	ty := must[eventType](e, 200, "GET", "/event-types/"+created, adminToken, nil)
+	if ty.Description != "An order was placed" || strings.Contains(string(ty.Schema), "$ref") || !strings.Contains(string(ty.Example), "ord_1") {
+		t.Errorf("imported %+v", ty)
+	}
+	// The imported (nested, shared) schema is enforced, with pointers into the payload.
+	tid := e.newTenant("imp publish " + p)
+	r := e.call("POST", "/tenants/"+tid+"/events", adminToken, map[string]any{"event_type": shipped,
+		"payload": map[string]any{"id": "o", "items": []any{map[string]any{"price": map[string]any{"amount": 1, "currency": "JPY"}}}}})
+	wantError(t, "imported schema", r, "INVALID_REQUEST")
+	if d := details(t, r).Error.Details; len(d) != 1 || d[0].Path != "/items/0/price/currency" {
+		t.Errorf("details %+v", d)
+	}
+
+	again := must[importResult](e, 200, "POST", "/event-types/import", adminToken, doc)
+	if len(again.Unchanged) != 2 || len(again.Created)+len(again.Updated) != 0 {
+		t.Errorf("second import: %+v", again)
+	}
+	// JSON documents too; a changed description updates.
+	var asJSON = fmt.Sprintf(`{"openapi": "3.1.0", "webhooks": {"%s": {"post": {"summary": "Placed"}}, "bad name here": {"post": {}}}}`, created)
+	upd := must[importResult](e, 200, "POST", "/event-types/import", adminToken, asJSON)
+	if strings.Join(upd.Updated, ",") != created || len(upd.Errors) != 1 || upd.Errors[0].Name != "bad name here" {
+		t.Errorf("JSON import: %+v", upd)
+	}
+	refuseImports(t, e, p, doc)
+}
+
+// refuseImports: documents that are not OpenAPI 3.1 webhooks, hold a $ref cycle or are too large are
+// refused, saying why, and import nothing.
+func refuseImports(t *testing.T, e *env, p, doc string) {
+	for what, c := range map[string]struct{ doc, code, want string }{
+		"not OpenAPI 3.1": {`{"openapi": "3.0.0", "webhooks": {}}`, "INVALID_REQUEST", "OpenAPI 3.1"},
+		"not a document":  {`<xml/>`, "INVALID_REQUEST", "OpenAPI 3.1 object"},
+		"no webhooks":     {`{"openapi": "3.1.0"}`, "INVALID_REQUEST", "no webhooks"},
+		"ref cycle": {`{"openapi": "3.1.0", "webhooks": {"` + p + `.loop": {"post": {"requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/A"}}}}}}},
+		  "components": {"schemas": {"A": {"properties": {"b": {"$ref": "#/components/schemas/B"}}}, "B": {"items": {"$ref": "#/components/schemas/A"}}}}}`,
+			"INVALID_REQUEST", "$ref #/components/schemas/A refers back to itself"},
+		"huge": {"openapi: 3.1.0\n# " + strings.Repeat("x", 1<<20), "PAYLOAD_TOO_LARGE", "larger than 1024 KiB"},
+	} {
+		r := e.call("POST", "/event-types/import", adminToken, c.doc)
+		er := wantError(t, what, r, c.code)
+		if !strings.Contains(er.Error.Message, c.want) {
+			t.Errorf("%s: message %q lacks %q", what, er.Error.Message, c.want)
+		}
+	}
+	wantError(t, "dry_run not a boolean", e.call("POST", "/event-types/import?dry_run=perhaps", adminToken, doc), "INVALID_REQUEST")
+	wantError(t, "a loop imports nothing", e.call("GET", "/event-types/"+p+".loop", adminToken, nil), "NOT_FOUND")
+}
+
+// shopDocument is an OpenAPI 3.1 document of two webhooks, p.order.created and p.order.shipped, whose
+// schemas share components through $ref.
+func shopDocument(p string) string {
+	return fmt.Sprintf(`openapi: 3.1.0
 info: {title: Shop, version: "1"}
 webhooks:
   %[1]s.order.created:
@@ -355,58 +455,4 @@ components:
         application/json:
           schema: {$ref: '#/components/schemas/Order'}
 `, p)
-	created, shipped := p+".order.created", p+".order.shipped"
-	wantError(t, "tenant token imports", e.call("POST", "/event-types/import", e.newToken(e.newTenant("imp "+p), tenants.AllScopes...), doc), "FORBIDDEN")
-
-	dry := must[importResult](e, 200, "POST", "/event-types/import?dry_run=true", adminToken, doc)
-	if !dry.DryRun || len(dry.Created) != 2 || len(dry.Errors) != 0 {
-		t.Fatalf("dry run: %+v", dry)
-	}
-	wantError(t, "after a dry run", e.call("GET", "/event-types/"+created, adminToken, nil), "NOT_FOUND")
-
-	res := must[importResult](e, 200, "POST", "/event-types/import", adminToken, doc)
-	if res.DryRun || strings.Join(res.Created, ",") != created+","+shipped || len(res.Updated)+len(res.Unchanged) != 0 {
-		t.Fatalf("import: %+v", res)
-	}
-	ty := must[eventType](e, 200, "GET", "/event-types/"+created, adminToken, nil)
-	if ty.Description != "An order was placed" || strings.Contains(string(ty.Schema), "$ref") || !strings.Contains(string(ty.Example), "ord_1") {
-		t.Errorf("imported %+v", ty)
-	}
-	// The imported (nested, shared) schema is enforced, with pointers into the payload.
-	tid := e.newTenant("imp publish " + p)
-	r := e.call("POST", "/tenants/"+tid+"/events", adminToken, map[string]any{"event_type": shipped,
-		"payload": map[string]any{"id": "o", "items": []any{map[string]any{"price": map[string]any{"amount": 1, "currency": "JPY"}}}}})
-	wantError(t, "imported schema", r, "INVALID_REQUEST")
-	if d := details(t, r).Error.Details; len(d) != 1 || d[0].Path != "/items/0/price/currency" {
-		t.Errorf("details %+v", d)
-	}
-
-	again := must[importResult](e, 200, "POST", "/event-types/import", adminToken, doc)
-	if len(again.Unchanged) != 2 || len(again.Created)+len(again.Updated) != 0 {
-		t.Errorf("second import: %+v", again)
-	}
-	// JSON documents too; a changed description updates.
-	var asJSON = fmt.Sprintf(`{"openapi": "3.1.0", "webhooks": {"%s": {"post": {"summary": "Placed"}}, "bad name here": {"post": {}}}}`, created)
-	upd := must[importResult](e, 200, "POST", "/event-types/import", adminToken, asJSON)
-	if strings.Join(upd.Updated, ",") != created || len(upd.Errors) != 1 || upd.Errors[0].Name != "bad name here" {
-		t.Errorf("JSON import: %+v", upd)
-	}
-
-	for what, c := range map[string]struct{ doc, code, want string }{
-		"not OpenAPI 3.1": {`{"openapi": "3.0.0", "webhooks": {}}`, "INVALID_REQUEST", "OpenAPI 3.1"},
-		"not a document":  {`<xml/>`, "INVALID_REQUEST", "OpenAPI 3.1 object"},
-		"no webhooks":     {`{"openapi": "3.1.0"}`, "INVALID_REQUEST", "no webhooks"},
-		"ref cycle": {`{"openapi": "3.1.0", "webhooks": {"` + p + `.loop": {"post": {"requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/A"}}}}}}},
-		  "components": {"schemas": {"A": {"properties": {"b": {"$ref": "#/components/schemas/B"}}}, "B": {"items": {"$ref": "#/components/schemas/A"}}}}}`,
-			"INVALID_REQUEST", "$ref #/components/schemas/A refers back to itself"},
-		"huge": {"openapi: 3.1.0\n# " + strings.Repeat("x", 1<<20), "PAYLOAD_TOO_LARGE", "larger than 1024 KiB"},
-	} {
-		r := e.call("POST", "/event-types/import", adminToken, c.doc)
-		er := wantError(t, what, r, c.code)
-		if !strings.Contains(er.Error.Message, c.want) {
-			t.Errorf("%s: message %q lacks %q", what, er.Error.Message, c.want)
-		}
-	}
-	wantError(t, "dry_run not a boolean", e.call("POST", "/event-types/import?dry_run=perhaps", adminToken, doc), "INVALID_REQUEST")
-	wantError(t, "a loop imports nothing", e.call("GET", "/event-types/"+p+".loop", adminToken, nil), "NOT_FOUND")
 }

@@ -16,6 +16,7 @@ import (
 
 // TestPublishIdempotency: the same Idempotency-Key returns the first answer and creates nothing.
 func TestPublishIdempotency(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("idem")
 	other := e.newTenant("idem-other")
@@ -84,6 +85,7 @@ func verifySignatures(t *testing.T, h received, secrets ...string) []int {
 // TestSubscriptionLifecycle: create, read, list, update, pause/resume, rotate (both secrets sign), health,
 // delete.
 func TestSubscriptionLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(path string, n int) int {
 		if path == "/flaky" && n%2 == 1 {
@@ -92,14 +94,31 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		return 200
 	})
 	tid := e.newTenant("lifecycle")
-	tok := e.newToken(tid, "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read")
-	tp := "/tenants/" + tid
+	l := &lifecycle{e: e, rc: rc, tid: tid, tp: "/tenants/" + tid,
+		tok: e.newToken(tid, "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read")}
+	l.createAndChange(t)
+	l.pauseAndResume(t)
+	l.rotate(t)
+	l.health(t)
+	l.delete(t)
+}
 
+// lifecycle is TestSubscriptionLifecycle's world: a tenant, its token tok and its subscription s.
+type lifecycle struct {
+	e            *env
+	rc           *receiver
+	tid, tp, tok string
+	s, fresh     subscription
+}
+
+// createAndChange creates s, reads and lists it (never its secret) and changes it.
+func (l *lifecycle) createAndChange(t *testing.T) {
+	e, rc, tp, tok := l.e, l.rc, l.tp, l.tok
 	s := must[subscription](e, 201, "POST", tp+"/subscriptions", tok, map[string]any{
 		"url": rc.URL + "/hook", "event_types": []string{"a.b", "a.b", "c"}, "description": "mine",
 		"rate_limit_per_second": 50,
 	})
-	if s.State != "active" || !strings.HasPrefix(s.Secret, "whsec_") || s.TenantID != tid || s.Description != "mine" ||
+	if s.State != "active" || !strings.HasPrefix(s.Secret, "whsec_") || s.TenantID != l.tid || s.Description != "mine" ||
 		!slices.Equal(s.EventTypes, []string{"a.b", "c"}) || s.RateLimitPerSecond == nil || *s.RateLimitPerSecond != 50 {
 		t.Fatalf("created: %+v", s)
 	}
@@ -121,7 +140,12 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	if len(u.EventTypes) != 0 || u.Description != "changed" {
 		t.Errorf("patched event types: %+v", u)
 	}
+	l.s = s
+}
 
+// pauseAndResume: published events wait while s is paused; resume drains them.
+func (l *lifecycle) pauseAndResume(t *testing.T) {
+	e, tp, tok, tid, s := l.e, l.tp, l.tok, l.tid, l.s
 	// Pause: published events wait; resume drains them.
 	if p := must[subscription](e, 200, "POST", tp+"/subscriptions/"+s.ID+"/pause", tok, nil); p.State != "paused" {
 		t.Errorf("pause: %+v", p)
@@ -141,10 +165,14 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	if len(d.Attempts) != 1 || d.TotalAttempts != 1 || !d.Attempts[0].StartedAt.After(resumed) {
 		t.Fatalf("the delivery published while paused: %d attempts (%+v), want one, after the resume at %s", len(d.Attempts), d.Attempts, resumed)
 	}
-	if n := len(rc.requests("/hook")); n != 1 {
+	if n := len(l.rc.requests("/hook")); n != 1 {
 		t.Fatalf("the endpoint received %d requests, want only the one after the resume", n)
 	}
+}
 
+// rotate: the old secret keeps signing next to the new one.
+func (l *lifecycle) rotate(t *testing.T) {
+	e, rc, tp, tok, tid, s := l.e, l.rc, l.tp, l.tok, l.tid, l.s
 	// Rotation: the old secret keeps signing next to the new one.
 	type rotated struct {
 		ID      string `json:"id"`
@@ -171,7 +199,11 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	if v := verifySignatures(t, reqs[0], s.Secret, rot.Secret); v[0] != 1 || v[1] != 0 {
 		t.Errorf("before rotation: %v", v)
 	}
+}
 
+// health counts attempts: a flaky endpoint (500, 200, 500, 200...), and a subscription without any.
+func (l *lifecycle) health(t *testing.T) {
+	e, rc, tp, tok, tid := l.e, l.rc, l.tp, l.tok, l.tid
 	// Health counts attempts: a flaky endpoint (500, 200, 500, 200...).
 	fl := must[subscription](e, 201, "POST", tp+"/subscriptions", tok, map[string]any{"url": rc.URL + "/flaky", "event_types": []string{"f"}})
 	for i := range 2 {
@@ -195,12 +227,16 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		h.P50 == nil || h.P95 == nil || *h.P95 < *h.P50 {
 		t.Errorf("health of 500,200,500,200: %+v", h)
 	}
-	fresh := must[subscription](e, 201, "POST", tp+"/subscriptions", tok, map[string]any{"url": rc.URL + "/never", "event_types": []string{"never"}})
-	h = must[health](e, 200, "GET", tp+"/subscriptions/"+fresh.ID+"/health", tok, nil)
+	l.fresh = must[subscription](e, 201, "POST", tp+"/subscriptions", tok, map[string]any{"url": rc.URL + "/never", "event_types": []string{"never"}})
+	h = must[health](e, 200, "GET", tp+"/subscriptions/"+l.fresh.ID+"/health", tok, nil)
 	if h.Attempts != 0 || h.SuccessRate != nil || h.LastSuccessAt != nil || h.LastFailureAt != nil {
 		t.Errorf("health without attempts: %+v", h)
 	}
+}
 
+// delete: gone from reads, its waiting deliveries dead-lettered, its history still listed.
+func (l *lifecycle) delete(t *testing.T) {
+	e, tp, tok, tid, s, fresh := l.e, l.tp, l.tok, l.tid, l.s, l.fresh
 	// Delete: gone from reads, its waiting deliveries dead-lettered, its history still listed.
 	must[subscription](e, 200, "POST", tp+"/subscriptions/"+fresh.ID+"/pause", tok, nil)
 	queued := must[published](e, 202, "POST", tp+"/events", tok, map[string]any{"event_type": "never", "payload": map[string]any{}})
@@ -212,7 +248,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	if d := e.delivery(tid, deliveryFor(t, queued, fresh.ID)); d.State != "failed" {
 		t.Errorf("queued delivery of a deleted subscription: %s", d.State)
 	}
-	list = must[struct{ Items []subscription }](e, 200, "GET", tp+"/subscriptions", tok, nil)
+	list := must[struct{ Items []subscription }](e, 200, "GET", tp+"/subscriptions", tok, nil)
 	if len(list.Items) != 2 {
 		t.Errorf("%d subscriptions listed after a delete, want 2", len(list.Items))
 	}
@@ -225,6 +261,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 // TestCustomHeaders: custom headers reach the receiver but never appear in an API answer or a stored
 // request copy.
 func TestCustomHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, nil)
 	tid := e.newTenant("headers")
@@ -282,6 +319,7 @@ func TestCustomHeaders(t *testing.T) {
 
 // TestDeliveryDetail: request {url, headers, body} and the attempts with their fields.
 func TestDeliveryDetail(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(_ string, n int) int {
 		if n == 1 {
@@ -343,6 +381,7 @@ func TestDeliveryDetail(t *testing.T) {
 
 // TestListDeliveries: filters, newest-first keyset pages, include_totals.
 func TestListDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(p string, _ int) int {
 		if p == "/bad" {
@@ -350,25 +389,43 @@ func TestListDeliveries(t *testing.T) {
 		}
 		return 200
 	})
-	tid := e.newTenant("list")
-	tp := "/tenants/" + tid
-	ok := e.newSubscription(tid, map[string]any{"url": rc.URL + "/ok", "event_types": []string{"a", "b"}})
-	bad := e.newSubscription(tid, map[string]any{"url": rc.URL + "/bad", "event_types": []string{"a"}})
-	var all, events []string // delivery and event ids, oldest first
+	l := &listWorld{e: e, tid: e.newTenant("list")}
+	l.ok = e.newSubscription(l.tid, map[string]any{"url": rc.URL + "/ok", "event_types": []string{"a", "b"}})
+	l.bad = e.newSubscription(l.tid, map[string]any{"url": rc.URL + "/bad", "event_types": []string{"a"}})
 	for i := range 7 {
 		typ := "a"
 		if i%3 == 2 {
 			typ = "b"
 		}
-		pub := e.publish(tid, typ, map[string]any{"i": i})
-		events = append(events, pub.ID)
+		pub := e.publish(l.tid, typ, map[string]any{"i": i})
+		l.events = append(l.events, pub.ID)
 		for _, d := range pub.Deliveries {
-			all = append(all, d.ID)
-			e.waitState(tid, d.ID, "delivered", "failed")
+			l.all = append(l.all, d.ID)
+			e.waitState(l.tid, d.ID, "delivered", "failed")
 		}
 	}
 	// 7 events: 5 of type a (2 deliveries each), 2 of type b (1 each): 12 deliveries, 5 dead.
-	list := func(q string) page { return must[page](e, 200, "GET", tp+"/deliveries?"+q, adminToken, nil) }
+	l.filters(t)
+	l.pages(t)
+	l.eventsAndTenants(t)
+}
+
+// listWorld is TestListDeliveries' tenant: subscriptions ok (types a and b) and bad (a, answering 422),
+// and the ids of its deliveries and events, oldest first.
+type listWorld struct {
+	e           *env
+	tid         string
+	ok, bad     subscription
+	all, events []string
+}
+
+func (l *listWorld) list(q string) page {
+	return must[page](l.e, 200, "GET", "/tenants/"+l.tid+"/deliveries?"+q, adminToken, nil)
+}
+
+// filters: each filter's total and items.
+func (l *listWorld) filters(t *testing.T) {
+	ok, bad, events, list := l.ok, l.bad, l.events, l.list
 	count := func(q string) int {
 		p := list(q + "&include_totals=true")
 		if p.Total == nil {
@@ -423,6 +480,11 @@ func TestListDeliveries(t *testing.T) {
 	if p := list("include_totals=false"); p.Total != nil {
 		t.Error("total with include_totals=false")
 	}
+}
+
+// pages walks pages of 5: newest first, no repeats, every delivery once, total on each page.
+func (l *listWorld) pages(t *testing.T) {
+	e, tid, list := l.e, l.tid, l.list
 	// Walk pages of 5: newest first, no repeats, every delivery once, total on each page.
 	var seen []string
 	cursor := ""
@@ -449,7 +511,7 @@ func TestListDeliveries(t *testing.T) {
 		}
 		cursor = p.NextCursor
 	}
-	want := slices.Clone(all)
+	want := slices.Clone(l.all)
 	slices.Reverse(want)
 	// Deliveries of one event share created_at and are ordered by id descending within it.
 	if len(seen) != 12 || !sameSet(seen, want) {
@@ -461,6 +523,11 @@ func TestListDeliveries(t *testing.T) {
 			t.Errorf("not newest first at %d", i)
 		}
 	}
+}
+
+// eventsAndTenants: an event's deliveries, filters across pages, and another tenant's list.
+func (l *listWorld) eventsAndTenants(t *testing.T) {
+	e, bad, events, list := l.e, l.bad, l.events, l.list
 	// An event's deliveries are that event's, one per subscription it went to.
 	for _, it := range list("event_id=" + events[0]).Items {
 		if it.EventID != events[0] || it.EventType != "a" {
@@ -508,6 +575,7 @@ func sameSet(a, b []string) bool {
 // may ask, and an uncapped count of a large tenant is a scan of all its rows. Below the cap the total is
 // exact and total_at_least false.
 func TestDeliveriesTotalIsCapped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("many")
 	sub := e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:1/hook"})

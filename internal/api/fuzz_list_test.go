@@ -10,7 +10,7 @@ import (
 	"github.com/hookline/hookline/internal/tenants"
 )
 
-// Fuzz targets of the deliveries list's query (listFilter, ParseStates, the cursor, and the SQL behind
+// Fuzz targets of the deliveries list's query (params.Deliveries, ParseStates, the cursor, and the SQL behind
 // them), through the handler of a running server: never a 500, an error in the contract's shape, a page no
 // longer than asked and holding only the caller's deliveries. `make fuzz` runs each for a while; a plain
 // `go test` runs the seeds.

@@ -5,6 +5,7 @@ import "testing"
 // Every API answer, errors included, carries the security headers: JSON never runs script, is framed or
 // is sniffed as HTML.
 func TestSecurityHeadersOnAPIAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, r := range []reply{
 		e.call("GET", "/tenants", adminToken, nil),

@@ -123,6 +123,10 @@ type isoWorld struct {
 	since  time.Time
 	// eventType is a type of the (global) event catalogue: any token reads it, only the admin changes it.
 	eventType string
+	// bIDs are B's ids by path parameter, and the replay of no tenant, which A must not reach either.
+	bIDs map[string][]string
+	// requests counts the walk's requests.
+	requests int
 }
 
 // walkedRoute is one registered route: its key (as in isolationRoutes) and chi pattern.
@@ -152,6 +156,7 @@ func walkAPI(t *testing.T) []walkedRoute {
 // TestIsolationWalkCoversEveryRoute fails when the router, the OpenAPI document and the walk's table
 // disagree: a new route must be documented (with its x-required-scope) and taught to the walk.
 func TestIsolationWalkCoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	walked := map[string]bool{}
 	for _, rt := range walkAPI(t) {
 		walked[rt.key] = true
@@ -330,6 +335,46 @@ func (w *isoWorld) snapshot(tenantID string) map[string]string {
 //   - a tenant token on an admin route is 403 (404 when the path names another tenant);
 //   - no answer holds B's ids, names, urls, secrets or payloads, and B's rows are unchanged afterwards.
 func TestIsolationWalk(t *testing.T) {
+	t.Parallel()
+	w := newIsoWorld(t)
+	before := w.snapshot(w.b.tenant)
+	hitsBefore := w.hitsOfB()
+
+	ops := loadSpec(t).operations(t)
+	routes := walkAPI(t)
+	// Destructive calls last, so that a leak that lets one through does not hide the others.
+	slices.SortStableFunc(routes, func(x, y walkedRoute) int {
+		return boolInt(x.method == "DELETE") - boolInt(y.method == "DELETE")
+	})
+	for _, rt := range routes {
+		spec, known := isolationRoutes[rt.key]
+		op, documented := ops[rt.key]
+		if !known || !documented {
+			continue // TestIsolationWalkCoversEveryRoute reports it
+		}
+		w.walk(t, rt, spec, op.Scope)
+	}
+
+	// Nothing of B's changed, and nothing was sent to B's endpoints. Nothing is left to wait for: a
+	// wrongly accepted retry or send changes B's deliveries or events in its request's own transaction,
+	// before it answers, so the snapshot shows it now, before any worker could send it.
+	after := w.snapshot(w.b.tenant)
+	for table, rows := range before {
+		if after[table] != rows {
+			t.Errorf("tenant B's %s changed during the walk:\nbefore %s\nafter  %s", table, truncate(rows, 2000), truncate(after[table], 2000))
+		}
+	}
+	if h := w.hitsOfB(); h != hitsBefore {
+		t.Errorf("B's endpoints got %d requests during the walk", h-hitsBefore)
+	}
+	if s := must[subscription](w.e, 200, "GET", "/tenants/"+w.b.tenant+"/subscriptions/"+w.b.pausedSub, adminToken, nil); s.State != "paused" {
+		t.Errorf("B's paused subscription is %s", s.State)
+	}
+	t.Logf("%d routes walked, %d requests", len(routes), w.requests)
+}
+
+// newIsoWorld makes the walk's fixture: tenants A and B, a replay of no tenant, a catalogued event type.
+func newIsoWorld(t *testing.T) *isoWorld {
 	e := newEnv(t)
 	w := &isoWorld{e: e, since: time.Now().Add(-time.Hour).UTC()}
 	w.rc = newReceiver(t, func(p string, _ int) int {
@@ -347,165 +392,157 @@ func TestIsolationWalk(t *testing.T) {
 	w.eventType = "iso.catalogued-" + uuid.NewString()[:8]
 	must[map[string]any](e, 201, "POST", "/event-types", adminToken, map[string]any{"name": w.eventType, "description": "iso"})
 	// Replays A must not reach under its own path: B's, and one of no tenant.
-	bIDs := map[string][]string{}
+	w.bIDs = map[string][]string{}
 	for k, v := range w.b.ids {
-		bIDs[k] = v
+		w.bIDs[k] = v
 	}
-	bIDs["replayID"] = append(slices.Clone(bIDs["replayID"]), w.global)
-	before := w.snapshot(w.b.tenant)
-	hitsBefore := len(w.rc.requests("/"+w.b.marker+"/ok")) + len(w.rc.requests("/"+w.b.marker+"/bad"))
+	w.bIDs["replayID"] = append(slices.Clone(w.bIDs["replayID"]), w.global)
+	return w
+}
 
-	ops := loadSpec(t).operations(t)
-	routes := walkAPI(t)
-	n := 0
-	call := func(what, method, path, token string, body any) reply {
-		t.Helper()
-		n++
-		r := e.call(method, path, token, body)
-		w.checkNoLeak(t, what+": "+method+" "+path, path, body, r)
-		return r
-	}
-	expect := func(what, method, path, token string, body any, code string) {
-		t.Helper()
-		r := call(what, method, path, token, body)
-		wantError(t, what+": "+method+" "+path, r, code)
-	}
+// hitsOfB is how many requests B's endpoints have had.
+func (w *isoWorld) hitsOfB() int {
+	return len(w.rc.requests("/"+w.b.marker+"/ok")) + len(w.rc.requests("/"+w.b.marker+"/bad"))
+}
 
-	// Destructive calls last, so that a leak that lets one through does not hide the others.
-	slices.SortStableFunc(routes, func(x, y walkedRoute) int {
-		return boolInt(x.method == "DELETE") - boolInt(y.method == "DELETE")
-	})
-	for _, rt := range routes {
-		spec, known := isolationRoutes[rt.key]
-		op, documented := ops[rt.key]
-		if !known || !documented {
-			continue // TestIsolationWalkCoversEveryRoute reports it
+// call sends one request of the walk and checks its answer holds nothing of B's.
+func (w *isoWorld) call(t *testing.T, what, method, path, token string, body any) reply {
+	t.Helper()
+	w.requests++
+	r := w.e.call(method, path, token, body)
+	w.checkNoLeak(t, what+": "+method+" "+path, path, body, r)
+	return r
+}
+
+// expect calls and requires the error code.
+func (w *isoWorld) expect(t *testing.T, what, method, path, token string, body any, code string) {
+	t.Helper()
+	r := w.call(t, what, method, path, token, body)
+	wantError(t, what+": "+method+" "+path, r, code)
+}
+
+// walk calls one route every way the walk knows.
+func (w *isoWorld) walk(t *testing.T, rt walkedRoute, spec isoRoute, scope string) {
+	body := func() any {
+		if spec.body == nil {
+			return nil
 		}
-		body := func() any {
-			if spec.body == nil {
-				return nil
-			}
-			return spec.body(w)
+		return spec.body(w)
+	}
+	if !strings.Contains(rt.pattern, "{tenantID}") {
+		w.walkGlobal(t, rt, spec, scope, body)
+		return
+	}
+	// (a) B's tenant in the path: 404 for every token of A's, whatever the route.
+	for _, params := range combos(rt.pattern, w.b.ids, w.b.tenant) {
+		w.expect(t, "A's token, B's tenant", rt.method, fill(rt.pattern, params), w.a.full, body(), "NOT_FOUND")
+		if scope != "admin" {
+			w.expect(t, "A's token with only the scope, B's tenant", rt.method, fill(rt.pattern, params), w.a.only[scope], body(), "NOT_FOUND")
 		}
-		scope := op.Scope
-		tenantRoute := strings.Contains(rt.pattern, "{tenantID}")
-		children := len(paramNameRE.FindAllString(rt.pattern, -1)) > 1
+	}
+	if len(paramNameRE.FindAllString(rt.pattern, -1)) > 1 {
+		w.walkBObjects(t, rt, scope, body)
+	} else {
+		w.walkOwnCollection(t, rt, spec, scope, body)
+	}
+	w.walkOwnObjects(t, rt, scope, body)
+}
 
-		if !tenantRoute {
-			params := map[string]string{"replayID": w.a.adminReplay, "eventType": w.eventType}
-			if scope == "any" {
-				// Global reads (the event catalogue): every tenant token, whatever its scopes, reads them.
-				queries := []string{""}
-				if spec.queries != nil {
-					queries = append(queries, spec.queries(w)...)
-				}
-				for _, q := range queries {
-					path := fill(rt.pattern, params)
-					if q != "" {
-						path += "?" + q
-					}
-					for _, tok := range append([]string{w.a.full, adminToken}, mapValues(w.a.only)...) {
-						if r := call("any token on a global read", rt.method, path, tok, body()); r.status != 200 {
-							t.Errorf("any token on a global read %s %s: %s", rt.method, path, r)
-						}
-					}
-				}
-				continue
+// walkGlobal calls a route of no tenant: a global read answers any token; a global admin route refuses
+// every tenant token (c).
+func (w *isoWorld) walkGlobal(t *testing.T, rt walkedRoute, spec isoRoute, scope string, body func() any) {
+	params := map[string]string{"replayID": w.a.adminReplay, "eventType": w.eventType}
+	if scope == "any" {
+		// Global reads (the event catalogue): every tenant token, whatever its scopes, reads them.
+		queries := []string{""}
+		if spec.queries != nil {
+			queries = append(queries, spec.queries(w)...)
+		}
+		for _, q := range queries {
+			path := fill(rt.pattern, params)
+			if q != "" {
+				path += "?" + q
 			}
-			// (c) Global admin routes: every tenant token is 403.
-			for _, tok := range append([]string{w.a.full}, mapValues(w.a.only)...) {
-				expect("tenant token on an admin route", rt.method, fill(rt.pattern, params), tok, body(), "FORBIDDEN")
+			for _, tok := range append([]string{w.a.full, adminToken}, mapValues(w.a.only)...) {
+				if r := w.call(t, "any token on a global read", rt.method, path, tok, body()); r.status != 200 {
+					t.Errorf("any token on a global read %s %s: %s", rt.method, path, r)
+				}
 			}
+		}
+		return
+	}
+	// (c) Global admin routes: every tenant token is 403.
+	for _, tok := range append([]string{w.a.full}, mapValues(w.a.only)...) {
+		w.expect(t, "tenant token on an admin route", rt.method, fill(rt.pattern, params), tok, body(), "FORBIDDEN")
+	}
+}
+
+// walkBObjects (a): A's tenant with B's objects is 404 for A's tokens and for the admin token too.
+func (w *isoWorld) walkBObjects(t *testing.T, rt walkedRoute, scope string, body func() any) {
+	for _, params := range combos(rt.pattern, w.bIDs, w.a.tenant) {
+		path := fill(rt.pattern, params)
+		w.expect(t, "admin, A's tenant with B's objects", rt.method, path, adminToken, body(), "NOT_FOUND")
+		if scope == "admin" {
+			w.expect(t, "A's token on an admin route with B's objects", rt.method, path, w.a.full, body(), "FORBIDDEN")
 			continue
 		}
+		w.expect(t, "A's token, A's tenant with B's objects", rt.method, path, w.a.full, body(), "NOT_FOUND")
+		w.expect(t, "A's token with only the scope, B's objects", rt.method, path, w.a.only[scope], body(), "NOT_FOUND")
+	}
+}
 
-		// (a) B's tenant in the path: 404 for every token of A's, whatever the route.
-		for _, params := range combos(rt.pattern, w.b.ids, w.b.tenant) {
-			expect("A's token, B's tenant", rt.method, fill(rt.pattern, params), w.a.full, body(), "NOT_FOUND")
-			if scope != "admin" {
-				expect("A's token with only the scope, B's tenant", rt.method, fill(rt.pattern, params), w.a.only[scope], body(), "NOT_FOUND")
-			}
+// walkOwnCollection: A's own collections answer, and hold nothing of B's.
+func (w *isoWorld) walkOwnCollection(t *testing.T, rt walkedRoute, spec isoRoute, scope string, body func() any) {
+	tok := adminToken
+	switch {
+	case spec.fullToken:
+		tok = w.a.full
+	case scope != "admin":
+		tok = w.a.only[scope]
+	}
+	queries := []string{""}
+	if spec.queries != nil {
+		queries = append(queries, spec.queries(w)...)
+	}
+	for _, q := range queries {
+		path := fill(rt.pattern, map[string]string{"tenantID": w.a.tenant})
+		if q != "" {
+			path += "?" + q
 		}
-		if children {
-			// (a) A's tenant with B's objects: 404 for A's tokens and for the admin token too.
-			for _, params := range combos(rt.pattern, bIDs, w.a.tenant) {
-				path := fill(rt.pattern, params)
-				expect("admin, A's tenant with B's objects", rt.method, path, adminToken, body(), "NOT_FOUND")
-				if scope == "admin" {
-					expect("A's token on an admin route with B's objects", rt.method, path, w.a.full, body(), "FORBIDDEN")
-					continue
-				}
-				expect("A's token, A's tenant with B's objects", rt.method, path, w.a.full, body(), "NOT_FOUND")
-				expect("A's token with only the scope, B's objects", rt.method, path, w.a.only[scope], body(), "NOT_FOUND")
-			}
-		} else {
-			// A's own collections: they answer, and hold nothing of B's.
-			tok := adminToken
-			switch {
-			case spec.fullToken:
-				tok = w.a.full
-			case scope != "admin":
-				tok = w.a.only[scope]
-			}
-			queries := []string{""}
-			if spec.queries != nil {
-				queries = append(queries, spec.queries(w)...)
-			}
-			for _, q := range queries {
-				path := fill(rt.pattern, map[string]string{"tenantID": w.a.tenant})
-				if q != "" {
-					path += "?" + q
-				}
-				for _, tk := range []string{tok, adminToken} {
-					if r := call("A's own collection", rt.method, path, tk, body()); r.status < 200 || r.status > 299 {
-						t.Errorf("A's own collection %s %s: %s", rt.method, path, r)
-					}
-				}
-			}
-		}
-
-		// (b) and (c) A's own objects with a token lacking the scope: 403 before anything happens.
-		own := combos(rt.pattern, w.a.ids, w.a.tenant)[0]
-		path := fill(rt.pattern, own)
-
-		// A body smuggling B's ids (fields the route does not take, or might): refused or ignored, never
-		// acting on B (B's rows are compared at the end).
-		if m, ok := body().(map[string]any); ok && scope != "admin" {
-			m["tenant_id"], m["subscription_id"], m["delivery_id"] = w.b.tenant, w.b.deadSub, w.b.dead
-			if r := call("a body naming B", rt.method, path, w.a.full, m); r.status >= 400 {
-				wantError(t, "a body naming B: "+rt.method+" "+path, r, "INVALID_REQUEST")
-			}
-		}
-		if scope == "admin" {
-			for _, tok := range append([]string{w.a.full}, mapValues(w.a.only)...) {
-				expect("tenant token on an admin route", rt.method, path, tok, body(), "FORBIDDEN")
-			}
-		} else {
-			expect("token lacking "+scope, rt.method, path, w.a.lacking[scope], body(), "FORBIDDEN")
-			for _, sc := range tenants.AllScopes {
-				if sc != scope {
-					expect("token with only "+sc+" (route needs "+scope+")", rt.method, path, w.a.only[sc], body(), "FORBIDDEN")
-				}
+		for _, tk := range []string{tok, adminToken} {
+			if r := w.call(t, "A's own collection", rt.method, path, tk, body()); r.status < 200 || r.status > 299 {
+				t.Errorf("A's own collection %s %s: %s", rt.method, path, r)
 			}
 		}
 	}
+}
 
-	// Nothing of B's changed, and nothing was sent to B's endpoints. Nothing is left to wait for: a
-	// wrongly accepted retry or send changes B's deliveries or events in its request's own transaction,
-	// before it answers, so the snapshot shows it now, before any worker could send it.
-	after := w.snapshot(w.b.tenant)
-	for table, rows := range before {
-		if after[table] != rows {
-			t.Errorf("tenant B's %s changed during the walk:\nbefore %s\nafter  %s", table, truncate(rows, 2000), truncate(after[table], 2000))
+// walkOwnObjects (b) and (c): A's own objects with a token lacking the scope are 403 before anything
+// happens; a body smuggling B's ids is refused or ignored.
+func (w *isoWorld) walkOwnObjects(t *testing.T, rt walkedRoute, scope string, body func() any) {
+	own := combos(rt.pattern, w.a.ids, w.a.tenant)[0]
+	path := fill(rt.pattern, own)
+
+	// A body smuggling B's ids (fields the route does not take, or might): refused or ignored, never
+	// acting on B (B's rows are compared at the end).
+	if m, ok := body().(map[string]any); ok && scope != "admin" {
+		m["tenant_id"], m["subscription_id"], m["delivery_id"] = w.b.tenant, w.b.deadSub, w.b.dead
+		if r := w.call(t, "a body naming B", rt.method, path, w.a.full, m); r.status >= 400 {
+			wantError(t, "a body naming B: "+rt.method+" "+path, r, "INVALID_REQUEST")
 		}
 	}
-	if h := len(w.rc.requests("/"+w.b.marker+"/ok")) + len(w.rc.requests("/"+w.b.marker+"/bad")); h != hitsBefore {
-		t.Errorf("B's endpoints got %d requests during the walk", h-hitsBefore)
+	if scope == "admin" {
+		for _, tok := range append([]string{w.a.full}, mapValues(w.a.only)...) {
+			w.expect(t, "tenant token on an admin route", rt.method, path, tok, body(), "FORBIDDEN")
+		}
+		return
 	}
-	if s := must[subscription](e, 200, "GET", "/tenants/"+w.b.tenant+"/subscriptions/"+w.b.pausedSub, adminToken, nil); s.State != "paused" {
-		t.Errorf("B's paused subscription is %s", s.State)
+	w.expect(t, "token lacking "+scope, rt.method, path, w.a.lacking[scope], body(), "FORBIDDEN")
+	for _, sc := range tenants.AllScopes {
+		if sc != scope {
+			w.expect(t, "token with only "+sc+" (route needs "+scope+")", rt.method, path, w.a.only[sc], body(), "FORBIDDEN")
+		}
 	}
-	t.Logf("%d routes walked, %d requests", len(routes), n)
 }
 
 // checkNoLeak fails when an answer holds one of B's strings that the request did not itself carry.

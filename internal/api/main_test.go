@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +17,19 @@ import (
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/testdb"
+	"go.uber.org/goleak"
 )
 
 // dbURL is this package's fresh database, shared by every test server (each test works in its own tenants).
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "api", func(u string) { dbURL = u }) }
+func TestMain(m *testing.M) {
+	// Every test server builds the dashboard's session manager with scs.New, which starts the cleanup
+	// goroutine of a memory store that the dashboard at once replaces with its PostgreSQL store and never
+	// stops: the dashboard's to fix (stop that store's cleanup), not something a test here can stop.
+	testdb.Main(m, "api", func(u string) { dbURL = u },
+		goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup"))
+}
 
 const adminToken = "api-test-admin-token"
 
@@ -316,19 +324,47 @@ func (e *env) delivery(tenantID, id string) deliveryDetail {
 // waitState polls a delivery until it is in one of states.
 func (e *env) waitState(tenantID, id string, states ...string) deliveryDetail {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d := e.delivery(tenantID, id)
-		for _, s := range states {
-			if d.State == s {
-				return d
-			}
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("delivery %s is %s after 20 s, want one of %v: %+v", id, d.State, states, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var d deliveryDetail
+	if !eventually(20*time.Second, 20*time.Millisecond, func() bool {
+		d = e.delivery(tenantID, id)
+		return slices.Contains(states, d.State)
+	}) {
+		e.t.Fatalf("delivery %s is %s after 20 s, want one of %v: %+v", id, d.State, states, d)
 	}
+	return d
+}
+
+// eventually checks cond at once and then every interval until it holds (true) or within has passed
+// (false): polling a real condition, where nothing signals the change (a row a worker updates).
+func eventually(within, every time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+}
+
+// ownDatabase gives a test's server a database of its own (a copy of the migrated template, dropped after
+// the test). The package's tests share one database, and every test server's worker and replay runner
+// work on all of its rows: a test whose server works differently (a clock of its own, another circuit
+// breaker or retry policy), or that holds its replay runner, needs one where no other server works.
+func ownDatabase(t testing.TB) func(*config.Config) {
+	t.Helper()
+	url, drop, err := testdb.Create(t.Context(), "api_own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return func(c *config.Config) { c.DatabaseURL = url }
 }
 
 // receiver is an httptest endpoint recording what it gets and answering with status(path, n), n counting

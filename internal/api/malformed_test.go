@@ -72,71 +72,13 @@ var malformedHeaders = [][2]string{
 // TestNoServerErrorOnMalformedInput sends many malformed bodies, query strings, headers and ids to every
 // route and requires an answer below 500, in the contract's error shape when it is an error.
 func TestNoServerErrorOnMalformedInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
-	routes := []struct{ method, path string }{}
-	for name := range loadSpec(t).operations(t) {
-		method, path, _ := strings.Cut(name, " ")
-		path, ok := strings.CutPrefix(path, "/api/v1")
-		if !ok {
-			continue
-		}
-		n := 0
-		path = paramRE.ReplaceAllStringFunc(path, func(string) string {
-			n++
-			switch {
-			case n == 1:
-				return f.tenant
-			case strings.Contains(path, "/deliveries/"):
-				return f.dead
-			}
-			return f.sub
-		})
-		routes = append(routes, struct{ method, path string }{method, path})
-	}
-	// Malformed ids in every position (these get one body each, below).
-	idRoutes := len(routes)
-	for _, id := range []string{"%00", "%ff", "..", "%2e%2e", "a%2Fb", uuid.Nil.String(), strings.Repeat("9", 1000)} {
-		routes = append(routes,
-			struct{ method, path string }{"GET", "/tenants/" + id},
-			struct{ method, path string }{"POST", "/tenants/" + id + "/events"},
-			struct{ method, path string }{"GET", "/tenants/" + f.tenant + "/subscriptions/" + id + "/health"},
-			struct{ method, path string }{"PATCH", "/tenants/" + f.tenant + "/subscriptions/" + id},
-			struct{ method, path string }{"DELETE", "/tenants/" + f.tenant + "/deliveries/" + id},
-			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry"},
-			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry-now"},
-			struct{ method, path string }{"GET", "/replays/" + id},
-			struct{ method, path string }{"GET", "/tenants/" + f.tenant + "/replays/" + id},
-			struct{ method, path string }{"POST", "/tenants/" + f.tenant + "/subscriptions/" + id + "/recover"},
-		)
-	}
-
-	type request struct {
-		method, path, token string
-		body                any
-		hdr                 []string
-	}
-	var reqs []request
-	for i, rt := range routes {
-		if i >= idRoutes {
-			reqs = append(reqs, request{rt.method, rt.path, adminToken, `{}`, nil}, request{rt.method, rt.path, f.fullToken, `{}`, nil})
-			continue
-		}
-		for _, tok := range []string{adminToken, f.fullToken} {
-			for _, b := range malformedBodies {
-				reqs = append(reqs, request{rt.method, rt.path, tok, b, nil})
-			}
-			for _, h := range malformedHeaders {
-				reqs = append(reqs, request{rt.method, rt.path, tok, `{"event_type":"a","payload":{}}`, []string{h[0], h[1]}})
-			}
-		}
-		for _, q := range malformedQueries {
-			reqs = append(reqs, request{rt.method, rt.path + "?" + q, adminToken, nil, nil})
-		}
-	}
-	// Don't let the sweep delete the fixture's objects midway: run the destructive calls last.
+	routes, idRoutes := malformedRoutes(t, f)
+	reqs := malformedRequests(routes, idRoutes, f)
 	var fails sync.Map
-	check := func(rq request) {
+	check := func(rq malformedRequest) {
 		r := e.call(rq.method, rq.path, rq.token, rq.body, rq.hdr...)
 		key := rq.method + " " + truncate(rq.path, 120) + " " + truncate(strings.ToValidUTF8(toString(rq.body), "?"), 120) + " " + strings.Join(rq.hdr, ":")
 		switch {
@@ -151,7 +93,8 @@ func TestNoServerErrorOnMalformedInput(t *testing.T) {
 			fails.Store(key, "no X-Correlation-ID")
 		}
 	}
-	work := make(chan request)
+	// Don't let the sweep delete the fixture's objects midway: run the destructive calls last.
+	work := make(chan malformedRequest)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -184,6 +127,79 @@ func TestNoServerErrorOnMalformedInput(t *testing.T) {
 		t.Errorf("... and %d more", n-40)
 	}
 	t.Logf("%d requests", len(reqs))
+}
+
+type malformedRoute struct{ method, path string }
+
+// malformedRoutes are every documented route with the fixture's ids, then (from idRoutes on) routes with
+// malformed ids in every position.
+func malformedRoutes(t *testing.T, f fixture) (routes []malformedRoute, idRoutes int) {
+	for name := range loadSpec(t).operations(t) {
+		method, path, _ := strings.Cut(name, " ")
+		path, ok := strings.CutPrefix(path, "/api/v1")
+		if !ok {
+			continue
+		}
+		n := 0
+		path = paramRE.ReplaceAllStringFunc(path, func(string) string {
+			n++
+			switch {
+			case n == 1:
+				return f.tenant
+			case strings.Contains(path, "/deliveries/"):
+				return f.dead
+			}
+			return f.sub
+		})
+		routes = append(routes, malformedRoute{method, path})
+	}
+	// Malformed ids in every position (these get one body each, below).
+	idRoutes = len(routes)
+	for _, id := range []string{"%00", "%ff", "..", "%2e%2e", "a%2Fb", uuid.Nil.String(), strings.Repeat("9", 1000)} {
+		routes = append(routes,
+			malformedRoute{"GET", "/tenants/" + id},
+			malformedRoute{"POST", "/tenants/" + id + "/events"},
+			malformedRoute{"GET", "/tenants/" + f.tenant + "/subscriptions/" + id + "/health"},
+			malformedRoute{"PATCH", "/tenants/" + f.tenant + "/subscriptions/" + id},
+			malformedRoute{"DELETE", "/tenants/" + f.tenant + "/deliveries/" + id},
+			malformedRoute{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry"},
+			malformedRoute{"POST", "/tenants/" + f.tenant + "/deliveries/" + id + "/retry-now"},
+			malformedRoute{"GET", "/replays/" + id},
+			malformedRoute{"GET", "/tenants/" + f.tenant + "/replays/" + id},
+			malformedRoute{"POST", "/tenants/" + f.tenant + "/subscriptions/" + id + "/recover"},
+		)
+	}
+	return routes, idRoutes
+}
+
+type malformedRequest struct {
+	method, path, token string
+	body                any
+	hdr                 []string
+}
+
+// malformedRequests are the sweep's requests: each route with every malformed body and header, as the
+// admin and as a tenant token, and every malformed query; a malformed id's route once with {} each way.
+func malformedRequests(routes []malformedRoute, idRoutes int, f fixture) []malformedRequest {
+	var reqs []malformedRequest
+	for i, rt := range routes {
+		if i >= idRoutes {
+			reqs = append(reqs, malformedRequest{rt.method, rt.path, adminToken, `{}`, nil}, malformedRequest{rt.method, rt.path, f.fullToken, `{}`, nil})
+			continue
+		}
+		for _, tok := range []string{adminToken, f.fullToken} {
+			for _, b := range malformedBodies {
+				reqs = append(reqs, malformedRequest{rt.method, rt.path, tok, b, nil})
+			}
+			for _, h := range malformedHeaders {
+				reqs = append(reqs, malformedRequest{rt.method, rt.path, tok, `{"event_type":"a","payload":{}}`, []string{h[0], h[1]}})
+			}
+		}
+		for _, q := range malformedQueries {
+			reqs = append(reqs, malformedRequest{rt.method, rt.path + "?" + q, adminToken, nil, nil})
+		}
+	}
+	return reqs
 }
 
 func toString(b any) string {

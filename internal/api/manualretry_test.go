@@ -10,17 +10,20 @@ import (
 )
 
 // TestConcurrentAdminRetriesQueueOnce: admin retries of one dead delivery, released together while the
-// worker runs: exactly one is queued, the others are 409 INVALID_STATE. The endpoint answers after 300 ms,
-// so every call has read the delivery before the queued retry can be sent and dead again (a call that
-// reads it dead again is a later retry, rightly queued). The case of a call that read the dead delivery
+// worker runs: exactly one is queued, the others are 409 INVALID_STATE. The endpoint holds the retried
+// attempt until every call has answered, so every call has read the delivery before the queued retry can
+// be sent and dead again (a call that reads it dead again is a later retry, rightly queued). The case of a call that read the dead delivery
 // and runs its statement after the first one's retry was sent is TestAdminRetryOfAVersionAlreadyResentIsRefused
 // in internal/delivery.
 func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.ResendPerMinute = 1000 })
+	gate := newGate()
 	rc := newReceiver(t, func(string, int) int {
-		time.Sleep(300 * time.Millisecond)
+		gate.wait()
 		return 400
 	})
+	t.Cleanup(gate.open)
 	tid := e.newTenant("admin-retries")
 	e.newSubscription(tid, map[string]any{"url": rc.URL + "/dead"})
 	id := e.publish(tid, "order.paid", map[string]any{}).Deliveries[0].ID
@@ -30,6 +33,7 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 		codes := map[int]int{}
 		var wg sync.WaitGroup
 		start := make(chan struct{})
+		gate.hold()
 		for range 8 {
 			wg.Go(func() {
 				<-start
@@ -44,6 +48,7 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
+		gate.open()
 		if codes[202] != 1 || codes[409] != 7 {
 			t.Fatalf("round %d: answers %v, want one 202 and seven 409", round, codes)
 		}
@@ -54,10 +59,57 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 	}
 }
 
+// gate holds an endpoint's answers while it is shut (hold) and lets them through once open. A test opens
+// it in a cleanup registered after its receiver's, so that no answer is held past the test (the
+// receiver's Close waits for its requests).
+type gate struct {
+	mu sync.Mutex
+	ch chan struct{} // closed while open
+}
+
+func newGate() *gate {
+	g := &gate{ch: make(chan struct{})}
+	close(g.ch)
+	return g
+}
+
+// hold shuts the gate: answers wait from now on.
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ch:
+		g.ch = make(chan struct{})
+	default:
+	}
+}
+
+// open lets every held answer and every later one through.
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ch:
+	default:
+		close(g.ch)
+	}
+}
+
+// wait returns once the gate is open.
+func (g *gate) wait() {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	<-ch
+}
+
 // TestRetryNowRefusedWhileCircuitOpen: with the subscription's circuit open, retry-now is 409 INVALID_STATE
 // saying so and when the probe is due, for a tenant and an admin alike, and counts no manual retry.
 func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
-	e := newEnv(t, func(c *config.Config) {
+	t.Parallel()
+	// A database of its own: another test's server, with the default breaker, would send the delivery
+	// again rather than hold it behind the open circuit.
+	e := newEnv(t, ownDatabase(t), func(c *config.Config) {
 		c.BreakerThreshold = 1
 		c.BreakerProbeInterval = time.Hour
 		c.RetryMaxDelay = 2 * time.Hour // the probe interval is capped at it
@@ -66,10 +118,7 @@ func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
 	tid := e.newTenant("retry-now-circuit")
 	e.newSubscription(tid, map[string]any{"url": rc.URL + "/down"})
 	id := e.publish(tid, "order.paid", map[string]any{}).Deliveries[0].ID
-	deadline := time.Now().Add(20 * time.Second)
-	for e.delivery(tid, id).TotalAttempts == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(20*time.Second, 20*time.Millisecond, func() bool { return e.delivery(tid, id).TotalAttempts > 0 })
 	if d := e.delivery(tid, id); d.State != "pending" || d.TotalAttempts != 1 {
 		t.Fatalf("fixture: want a retrying delivery held by the open circuit, got %+v", d)
 	}

@@ -115,6 +115,7 @@ func registeredRoutes(t *testing.T) map[string]bool {
 // TestOpenAPIDocumentsEveryRoute fails when a route registered in api.go is missing from api/openapi.yaml
 // or the document describes an /api/v1 route that is not registered.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
 	doc := loadSpec(t)
 	ops := doc.operations(t)
 	routes := registeredRoutes(t)
@@ -140,6 +141,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // API operation has an id, a bearer requirement naming its scope, the errors every call can return and
 // X-Correlation-ID on each response.
 func TestOpenAPIStructure(t *testing.T) {
+	t.Parallel()
 	doc := loadSpec(t)
 	if !regexp.MustCompile(`^3\.1\.\d+$`).MatchString(doc.OpenAPI) {
 		t.Errorf("openapi is %q, want 3.1.x", doc.OpenAPI)
@@ -155,7 +157,34 @@ func TestOpenAPIStructure(t *testing.T) {
 		t.Error("components need securitySchemes.bearerAuth and schemas.Error")
 	}
 
-	// Every $ref points at something that exists.
+	checkRefsResolve(t)
+
+	// Every error code of the contract is in the Error schema.
+	errSchema, _ := yaml.Marshal(c.Schemas["Error"])
+	for code := range codeStatus {
+		if !strings.Contains(string(errSchema), code) {
+			t.Errorf("Error schema lacks code %s", code)
+		}
+	}
+
+	ids := map[string]bool{}
+	for name, op := range doc.operations(t) {
+		if op.OperationID == "" || ids[op.OperationID] {
+			t.Errorf("%s: missing or duplicate operationId %q", name, op.OperationID)
+		}
+		ids[op.OperationID] = true
+		checkOperation(t, name, op)
+	}
+	for _, code := range []string{"RateLimited"} {
+		resp, _ := yaml.Marshal(c.Responses[code])
+		if !strings.Contains(string(resp), "Retry-After") {
+			t.Errorf("response %s does not document Retry-After", code)
+		}
+	}
+}
+
+// checkRefsResolve checks that every $ref of the document points at something that exists.
+func checkRefsResolve(t *testing.T) {
 	b, _ := os.ReadFile(filepath.FromSlash(specPath))
 	var whole map[string]any
 	if err := yaml.Unmarshal(b, &whole); err != nil {
@@ -172,59 +201,44 @@ func TestOpenAPIStructure(t *testing.T) {
 			cur = mm[part]
 		}
 	}
+}
 
-	// Every error code of the contract is in the Error schema.
-	errSchema, _ := yaml.Marshal(c.Schemas["Error"])
-	for code := range codeStatus {
-		if !strings.Contains(string(errSchema), code) {
-			t.Errorf("Error schema lacks code %s", code)
+// operationScopes are the scopes an operation's bearer requirement may name.
+var operationScopes = []string{"admin", "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write", "portal:write"}
+
+// checkOperation checks one operation: X-Correlation-ID on each response and, for an API operation, a
+// bearer requirement naming its scope and the errors every call can return.
+func checkOperation(t *testing.T, name string, op operation) {
+	for status, r := range op.Responses {
+		if r.Ref == "" && r.Headers["X-Correlation-ID"] == nil {
+			t.Errorf("%s %s: response does not document X-Correlation-ID", name, status)
 		}
 	}
-
-	scopes := []string{"admin", "subscriptions:read", "subscriptions:write", "events:write", "deliveries:read", "deliveries:write", "portal:write"}
-	ids := map[string]bool{}
-	for name, op := range doc.operations(t) {
-		if op.OperationID == "" || ids[op.OperationID] {
-			t.Errorf("%s: missing or duplicate operationId %q", name, op.OperationID)
+	if !strings.Contains(name, " /api/v1/") {
+		return
+	}
+	if op.Scope == "any" {
+		// Any valid token (the event catalogue's reads): a bearer token with no scope named.
+		ok := len(op.Security) == 1
+		if ok {
+			roles, has := op.Security[0]["bearerAuth"]
+			ok = has && len(roles) == 0
 		}
-		ids[op.OperationID] = true
-		for status, r := range op.Responses {
-			if r.Ref == "" && r.Headers["X-Correlation-ID"] == nil {
-				t.Errorf("%s %s: response does not document X-Correlation-ID", name, status)
-			}
+		if !ok {
+			t.Errorf("%s: x-required-scope any needs security [{bearerAuth: []}], got %v", name, op.Security)
 		}
-		if !strings.Contains(name, " /api/v1/") {
-			continue
-		}
-		if op.Scope == "any" {
-			// Any valid token (the event catalogue's reads): a bearer token with no scope named.
-			ok := len(op.Security) == 1
-			if ok {
-				roles, has := op.Security[0]["bearerAuth"]
-				ok = has && len(roles) == 0
-			}
-			if !ok {
-				t.Errorf("%s: x-required-scope any needs security [{bearerAuth: []}], got %v", name, op.Security)
-			}
-		} else if len(op.Security) != 1 || len(op.Security[0]["bearerAuth"]) != 1 ||
-			!slices.Contains(scopes, op.Security[0]["bearerAuth"][0]) || op.Security[0]["bearerAuth"][0] != op.Scope {
-			t.Errorf("%s: security must be [{bearerAuth: [<scope>]}] matching x-required-scope, got %v / %q", name, op.Security, op.Scope)
-		}
-		for _, status := range []string{"401", "403", "500"} {
-			if _, ok := op.Responses[status]; !ok {
-				t.Errorf("%s: does not document %s", name, status)
-			}
-		}
-		if strings.Contains(name, "{}") {
-			if _, ok := op.Responses["404"]; !ok {
-				t.Errorf("%s: has path ids but does not document 404", name)
-			}
+	} else if len(op.Security) != 1 || len(op.Security[0]["bearerAuth"]) != 1 ||
+		!slices.Contains(operationScopes, op.Security[0]["bearerAuth"][0]) || op.Security[0]["bearerAuth"][0] != op.Scope {
+		t.Errorf("%s: security must be [{bearerAuth: [<scope>]}] matching x-required-scope, got %v / %q", name, op.Security, op.Scope)
+	}
+	for _, status := range []string{"401", "403", "500"} {
+		if _, ok := op.Responses[status]; !ok {
+			t.Errorf("%s: does not document %s", name, status)
 		}
 	}
-	for _, code := range []string{"RateLimited"} {
-		resp, _ := yaml.Marshal(c.Responses[code])
-		if !strings.Contains(string(resp), "Retry-After") {
-			t.Errorf("response %s does not document Retry-After", code)
+	if strings.Contains(name, "{}") {
+		if _, ok := op.Responses["404"]; !ok {
+			t.Errorf("%s: has path ids but does not document 404", name)
 		}
 	}
 }

@@ -29,12 +29,12 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := a.Portal.CreateLink(r.Context(), tenantID(r), principal(r), in)
+	l, err := a.Portal.CreateLink(r.Context(), tenantID(r), caller(r), in)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	logger(r).Info("portal link created", "tenant_id", tenantID(r), "actor", principal(r).Actor,
+	logger(r).Info("portal link created", "tenant_id", tenantID(r), "actor", caller(r).AuditName(),
 		"expires_at", l.ExpiresAt, "session_expires_at", l.SessionExpiresAt)
 	writeJSON(w, http.StatusCreated, l)
 }
@@ -45,6 +45,6 @@ func (a *API) endPortalSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	logger(r).Info("portal sessions ended", "tenant_id", tenantID(r), "actor", principal(r).Actor, "count", n)
+	logger(r).Info("portal sessions ended", "tenant_id", tenantID(r), "actor", caller(r).AuditName(), "count", n)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -20,6 +20,7 @@ type portalLink struct {
 // Portal links: admin or portal:write only, the tenant's own only, the body's fields checked; the answer's
 // url holds a 256-bit token of which only the hash is stored.
 func TestPortalLinkStatuses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.PublicURL = "https://hooks.example.com/" })
 	tenant, other := e.newTenant("portal"), e.newTenant("portal-other")
 	writer := e.newToken(tenant, append([]string{"portal:write"}, manageScopes...)...)
@@ -104,6 +105,7 @@ var (
 // sessions), a view link needs the read scopes, a manage link every scope a manage session uses; the
 // refusal is 403 FORBIDDEN naming what the token lacks, and nothing is made. The admin makes any link.
 func TestPortalLinkNeedsTheScopesItGrants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tenant := e.newTenant("portal scopes")
 	path := "/tenants/" + tenant + "/portal-links"

@@ -11,6 +11,7 @@ import (
 // tokens, one every 6 ms for 10 minutes on the injected clock, never holds more than two idle periods'
 // worth, and a token idle long enough to have refilled is forgotten.
 func TestTokenLimitsForgetIdleTokens(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := NewTokenLimits(10, 20, 0, func() time.Time { return now })
 	if l.idle != minIdle {
@@ -39,6 +40,7 @@ func TestTokenLimitsForgetIdleTokens(t *testing.T) {
 // A slow rate keeps its bucket until it has refilled: forgetting it sooner would hand a limited token a
 // fresh burst.
 func TestTokenLimitsKeepBucketsUntilRefilled(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := NewTokenLimits(0.01, 2, 0, func() time.Time { return now }) // refills in 200 s
 	tok := uuid.New()
@@ -73,6 +75,7 @@ func allow(l *TokenLimits, tok uuid.UUID) (bool, time.Duration) {
 // Over the rate a request is given its turn, up to the wait: one after another they are spaced at the
 // rate; past the wait nothing is taken; a request that goes away while held gives its turn back.
 func TestTokenLimitsHoldRequestsForTheirTurn(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := NewTokenLimits(10, 1, 250*time.Millisecond, func() time.Time { return now }) // one every 100 ms
 	tok := uuid.New()

@@ -21,10 +21,12 @@ func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
-// newEnvAt is newEnv with the server on clock.
+// newEnvAt is newEnv with the server on clock, on a database of its own: its worker and maintenance run
+// on that clock too, and must not work on the other tests' deliveries.
 func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env {
 	t.Helper()
 	cfg := testConfig(t)
+	ownDatabase(t)(&cfg)
 	mutate(&cfg)
 	srv, base := servertest.Start(t, cfg, nil, server.Options{Now: clock.Now})
 	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
@@ -35,6 +37,7 @@ func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env 
 // refills on the clock, and nobody else is slowed: another token of the same tenant, another tenant's
 // token, the admin token.
 func TestAPIRateLimitPerToken(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{t: time.Now()}
 	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 2, 0 })
 	a, b := e.newTenant("limited"), e.newTenant("neighbour")
@@ -76,6 +79,7 @@ func TestAPIRateLimitPerToken(t *testing.T) {
 
 // A fractional rate still says Retry-After in whole seconds, rounded up.
 func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{t: time.Now()}
 	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 0.4, 1, 0 })
 	a := e.newTenant("slow")
@@ -92,6 +96,7 @@ func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
 
 // Off by default: one token's many requests are all served.
 func TestAPIRateLimitOffByDefault(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.newTenant("unlimited")
 	tok := e.newToken(a, "subscriptions:read")
@@ -106,6 +111,7 @@ func TestAPIRateLimitOffByDefault(t *testing.T) {
 // requests past the burst all succeed, spaced at the rate; one whose turn is further off than the wait is
 // refused with 429.
 func TestAPIRateLimitHoldsRequestsForTheirTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 20, 1, time.Second })
 	a := e.newTenant("held")
 	tok := e.newToken(a, "subscriptions:read")

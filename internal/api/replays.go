@@ -2,12 +2,11 @@ package api
 
 import (
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/params"
 )
 
 // replayView is a replay as the API shows it: the audit record, its progress and, in a dry run's answer
@@ -41,75 +40,21 @@ type replayBody struct {
 	DryRun         bool     `json:"dry_run"`
 }
 
-// parseID parses an optional id field of a body.
-func parseID(field string, s *string) (*uuid.UUID, error) {
-	if s == nil {
-		return nil, nil
-	}
-	id, err := uuid.Parse(*s)
-	if err != nil {
-		return nil, fault.Invalid("%s is not a valid id", field)
-	}
-	return &id, nil
-}
-
-// parseTime parses a required RFC 3339 time field of a body.
-func parseTime(field string, s *string) (time.Time, error) {
-	if s == nil || *s == "" {
-		return time.Time{}, fault.Invalid("%s is required (an RFC 3339 time such as 2026-01-02T15:04:05Z)", field)
-	}
-	t, err := time.Parse(time.RFC3339Nano, *s)
-	if err != nil {
-		return time.Time{}, fault.Invalid("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", field)
-	}
-	return t, nil
-}
-
 func (b replayBody) request() (delivery.ReplayRequest, error) {
 	var req delivery.ReplayRequest
-	f := &req.Filter
 	var err error
-	if f.TenantID, err = parseID("tenant_id", b.TenantID); err != nil {
-		return req, err
-	}
-	if f.SubscriptionID, err = parseID("subscription_id", b.SubscriptionID); err != nil {
-		return req, err
-	}
-	from, err := parseTime("created_from", b.CreatedFrom)
+	req.Filter, err = params.API.DeadFilter(params.DeadCriteria{
+		TenantID: b.TenantID, SubscriptionID: b.SubscriptionID, EventType: b.EventType, States: b.States,
+		DeadReason: b.DeadReason, CreatedFrom: b.CreatedFrom, CreatedTo: b.CreatedTo,
+	})
 	if err != nil {
 		return req, err
 	}
-	to, err := parseTime("created_to", b.CreatedTo)
-	if err != nil {
+	if req.Spread, err = params.SpreadSeconds(b.SpreadSeconds); err != nil {
 		return req, err
-	}
-	f.CreatedFrom, f.CreatedTo = &from, &to
-	f.EventType, f.DeadReason = b.EventType, b.DeadReason
-	for _, s := range b.States {
-		f.States = append(f.States, delivery.State(s))
-	}
-	req.Spread = delivery.DefaultSpread
-	if b.SpreadSeconds != nil {
-		maxSpread := int(delivery.MaxSpread / time.Second)
-		if *b.SpreadSeconds < 1 || *b.SpreadSeconds > maxSpread {
-			return req, fault.Invalid("spread_seconds must be a whole number from 1 to %d", maxSpread)
-		}
-		req.Spread = time.Duration(*b.SpreadSeconds) * time.Second
 	}
 	req.DryRun = b.DryRun
 	return req, delivery.ValidateReplay(req.Filter)
-}
-
-// actor names the caller in the audit log.
-func actor(r *http.Request) string {
-	p := principal(r)
-	switch {
-	case p.Actor != "":
-		return p.Actor
-	case p.Admin:
-		return "admin token"
-	}
-	return "tenant token"
 }
 
 func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +77,7 @@ func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	req.Actor = actor(r)
+	req.Actor = caller(r).AuditName()
 	rp, err := a.Replays.Start(r.Context(), req)
 	if err != nil {
 		writeError(w, r, err)
@@ -141,34 +86,11 @@ func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, viewReplay(rp))
 }
 
-// replayListFilter parses limit, cursor and dry_run (true: dry runs only; false: real replays only; absent:
-// both, the whole audit log); any other or malformed parameter is INVALID_REQUEST.
-func replayListFilter(r *http.Request) (delivery.ReplayListFilter, error) {
-	q := r.URL.Query()
-	var f delivery.ReplayListFilter
-	for key := range q {
-		if key != "limit" && key != "cursor" && key != "dry_run" {
-			return f, fault.Invalid("unknown query parameter %q", key)
-		}
-	}
-	if q.Has("dry_run") {
-		dry, err := strconv.ParseBool(q.Get("dry_run"))
-		if err != nil {
-			return f, fault.Invalid("dry_run must be true or false")
-		}
-		f.DryRun = &dry
-	}
-	var err error
-	if f.Limit, err = queryLimit(q); err != nil {
-		return f, err
-	}
-	f.Cursor = q.Get("cursor")
-	return f, nil
-}
-
 // listReplaysFor renders one page of the audit log, of one tenant's recovers when tenant is set.
 func (a *API) listReplaysFor(w http.ResponseWriter, r *http.Request, tenant *uuid.UUID) {
-	f, err := replayListFilter(r)
+	// limit, cursor and dry_run (true: dry runs only; false: real replays only; absent: both, the whole
+	// audit log); any other or malformed parameter is INVALID_REQUEST.
+	f, err := params.ReplayList(r.URL.Query())
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -232,7 +154,7 @@ func (a *API) recoverSubscription(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	since, err := parseTime("since", b.Since)
+	since, err := params.BodyTime("since", b.Since)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -241,7 +163,7 @@ func (a *API) recoverSubscription(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	rp, err := a.Replays.Recover(r.Context(), tenantID(r), id, since, b.DryRun, actor(r))
+	rp, err := a.Replays.Recover(r.Context(), tenantID(r), id, since, b.DryRun, caller(r).AuditName())
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -118,10 +118,10 @@ func window() (string, string) {
 // waitReplay polls GET path until the replay is no longer running, checking its progress on the way.
 func (e *env) waitReplay(path, token string) replayAnswer {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	last := -1.0
-	for {
-		r := must[replayAnswer](e, 200, "GET", path, token, nil)
+	var r replayAnswer
+	if !eventually(20*time.Second, 20*time.Millisecond, func() bool {
+		r = must[replayAnswer](e, 200, "GET", path, token, nil)
 		if r.Progress == nil || *r.Progress < 0 || *r.Progress > 1 || *r.Progress < last {
 			e.t.Fatalf("%s: progress %v after %v", path, r.Progress, last)
 		}
@@ -129,22 +129,20 @@ func (e *env) waitReplay(path, token string) replayAnswer {
 		if r.Scheduled > r.Matched {
 			e.t.Fatalf("%s: scheduled %d of %d matched", path, r.Scheduled, r.Matched)
 		}
-		if r.State != "running" {
-			if *r.Progress != 1 || r.FinishedAt == nil {
-				e.t.Fatalf("%s: ended without progress 1 and finished_at: %+v", path, r)
-			}
-			return r
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s still running after 20 s: %+v", path, r)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return r.State != "running"
+	}) {
+		e.t.Fatalf("%s still running after 20 s: %+v", path, r)
 	}
+	if *r.Progress != 1 || r.FinishedAt == nil {
+		e.t.Fatalf("%s: ended without progress 1 and finished_at: %+v", path, r)
+	}
+	return r
 }
 
 // TestReplayAuth: no token is 401; tenant tokens are 403 on the admin routes; unknown and malformed ids,
 // other tenants' subscriptions and replays are 404.
 func TestReplayAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	from, to := window()
@@ -214,57 +212,11 @@ func TestReplayAuth(t *testing.T) {
 
 // TestReplayInvalidRequest: every malformed or missing field is 400 INVALID_REQUEST, and changes nothing.
 func TestReplayInvalidRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newFixture(e)
 	from, to := window()
-	valid := func(change map[string]any) map[string]any {
-		b := map[string]any{"tenant_id": f.tenant, "created_from": from, "created_to": to}
-		for k, v := range change {
-			if v == nil {
-				delete(b, k)
-			} else {
-				b[k] = v
-			}
-		}
-		return b
-	}
-	for _, c := range []struct {
-		what string
-		body any
-	}{
-		{"no created_from", valid(map[string]any{"created_from": nil})},
-		{"no created_to", valid(map[string]any{"created_to": nil})},
-		{"neither time", map[string]any{"tenant_id": f.tenant}},
-		{"empty created_from", valid(map[string]any{"created_from": ""})},
-		{"created_from not RFC 3339", valid(map[string]any{"created_from": "2026-01-02 15:04:05"})},
-		{"created_to not RFC 3339", valid(map[string]any{"created_to": "yesterday"})},
-		{"created_to impossible date", valid(map[string]any{"created_to": "2026-02-30T00:00:00Z"})},
-		{"created_from a number", valid(map[string]any{"created_from": 1767225600})},
-		{"created_to before created_from", valid(map[string]any{"created_from": to, "created_to": from})},
-		{"created_to equal to created_from", valid(map[string]any{"created_to": from})},
-		{"tenant_id not a uuid", valid(map[string]any{"tenant_id": "acme"})},
-		{"tenant_id empty", valid(map[string]any{"tenant_id": ""})},
-		{"tenant_id a number", valid(map[string]any{"tenant_id": 7})},
-		{"tenant_id unknown", valid(map[string]any{"tenant_id": uuid.NewString()})},
-		{"subscription_id not a uuid", valid(map[string]any{"subscription_id": "sub_1"})},
-		{"states pending", valid(map[string]any{"states": []string{"pending"}})},
-		{"states delivered", valid(map[string]any{"states": []string{"failed", "delivered"}})},
-		{"states dead alias", valid(map[string]any{"states": []string{"dead"}})},
-		{"states a string", valid(map[string]any{"states": "failed"})},
-		{"states with null", valid(map[string]any{"states": []any{nil}})},
-		{"event_type malformed", valid(map[string]any{"event_type": "has space"})},
-		{"dead_reason unknown", valid(map[string]any{"dead_reason": "bored"})},
-		{"spread_seconds 0", valid(map[string]any{"spread_seconds": 0})},
-		{"spread_seconds negative", valid(map[string]any{"spread_seconds": -5})},
-		{"spread_seconds over a day", valid(map[string]any{"spread_seconds": 86401})},
-		{"spread_seconds fractional", valid(map[string]any{"spread_seconds": 1.5})},
-		{"spread_seconds a string", valid(map[string]any{"spread_seconds": "300"})},
-		{"spread_seconds huge", `{"created_from":"` + from + `","created_to":"` + to + `","spread_seconds":1e30}`},
-		{"dry_run a string", valid(map[string]any{"dry_run": "yes"})},
-		{"unknown field", valid(map[string]any{"tenant": f.tenant})},
-		{"not an object", `[]`},
-		{"empty body", ``},
-	} {
+	for _, c := range invalidReplays(f.tenant, from, to) {
 		wantError(t, "POST /replays "+c.what, e.call("POST", "/replays", adminToken, c.body), "INVALID_REQUEST")
 	}
 
@@ -301,8 +253,65 @@ func TestReplayInvalidRequest(t *testing.T) {
 	}
 }
 
+// invalidReplays are POST /replays bodies refused with INVALID_REQUEST: a valid replay of tenant over
+// from–to, each with one field missing or wrong.
+func invalidReplays(tenant, from, to string) []struct {
+	what string
+	body any
+} {
+	valid := func(change map[string]any) map[string]any {
+		b := map[string]any{"tenant_id": tenant, "created_from": from, "created_to": to}
+		for k, v := range change {
+			if v == nil {
+				delete(b, k)
+			} else {
+				b[k] = v
+			}
+		}
+		return b
+	}
+	return []struct {
+		what string
+		body any
+	}{
+		{"no created_from", valid(map[string]any{"created_from": nil})},
+		{"no created_to", valid(map[string]any{"created_to": nil})},
+		{"neither time", map[string]any{"tenant_id": tenant}},
+		{"empty created_from", valid(map[string]any{"created_from": ""})},
+		{"created_from not RFC 3339", valid(map[string]any{"created_from": "2026-01-02 15:04:05"})},
+		{"created_to not RFC 3339", valid(map[string]any{"created_to": "yesterday"})},
+		{"created_to impossible date", valid(map[string]any{"created_to": "2026-02-30T00:00:00Z"})},
+		{"created_from a number", valid(map[string]any{"created_from": 1767225600})},
+		{"created_to before created_from", valid(map[string]any{"created_from": to, "created_to": from})},
+		{"created_to equal to created_from", valid(map[string]any{"created_to": from})},
+		{"tenant_id not a uuid", valid(map[string]any{"tenant_id": "acme"})},
+		{"tenant_id empty", valid(map[string]any{"tenant_id": ""})},
+		{"tenant_id a number", valid(map[string]any{"tenant_id": 7})},
+		{"tenant_id unknown", valid(map[string]any{"tenant_id": uuid.NewString()})},
+		{"subscription_id not a uuid", valid(map[string]any{"subscription_id": "sub_1"})},
+		{"states pending", valid(map[string]any{"states": []string{"pending"}})},
+		{"states delivered", valid(map[string]any{"states": []string{"failed", "delivered"}})},
+		{"states dead alias", valid(map[string]any{"states": []string{"dead"}})},
+		{"states a string", valid(map[string]any{"states": "failed"})},
+		{"states with null", valid(map[string]any{"states": []any{nil}})},
+		{"event_type malformed", valid(map[string]any{"event_type": "has space"})},
+		{"dead_reason unknown", valid(map[string]any{"dead_reason": "bored"})},
+		{"spread_seconds 0", valid(map[string]any{"spread_seconds": 0})},
+		{"spread_seconds negative", valid(map[string]any{"spread_seconds": -5})},
+		{"spread_seconds over a day", valid(map[string]any{"spread_seconds": 86401})},
+		{"spread_seconds fractional", valid(map[string]any{"spread_seconds": 1.5})},
+		{"spread_seconds a string", valid(map[string]any{"spread_seconds": "300"})},
+		{"spread_seconds huge", `{"created_from":"` + from + `","created_to":"` + to + `","spread_seconds":1e30}`},
+		{"dry_run a string", valid(map[string]any{"dry_run": "yes"})},
+		{"unknown field", valid(map[string]any{"tenant": tenant})},
+		{"not an object", `[]`},
+		{"empty body", ``},
+	}
+}
+
 // TestReplayDryRun: a dry run (bulk or recover) shows what matches and changes nothing.
 func TestReplayDryRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-dry")
@@ -360,6 +369,7 @@ func TestReplayDryRun(t *testing.T) {
 // TestReplayRedelivers: dead deliveries go back to pending with a fresh schedule and the replay's id, GET
 // shows the replay until it is finished, and they are delivered once the endpoint works.
 func TestReplayRedelivers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-real")
@@ -419,7 +429,10 @@ func TestReplayRedelivers(t *testing.T) {
 // TestRecover: a customer's recover replays only that subscription's dead deliveries; a second recover
 // while one runs is 409; the tenant reads its recovers.
 func TestRecover(t *testing.T) {
-	e := newEnv(t)
+	t.Parallel()
+	// A database of its own: the test holds its server's replay runner, and another server's would run
+	// the held recover.
+	e := newEnv(t, ownDatabase(t))
 	rc := newSwitchable(t)
 	tid := e.newTenant("recover")
 	subA := e.newSubscription(tid, map[string]any{"url": rc.URL + "/a"}).ID
@@ -432,8 +445,8 @@ func TestRecover(t *testing.T) {
 	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	recoverA := "/tenants/" + tid + "/subscriptions/" + subA + "/recover"
 
-	// Hold the runner so the first recover is still running when the second comes. (This package's tests
-	// do not run in parallel, so no other server's runner works on it either.)
+	// Hold the runner so the first recover is still running when the second comes. (No other server's
+	// runner works on it either: no other server works on this test's database.)
 	e.srv.ReplayRunner.Stop()
 	first := must[replayAnswer](e, 201, "POST", recoverA, tok, map[string]any{"since": since})
 	if first.State != "running" || first.Kind != "recover" || first.Matched != 1 || first.Criteria.SubscriptionID != subA {
@@ -483,6 +496,7 @@ func TestRecover(t *testing.T) {
 
 // TestReplayAuditLog: GET /replays lists every replay newest first, page by page.
 func TestReplayAuditLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("audit")
 	from, to := window()
@@ -542,6 +556,7 @@ func TestReplayAuditLog(t *testing.T) {
 // what a replay scheduled (delivered, failed again, pending), not only that it was scheduled; dry runs can
 // be listed apart.
 func TestReplayOutcomeInTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-outcome")
@@ -558,29 +573,17 @@ func TestReplayOutcomeInTheAPI(t *testing.T) {
 	}
 	// Resumed against an endpoint that still fails: dead again, every one final.
 	must[subscription](e, 200, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/resume", adminToken, nil)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := must[replayAnswer](e, 200, "GET", "/replays/"+r.ID, adminToken, nil)
-		if got.outcome() == "0/3/0/0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("outcome %s, want 0/3/0/0", got.outcome())
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got replayAnswer
+	if !eventually(20*time.Second, 20*time.Millisecond, func() bool {
+		got = must[replayAnswer](e, 200, "GET", "/replays/"+r.ID, adminToken, nil)
+		return got.outcome() == "0/3/0/0"
+	}) {
+		t.Fatalf("outcome %s, want 0/3/0/0", got.outcome())
 	}
-	list := must[replayPage](e, 200, "GET", "/replays", adminToken, nil)
-	found := false
-	for _, it := range list.Items {
-		if it.ID == r.ID {
-			found = true
-			if it.outcome() != "0/3/0/0" {
-				t.Errorf("GET /replays outcome %s", it.outcome())
-			}
-		}
-	}
-	if !found {
+	if it, found := e.listedReplay(r.ID); !found {
 		t.Error("replay not in GET /replays")
+	} else if it.outcome() != "0/3/0/0" {
+		t.Errorf("GET /replays outcome %s", it.outcome())
 	}
 
 	// A customer's recover of them, delivered this time: the tenant's routes carry the same counts.
@@ -588,16 +591,11 @@ func TestReplayOutcomeInTheAPI(t *testing.T) {
 	tok := e.newToken(tid, tenants.ScopeDeliveriesWrite, tenants.ScopeDeliveriesRead)
 	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	rec := must[replayAnswer](e, 201, "POST", "/tenants/"+tid+"/subscriptions/"+sub+"/recover", tok, map[string]any{"since": since})
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		got := must[replayAnswer](e, 200, "GET", "/tenants/"+tid+"/replays/"+rec.ID, tok, nil)
-		if got.State == "finished" && got.outcome() == "3/0/0/0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recover %s, outcome %s, want 3/0/0/0", got.State, got.outcome())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(20*time.Second, 20*time.Millisecond, func() bool {
+		got = must[replayAnswer](e, 200, "GET", "/tenants/"+tid+"/replays/"+rec.ID, tok, nil)
+		return got.State == "finished" && got.outcome() == "3/0/0/0"
+	}) {
+		t.Fatalf("recover %s, outcome %s, want 3/0/0/0", got.State, got.outcome())
 	}
 	// The bulk replay's deliveries were taken over by the recover: they count there only.
 	if got := must[replayAnswer](e, 200, "GET", "/replays/"+r.ID, adminToken, nil); got.outcome() != "0/0/0/3" {
@@ -625,9 +623,30 @@ func TestReplayOutcomeInTheAPI(t *testing.T) {
 	wantError(t, "dry_run=maybe", e.call("GET", "/replays?dry_run=maybe", adminToken, nil), "INVALID_REQUEST")
 }
 
+// listedReplay finds a replay in GET /replays, page by page: the other tests (in parallel) add theirs to the
+// audit log too.
+func (e *env) listedReplay(id string) (replayAnswer, bool) {
+	e.t.Helper()
+	path := "/replays"
+	for range 1000 {
+		pg := must[replayPage](e, 200, "GET", path, adminToken, nil)
+		for _, it := range pg.Items {
+			if it.ID == id {
+				return it, true
+			}
+		}
+		if pg.NextCursor == nil || *pg.NextCursor == "" {
+			break
+		}
+		path = "/replays?cursor=" + *pg.NextCursor
+	}
+	return replayAnswer{}, false
+}
+
 // TestRecoverPreviewRateLimited: recover dry runs are limited per subscription (429 with Retry-After);
 // the real recover is not.
 func TestRecoverPreviewRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tid := e.newTenant("recover-limit")
 	sub := e.newSubscription(tid, map[string]any{"url": "https://example.com/hook"}).ID

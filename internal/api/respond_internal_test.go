@@ -19,6 +19,7 @@ import (
 // deadline, statement_timeout) says the database did not answer in time, a connection that could not be
 // made says unavailable. Both are the contract's INTERNAL; the errors are real PostgreSQL ones.
 func TestDatabaseErrorsSayWhatHappened(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	admin, err := testdb.AdminURL(ctx)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // TestRetryNow: POST .../retry-now makes a retrying delivery's next attempt now; the endpoint, fixed
 // meanwhile, gets it without waiting out the backoff.
 func TestRetryNow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var fixed atomic.Bool
 	rc := newReceiver(t, func(string, int) int {
@@ -27,18 +28,14 @@ func TestRetryNow(t *testing.T) {
 	// Catch it waiting for its retry and make the wait an hour, as a long backoff would.
 	// A busy machine may catch it after its second failure rather than its first: what counts is that
 	// Retry now adds exactly one attempt to those it had when caught.
-	deadline := time.Now().Add(30 * time.Second)
 	var caught int
-	for {
-		err := e.srv.Pool.QueryRow(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'
+	var err error
+	if !eventually(30*time.Second, 2*time.Millisecond, func() bool {
+		err = e.srv.Pool.QueryRow(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'
 			WHERE id = $1 AND state = 'pending' AND total_attempts > 0 RETURNING total_attempts`, id).Scan(&caught)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
-			t.Fatalf("never caught retrying: %v", err)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return err == nil || !errors.Is(err, pgx.ErrNoRows)
+	}) || err != nil {
+		t.Fatalf("never caught retrying: %v", err)
 	}
 	fixed.Store(true)
 	type answer struct {

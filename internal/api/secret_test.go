@@ -19,6 +19,7 @@ type secretsReply struct {
 // GET .../secret answers the secrets valid now, newest first, to subscriptions:write only; another
 // tenant's subscription (by its path or one's own) is NOT_FOUND and shows nothing of it.
 func TestGetSubscriptionSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("secrets"), e.newTenant("secrets other")
 	s := e.newSubscription(tn, map[string]any{"url": "https://example.com/hook"})
@@ -59,6 +60,7 @@ func TestGetSubscriptionSecrets(t *testing.T) {
 // The API refuses a subscription past HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT with 400 INVALID_REQUEST
 // saying so; a deleted one makes room.
 func TestSubscriptionLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.MaxSubscriptions = 2 })
 	tn := e.newTenant("limit")
 	a := e.newSubscription(tn, map[string]any{"url": "https://example.com/a"})

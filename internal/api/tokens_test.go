@@ -9,6 +9,7 @@ import (
 // Tokens are listed without their value, show when they were last used, and a revoked token stops
 // working at once. Only admins manage them; another tenant's token is a 404.
 func TestTokensListAndRevoke(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tenant, other := e.newTenant("tokens"), e.newTenant("tokens-other")
 	used := e.newToken(tenant, "deliveries:read")
@@ -77,6 +78,7 @@ func TestTokensListAndRevoke(t *testing.T) {
 // the other process had just found it valid (and keeps such a token for 2 s rather than looking it up on
 // every request): two servers, no waiting.
 func TestRevokedTokenRefusedByEveryProcessAtOnce(t *testing.T) {
+	t.Parallel()
 	a, b := newEnv(t), newEnv(t)
 	tenant := a.newTenant("revoked everywhere")
 	token := a.newToken(tenant, "deliveries:read")

@@ -11,6 +11,7 @@ import (
 // spaces and is not easy to guess; each refusal is a 400 INVALID_REQUEST in the contract's shape saying
 // which rule it broke, and nothing is created. An accepted password signs in.
 func TestCreateUserPasswordRules(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("passwords")
 	path := "/tenants/" + tn + "/users"

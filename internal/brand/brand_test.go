@@ -5,9 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func TestContrastKnownValues(t *testing.T) {
+	t.Parallel()
 	white, black := Color{255, 255, 255}, Color{0, 0, 0}
 	if c := Contrast(white, black); c < 20.99 || c > 21.01 {
 		t.Errorf("white on black: %.3f, want 21", c)
@@ -20,6 +25,7 @@ func TestContrastKnownValues(t *testing.T) {
 // A colour that can reach AA on both schemes is shaded (as little as needed) and its shades reach AA on
 // every background and under the button text; one that cannot is refused, saying why.
 func TestShadesMeetAAOrAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		color   string
 		refused string // part of the error, when refused
@@ -74,6 +80,7 @@ func TestShadesMeetAAOrAreRefused(t *testing.T) {
 }
 
 func TestParseColor(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"", "red", "#fff", "#gggggg", "3b5bdb", "#3b5bdb0"} {
 		if _, err := ParseColor(bad); err == nil {
 			t.Errorf("%q accepted", bad)
@@ -85,6 +92,7 @@ func TestParseColor(t *testing.T) {
 }
 
 func TestLogoCheckedByContent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)

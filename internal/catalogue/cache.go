@@ -7,8 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/service"
 )
 
 // Each process keeps the catalogue compiled in memory and checks publishes against that copy: a publish
@@ -29,7 +32,7 @@ type snapshot struct {
 // compiled is one type as publishes are checked against it.
 type compiled struct {
 	archived bool
-	schema   *compiledSchema // nil: no schema
+	schema   *schema.Schema // nil: no schema
 	// schemaSum is the stored schema's SHA-256: a reload compiles only the schemas whose sum changed.
 	schemaSum [sha256.Size]byte
 }
@@ -63,7 +66,7 @@ func (s *Service) Load(ctx context.Context) error {
 				c.schema = old.schema
 			} else {
 				s.compiles.Add(1)
-				sch, err := compileSchema(r.Schema)
+				sch, err := schema.Compile(r.Schema)
 				if err != nil {
 					// Stored schemas compiled when stored; one that no longer does (a library upgrade, or
 					// stored before the catalogue's limits) is not enforced rather than refusing every
@@ -82,7 +85,11 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
-// Start loads the catalogue and keeps reloading it every PollInterval until Stop (or ctx ends).
+// The catalogue's poll is a background service: the server starts and stops it with the others.
+var _ service.Service = (*Service)(nil)
+
+// Start loads the catalogue and keeps reloading it every PollInterval until Stop. ctx bounds the first
+// load only, as for every service (internal/service).
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return err
@@ -92,44 +99,55 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx) // ends with ctx too, so a caller that never calls Stop leaks nothing
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(s.o.PollInterval)
-		defer t.Stop()
-		failing := false
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
-			err := s.Load(lctx)
-			lcancel()
-			switch {
-			case err != nil && ctx.Err() == nil && !failing:
-				failing = true
-				s.o.Log.Warn("event catalogue reload failed; publishes are checked against the last one loaded", "err", err)
-			case err == nil && failing:
-				failing = false
-				s.o.Log.Info("event catalogue reloaded again")
-			}
-		}
+		s.poll(pollCtx)
 	}()
 	return nil
 }
 
-// Stop ends the reloading started by Start.
-func (s *Service) Stop() {
+// poll reloads the catalogue every PollInterval until ctx ends. A reload that fails is tried again at the
+// next tick: until then, publishes are checked against the last one loaded.
+func (s *Service) poll(ctx context.Context) {
+	t := time.NewTicker(s.o.PollInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := bounded.Do(ctx, bounded.Policy{PerTry: 5 * time.Second, Tries: 1}, s.Load)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			s.o.Log.Warn("event catalogue reload failed; publishes are checked against the last one loaded", "err", err)
+		case err == nil && failing:
+			failing = false
+			s.o.Log.Info("event catalogue reloaded again")
+		}
+	}
+}
+
+// Stop ends the reloading started by Start and waits for it until ctx ends. Safe to call more than once,
+// or without Start.
+func (s *Service) Stop(ctx context.Context) error {
 	s.stopMu.Lock()
 	stop, done := s.stop, s.done
 	s.stop = nil
 	s.stopMu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("event catalogue: %w", ctx.Err())
 	}
 }
 
@@ -151,12 +169,12 @@ func (s *Service) CheckEvent(eventType string, payload []byte) error {
 	if c.schema == nil {
 		return nil
 	}
-	details, err := c.schema.check(payload, "it")
+	details, err := c.schema.Check(payload, "it")
 	if err != nil {
 		return fault.Invalid("payload of event type %q cannot be checked against its schema: %s", eventType, fault.As(err).Message)
 	}
 	if len(details) > 0 {
-		return invalidPayload(fmt.Sprintf("payload does not satisfy the schema of event type %q", eventType), details)
+		return schema.InvalidPayload(fmt.Sprintf("payload does not satisfy the schema of event type %q", eventType), details)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/brand"
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
@@ -30,11 +31,17 @@ import (
 // brand.NeutralTestEventType. Both are always accepted, whatever the catalogue says (brand.IsTestEventType).
 const TestEventType = brand.DefaultTestEventType
 
-// Limits on what an event type may hold.
+// Limits on what an event type may hold; its schema's are the schema package's.
 const (
 	maxDescription = 4000
 	maxGroup       = 100
+	// MaxExampleBytes bounds an example (compact JSON, after an import resolved its $refs and YAML
+	// aliases): every page and every listing of the catalogue carries it.
+	MaxExampleBytes = 64 << 10
 )
+
+// limitError is a refusal by one of the catalogue's limits: INVALID_REQUEST saying which.
+func limitError(format string, args ...any) error { return fault.Invalid(format, args...) }
 
 // EventType is one type of the catalogue as the API shows it.
 type EventType struct {
@@ -280,20 +287,20 @@ func merge(name string, cur fields, in Input) (fields, error) {
 			out.example = b
 		}
 	}
-	var sch *compiledSchema
+	var sch *schema.Schema
 	if out.schema != nil {
 		var err error
-		if sch, err = compileSchema(out.schema); err != nil {
+		if sch, err = schema.Compile(out.schema); err != nil {
 			return out, err
 		}
 	}
 	if sch != nil && out.example != nil {
-		details, err := sch.check(out.example, "example")
+		details, err := sch.Check(out.example, "example")
 		if err != nil {
 			return out, err
 		}
 		if len(details) > 0 {
-			return out, invalidPayload("example does not satisfy the schema", details)
+			return out, schema.InvalidPayload("example does not satisfy the schema", details)
 		}
 	}
 	return out, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +19,29 @@ var dbURL string
 
 func TestMain(m *testing.M) { testdb.Main(m, "catalogue", func(u string) { dbURL = u }) }
 
+// connect is a pool on the package's database, which the package's parallel tests share: each names its
+// types with uniq.
 func connect(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	return connectTo(t, dbURL)
+}
+
+// ownDatabase is the URL of a database of the test's own (a copy of the migrated template), for a test
+// that counts what the whole catalogue does (its reloads, its compiles) and so cannot share it with the
+// package's parallel tests. It is dropped when the test ends.
+func ownDatabase(t *testing.T) string {
+	t.Helper()
+	u, drop, err := testdb.Create(context.Background(), "catalogue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return u
+}
+
+func connectTo(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +62,36 @@ func uniq(t *testing.T, name string) string {
 
 func ptr[T any](v T) *T { return &v }
 
+// eventually waits until ok holds, checking every 10 ms, and fails the test after 5 s.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for !ok() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: not within 5 s", what)
+		}
+	}
+}
+
+// start starts s's poll and stops it when the test ends.
+func start(t *testing.T, s *Service) {
+	t.Helper()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+}
+
 func wantCode(t *testing.T, what string, err error, code fault.Code) *fault.Error {
 	t.Helper()
 	fe := fault.As(err)
@@ -55,92 +104,8 @@ func wantCode(t *testing.T, what string, err error, code fault.Code) *fault.Erro
 const orderSchema = `{"type":"object","required":["id","total"],"properties":{"id":{"type":"string"},"total":{"type":"integer","minimum":0},
  "items":{"type":"array","items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string"},"a/b~c":{"type":"string"}}}}}}`
 
-// mustCheck is sch.check of a payload within the limits of a check.
-func mustCheck(t *testing.T, sch *compiledSchema, payload []byte) []fault.Detail {
-	t.Helper()
-	d, err := sch.check(payload, "payload")
-	if err != nil {
-		t.Fatalf("check %.100s: %v", payload, err)
-	}
-	return d
-}
-
-func TestSchemaChecksWithJSONPointers(t *testing.T) {
-	sch, err := compileSchema([]byte(orderSchema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := mustCheck(t, sch, []byte(`{"id":"o1","total":5,"items":[{"sku":"a"}]}`)); d != nil {
-		t.Fatalf("valid payload refused: %v", d)
-	}
-	d := mustCheck(t, sch, []byte(`{"total":-1,"items":[{"sku":"a"},{"a/b~c":7}]}`))
-	got := map[string]bool{}
-	for _, x := range d {
-		got[x.Path] = true
-		if x.Message == "" {
-			t.Errorf("detail %q without a message", x.Path)
-		}
-	}
-	for _, p := range []string{"", "/total", "/items/1", "/items/1/a~1b~0c"} {
-		if !got[p] {
-			t.Errorf("no detail at %q: %+v", p, d)
-		}
-	}
-	// At most maxDetails.
-	many := `{"type":"object","properties":{` + strings.Repeat(`"x":{},`, 0)
-	var props, vals []string
-	for i := range 15 {
-		props = append(props, fmt.Sprintf(`"f%d":{"type":"string"}`, i))
-		vals = append(vals, fmt.Sprintf(`"f%d":%d`, i, i))
-	}
-	wide, err := compileSchema([]byte(many + strings.Join(props, ",") + `}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := mustCheck(t, wide, []byte(`{`+strings.Join(vals, ",")+`}`)); len(d) != maxDetails {
-		t.Errorf("%d details, want %d", len(d), maxDetails)
-	}
-}
-
-func TestSchemaCompileErrors(t *testing.T) {
-	for _, c := range []struct{ schema, want string }{
-		{`{"type": 5}`, "schema is not a valid JSON Schema"},
-		{`{"type": "strin"}`, "schema is not a valid JSON Schema"},
-		{`{"pattern": "(?<=a)b"}`, "schema is not a valid JSON Schema"},
-		{`{"$ref": "#/$defs/missing"}`, "schema is not a valid JSON Schema"},
-		{`{"$ref": "https://example.com/order.json"}`, "does not fetch https://example.com/order.json"},
-		{`{"$ref": "file:///etc/passwd"}`, "does not fetch file:///etc/passwd"},
-		{`{"$schema": "https://example.com/my-draft"}`, "does not fetch"},
-	} {
-		_, err := compileSchema([]byte(c.schema))
-		fe := wantCode(t, c.schema, err, fault.InvalidRequest)
-		if !strings.Contains(fe.Message, c.want) {
-			t.Errorf("%s: message %q lacks %q", c.schema, fe.Message, c.want)
-		}
-		if strings.Contains(fe.Message, schemaURL) {
-			t.Errorf("%s: message quotes the placeholder URL: %q", c.schema, fe.Message)
-		}
-	}
-	// An older draft named by $schema is honoured: draft-07's items as an array is a tuple.
-	sch, err := compileSchema([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-		"properties": {"pair": {"items": [{"type": "string"}, {"type": "integer"}]}}}`))
-	if err != nil {
-		t.Fatalf("draft-07 schema: %v", err)
-	}
-	if d := mustCheck(t, sch, []byte(`{"pair": ["a", "b"]}`)); len(d) == 0 || d[0].Path != "/pair/1" {
-		t.Errorf("draft-07 tuple not checked: %+v", d)
-	}
-	// Draft 2020-12 is the default: prefixItems is known.
-	sch, err = compileSchema([]byte(`{"properties": {"pair": {"prefixItems": [{"type": "string"}, {"type": "integer"}]}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := mustCheck(t, sch, []byte(`{"pair": ["a", "b"]}`)); len(d) == 0 {
-		t.Error("prefixItems not checked: the default draft is not 2020-12")
-	}
-}
-
 func TestCreateChangeArchive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := New(connect(t), Options{})
 	name := uniq(t, "paid")
@@ -155,28 +120,7 @@ func TestCreateChangeArchive(t *testing.T) {
 	_, err = s.Create(ctx, Input{Name: name})
 	wantCode(t, "create twice", err, fault.InvalidState)
 
-	// Bad inputs change nothing.
-	for what, in := range map[string]Input{
-		"bad name":          {Name: "no spaces"},
-		"test type":         {Name: TestEventType},
-		"branded test type": {Name: brand.NeutralTestEventType},
-		"schema not JSON":   {Name: name + "x", Schema: json.RawMessage(`{`)},
-		"schema array":      {Name: name + "x", Schema: json.RawMessage(`[]`)},
-		"bad schema":        {Name: name + "x", Schema: json.RawMessage(`{"type": 1}`)},
-		"example mismatch":  {Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)},
-		"example array":     {Name: name + "x", Example: json.RawMessage(`[1]`)},
-		"group control":     {Name: name + "x", Group: ptr("a\nb")},
-	} {
-		_, err := s.Create(ctx, in)
-		wantCode(t, what, err, fault.InvalidRequest)
-	}
-	if _, err := s.Get(ctx, name+"x"); !fault.Is(err, fault.NotFound) {
-		t.Errorf("a refused create stored something: %v", err)
-	}
-	_, err = s.Create(ctx, Input{Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)})
-	if fe := fault.As(err); fe == nil || len(fe.Details) == 0 || fe.Details[0].Path == "" && len(fe.Details) == 1 {
-		t.Errorf("example mismatch without details: %#v", err)
-	}
+	refusedCreatesChangeNothing(t, s, name)
 
 	// A change of the example alone is checked against the stored schema; of the schema, the stored example.
 	_, err = s.Update(ctx, name, Input{Example: json.RawMessage(`{"id": "o2"}`)})
@@ -196,7 +140,42 @@ func TestCreateChangeArchive(t *testing.T) {
 	_, err = s.Update(ctx, name+".missing", Input{})
 	wantCode(t, "update unknown", err, fault.NotFound)
 
-	// Archive: out of the list, still readable; twice is fine; unknown is NOT_FOUND; create brings it back.
+	archiveAndBringBack(t, s, name)
+}
+
+// refusedCreatesChangeNothing: a create with a bad input (name is a stored type's) is refused and stores
+// nothing; an example its schema refuses is refused with details saying where.
+func refusedCreatesChangeNothing(t *testing.T, s *Service, name string) {
+	t.Helper()
+	ctx := context.Background()
+	for what, in := range map[string]Input{
+		"bad name":          {Name: "no spaces"},
+		"test type":         {Name: TestEventType},
+		"branded test type": {Name: brand.NeutralTestEventType},
+		"schema not JSON":   {Name: name + "x", Schema: json.RawMessage(`{`)},
+		"schema array":      {Name: name + "x", Schema: json.RawMessage(`[]`)},
+		"bad schema":        {Name: name + "x", Schema: json.RawMessage(`{"type": 1}`)},
+		"example mismatch":  {Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)},
+		"example array":     {Name: name + "x", Example: json.RawMessage(`[1]`)},
+		"group control":     {Name: name + "x", Group: ptr("a\nb")},
+	} {
+		_, err := s.Create(ctx, in)
+		wantCode(t, what, err, fault.InvalidRequest)
+	}
+	if _, err := s.Get(ctx, name+"x"); !fault.Is(err, fault.NotFound) {
+		t.Errorf("a refused create stored something: %v", err)
+	}
+	_, err := s.Create(ctx, Input{Name: name + "x", Schema: json.RawMessage(orderSchema), Example: json.RawMessage(`{"id": 1}`)})
+	if fe := fault.As(err); fe == nil || len(fe.Details) == 0 || fe.Details[0].Path == "" && len(fe.Details) == 1 {
+		t.Errorf("example mismatch without details: %#v", err)
+	}
+}
+
+// archiveAndBringBack: an archived type is out of the list, still readable; archiving twice is fine,
+// an unknown type is NOT_FOUND; creating it again brings it back.
+func archiveAndBringBack(t *testing.T, s *Service, name string) {
+	t.Helper()
+	ctx := context.Background()
 	if err := s.Archive(ctx, name); err != nil {
 		t.Fatal(err)
 	}
@@ -222,13 +201,14 @@ func TestCreateChangeArchive(t *testing.T) {
 	if ty, err := s.Get(ctx, name); err != nil || !ty.Archived || ty.ArchivedAt == nil {
 		t.Errorf("get archived: %+v %v", ty, err)
 	}
-	ty, err = s.Create(ctx, Input{Name: name, Description: ptr("Back.")})
+	ty, err := s.Create(ctx, Input{Name: name, Description: ptr("Back.")})
 	if err != nil || ty.Archived || ty.Description != "Back." || ty.Group != DefaultGroup(name) {
 		t.Errorf("create over archived: %+v %v", ty, err)
 	}
 }
 
 func TestCheckEventAndKnown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := connect(t)
 	any := New(pool, Options{})
@@ -293,33 +273,19 @@ func TestCheckEventAndKnown(t *testing.T) {
 // Two processes on one database: a change made through one is in force in the other within its poll
 // interval, and the poll reads only the version unless it moved.
 func TestRefreshAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	a := New(connect(t), Options{PollInterval: 20 * time.Millisecond})
-	b := New(connect(t), Options{PollInterval: 20 * time.Millisecond, RegisteredOnly: true})
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Stop()
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
+	u := ownDatabase(t) // the poll is seen not to reload without a change: no other test's changes
+	a := New(connectTo(t, u), Options{PollInterval: 20 * time.Millisecond})
+	b := New(connectTo(t, u), Options{PollInterval: 20 * time.Millisecond, RegisteredOnly: true})
+	start(t, a)
+	start(t, b)
 	name := uniq(t, "moved")
 	bad := []byte(`{"id": 5, "total": 1}`)
 	if err := b.CheckEvent(name, bad); err == nil {
 		t.Fatal("b accepts an unregistered type in registered mode")
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 5 s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	start := time.Now()
+	began := time.Now()
 	if _, err := a.Create(ctx, Input{Name: name, Schema: json.RawMessage(orderSchema)}); err != nil {
 		t.Fatal(err)
 	}
@@ -327,19 +293,19 @@ func TestRefreshAcrossProcesses(t *testing.T) {
 	if err := a.CheckEvent(name, bad); err == nil {
 		t.Error("a does not enforce its own change at once")
 	}
-	waitFor("b enforces the new schema", func() bool {
+	eventually(t, "b enforces the new schema", func() bool {
 		err := b.CheckEvent(name, bad)
 		return err != nil && strings.Contains(err.Error(), "does not satisfy")
 	})
-	t.Logf("b saw the new type after %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("b saw the new type after %s", time.Since(began).Round(time.Millisecond))
 	if _, err := a.Update(ctx, name, Input{Schema: json.RawMessage(`null`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("b drops the schema", func() bool { return b.CheckEvent(name, bad) == nil })
+	eventually(t, "b drops the schema", func() bool { return b.CheckEvent(name, bad) == nil })
 	if err := a.Archive(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("b refuses the archived type", func() bool { return b.CheckEvent(name, bad) != nil && !b.Known(name) })
+	eventually(t, "b refuses the archived type", func() bool { return b.CheckEvent(name, bad) != nil && !b.Known(name) })
 
 	// Without a change, a poll keeps the loaded snapshot (no reload). A poll is a Load: five of them, made
 	// here rather than waited for.
@@ -354,190 +320,11 @@ func TestRefreshAcrossProcesses(t *testing.T) {
 	}
 }
 
-func TestImportDocument(t *testing.T) {
-	ctx := context.Background()
-	s := New(connect(t), Options{})
-	doc, err := os.ReadFile("testdata/shop-webhooks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	types := []string{"customer.updated", "invoice.paid", "order.cancelled", "order.created"}
-	dry, err := s.Import(ctx, doc, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !dry.DryRun || strings.Join(sorted(dry.Created), ",") != strings.Join(types, ",") || len(dry.Errors) != 0 {
-		t.Fatalf("dry run: %+v", dry)
-	}
-	for _, n := range types {
-		if _, err := s.Get(ctx, n); !fault.Is(err, fault.NotFound) {
-			t.Errorf("dry run stored %s: %v", n, err)
-		}
-	}
-	res, err := s.Import(ctx, doc, false)
-	if err != nil || strings.Join(sorted(res.Created), ",") != strings.Join(types, ",") || len(res.Updated)+len(res.Unchanged)+len(res.Errors) != 0 {
-		t.Fatalf("import: %+v %v", res, err)
-	}
-	created, _ := s.Get(ctx, "order.created")
-	if created.Description != "An order was placed" || created.Group != "order" || !strings.Contains(string(created.Example), `"ord_1001"`) {
-		t.Errorf("order.created: %+v", created)
-	}
-	if strings.Contains(string(created.Schema), "$ref") || !strings.Contains(string(created.Schema), `"enum":["EUR","USD","GBP"]`) {
-		t.Errorf("order.created's schema kept a $ref or lost the nested one: %s", created.Schema)
-	}
-	cancelled, _ := s.Get(ctx, "order.cancelled")
-	if !strings.HasPrefix(cancelled.Description, "The order was cancelled") || !strings.Contains(string(cancelled.Example), "ord_1002") {
-		t.Errorf("order.cancelled (request body and example by ref): %+v", cancelled)
-	}
-	paid, _ := s.Get(ctx, "invoice.paid")
-	if !strings.Contains(string(paid.Example), `"inv_1"`) {
-		t.Errorf("invoice.paid: the first examples entry (a ref) is not the example: %s", paid.Example)
-	}
-	updated, _ := s.Get(ctx, "customer.updated")
-	if !updated.Deprecated || updated.Description != "A customer's details changed" {
-		t.Errorf("customer.updated: %+v", updated)
-	}
-	// The imported schemas enforce what the document says.
-	if err := s.CheckEvent("order.created", []byte(`{"id":"o","status":"placed","items":[{"sku":"s","quantity":0,"price":{"amount":1,"currency":"XXX"}}]}`)); err == nil {
-		t.Error("order.created accepts a payload its schema refuses")
-	} else if fe := fault.As(err); len(fe.Details) != 2 || fe.Details[0].Path != "/items/0/price/currency" || fe.Details[1].Path != "/items/0/quantity" {
-		t.Errorf("order.created details: %+v", fe.Details)
-	}
-
-	// Again: unchanged; with a group set by hand kept; a changed document updates.
-	if _, err := s.Update(ctx, "order.created", Input{Group: ptr("Orders")}); err != nil {
-		t.Fatal(err)
-	}
-	res, err = s.Import(ctx, doc, false)
-	if err != nil || len(res.Unchanged) != 4 || len(res.Created)+len(res.Updated) != 0 {
-		t.Fatalf("second import: %+v %v", res, err)
-	}
-	if g, _ := s.Get(ctx, "order.created"); g.Group != "Orders" {
-		t.Errorf("import reset the group to %q", g.Group)
-	}
-	if err := s.Archive(ctx, "invoice.paid"); err != nil {
-		t.Fatal(err)
-	}
-	changed := strings.Replace(string(doc), "An order was placed", "An order was placed online", 1)
-	res, err = s.Import(ctx, []byte(changed), true)
-	if err != nil || strings.Join(sorted(res.Updated), ",") != "invoice.paid,order.created" || len(res.Unchanged) != 2 {
-		t.Fatalf("changed document, dry run: %+v %v", res, err)
-	}
-	if g, _ := s.Get(ctx, "order.created"); g.Description != "An order was placed" {
-		t.Error("the dry run changed the description")
-	}
-	if g, _ := s.Get(ctx, "invoice.paid"); !g.Archived {
-		t.Error("the dry run brought an archived type back")
-	}
-	if _, err := s.Import(ctx, []byte(changed), false); err != nil {
-		t.Fatal(err)
-	}
-	if g, _ := s.Get(ctx, "invoice.paid"); g.Archived {
-		t.Error("the import did not bring the archived type back")
-	}
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
-func TestImportRefusals(t *testing.T) {
-	ctx := context.Background()
-	s := New(connect(t), Options{})
-	hook := func(body string) string {
-		return "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nwebhooks:\n  imp.one:\n    post:\n      requestBody:\n        content:\n          application/json:\n" + body
-	}
-	for _, c := range []struct {
-		what, doc string
-		code      fault.Code
-		want      string
-	}{
-		{"not YAML", "{{{", fault.InvalidRequest, "neither JSON nor YAML"},
-		{"not an object", "[1, 2]", fault.InvalidRequest, "OpenAPI 3.1 object"},
-		{"OpenAPI 3.0", `{"openapi": "3.0.3", "webhooks": {}}`, fault.InvalidRequest, `not "3.0.3"`},
-		{"Swagger", `{"swagger": "2.0"}`, fault.InvalidRequest, "OpenAPI 3.1"},
-		{"no webhooks", `{"openapi": "3.1.0", "paths": {}}`, fault.InvalidRequest, "no webhooks"},
-		{"cycle", hook("            schema: {$ref: '#/components/schemas/Node'}\ncomponents:\n  schemas:\n    Node:\n      type: object\n      properties:\n        next: {$ref: '#/components/schemas/Next'}\n    Next:\n      properties:\n        back: {$ref: '#/components/schemas/Node'}\n"),
-			fault.InvalidRequest, "$ref #/components/schemas/Node refers back to itself (#/components/schemas/Node → #/components/schemas/Next → #/components/schemas/Node)"},
-		{"self ref", hook("            schema: {$ref: '#/components/schemas/A'}\ncomponents:\n  schemas:\n    A: {$ref: '#/components/schemas/A'}\n"),
-			fault.InvalidRequest, "$ref #/components/schemas/A refers back to itself"},
-		{"dangling ref", hook("            schema: {$ref: '#/components/schemas/Nope'}\n"), fault.InvalidRequest, "$ref #/components/schemas/Nope does not resolve"},
-		{"external ref", hook("            schema: {$ref: 'https://example.com/s.json'}\n"), fault.InvalidRequest, "points outside the document"},
-		{"too large", "openapi: 3.1.0\n#" + strings.Repeat("x", MaxImport), fault.PayloadTooLarge, "larger than 1024 KiB"},
-		{"many aliases", "openapi: 3.1.0\n" + bomb() + "webhooks:\n" + manyHooks(300, "{x: *a3}"), fault.InvalidRequest, "expand to more than 8 MiB"},
-	} {
-		_, err := s.Import(ctx, []byte(c.doc), false)
-		fe := fault.As(err)
-		if fe == nil || fe.Code != c.code || !strings.Contains(fe.Message, c.want) {
-			t.Errorf("%s: want %s with %q, got %v", c.what, c.code, c.want, err)
-		}
-	}
-	if _, err := s.Get(ctx, "imp.one"); !fault.Is(err, fault.NotFound) {
-		t.Errorf("a refused import stored something: %v", err)
-	}
-
-	// Webhooks that cannot become types are listed; the others are imported.
-	res, err := s.Import(ctx, []byte(`{"openapi": "3.1.1", "webhooks": {
-	  "imp.good": {"post": {"summary": "Good", "requestBody": {"content": {"application/json": {"schema": {"type": "object"}, "example": {"a": 1}}}}}},
-	  "imp bad name": {"post": {}},
-	  "imp.bad-schema": {"post": {"requestBody": {"content": {"application/json": {"schema": {"type": "nope"}}}}}},
-	  "imp.bad-example": {"post": {"requestBody": {"content": {"application/json": {"schema": {"required": ["id"]}, "example": {"x": 1}}}}}},
-	  "imp.xml": {"post": {"requestBody": {"content": {"application/xml": {}}}}},
-	  "imp.no-op": {"parameters": []},
-	  "imp.no-body": {"post": {"description": "Undescribed payload."}}
-	}}`), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(sorted(res.Created), ",") != "imp.good,imp.no-body" {
-		t.Errorf("created %v", res.Created)
-	}
-	msgs := map[string]string{}
-	for _, e := range res.Errors {
-		msgs[e.Name] = e.Message
-	}
-	for name, want := range map[string]string{"imp bad name": "name must be an event type", "imp.bad-schema": "schema is not a valid JSON Schema",
-		"imp.bad-example": "example does not satisfy the schema", "imp.xml": "no application/json content", "imp.no-op": "no operation"} {
-		if !strings.Contains(msgs[name], want) {
-			t.Errorf("error of %q: %q, want %q", name, msgs[name], want)
-		}
-	}
-	if len(res.Errors) != 5 {
-		t.Errorf("%d errors: %+v", len(res.Errors), res.Errors)
-	}
-}
-
-// manyHooks are n webhooks (imp.many0, imp.many1, ...) whose request bodies have this schema.
-func manyHooks(n int, schema string) string {
-	var b strings.Builder
-	for i := range n {
-		fmt.Fprintf(&b, "  imp.many%d:\n    post:\n      requestBody:\n        content:\n          application/json:\n            schema: %s\n", i, schema)
-	}
-	return b.String()
-}
-
-// bomb is YAML whose aliases expand a few hundred bytes into gigabytes.
-func bomb() string {
-	var b strings.Builder
-	b.WriteString("components:\n  x:\n    a0: &a0 [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n")
-	for i := 1; i <= 8; i++ {
-		fmt.Fprintf(&b, "    a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
-	}
-	return b.String()
-}
-
 // A group is one whatever its capitalisation, and is spelled one way: a type whose group is its default
 // takes the spelling the group has, a change naming the group gives it to all of its types, and types
 // stored in another spelling (before, or by hand) are listed and read in the group's.
 func TestGroupsAreOneWhateverTheirCase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := connect(t)
 	s := New(pool, Options{})

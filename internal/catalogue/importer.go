@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/catalogue/schema"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
@@ -198,20 +199,51 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 	if item.Kind != yaml.MappingNode {
 		return in, fault.Invalid("not a path item object")
 	}
-	var op *yaml.Node
-	for _, m := range httpMethods {
-		if o := deref(get(item, m)); o != nil && o.Kind == yaml.MappingNode {
-			op = o
-			break
-		}
-	}
+	op := operation(item)
 	if op == nil {
 		return in, fault.Invalid("no operation (post) describes the request")
 	}
+	in.Description, in.Deprecated = describe(item, op)
+	body := get(op, "requestBody")
+	if body == nil {
+		// A webhook whose payload is not described is still a type of the catalogue, without a schema.
+		in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
+		return in, nil
+	}
+	media, err := x.jsonMedia(body)
+	if err != nil {
+		return in, err
+	}
+	in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
+	if sch := get(media, "schema"); sch != nil {
+		if in.Schema, err = x.json(sch, true, "schema", schema.MaxBytes, schema.MaxDepth); err != nil {
+			return in, err
+		}
+	}
+	if in.Example, err = x.example(media); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// operation is the path item's operation that describes the webhook's request (httpMethods' order), or
+// nil.
+func operation(item *yaml.Node) *yaml.Node {
+	for _, m := range httpMethods {
+		if o := deref(get(item, m)); o != nil && o.Kind == yaml.MappingNode {
+			return o
+		}
+	}
+	return nil
+}
+
+// describe is a type's description (the operation's summary or description, else the path item's; nil
+// when none says anything) and whether it is deprecated.
+func describe(item, op *yaml.Node) (description *string, deprecated *bool) {
 	for _, n := range []*yaml.Node{get(op, "summary"), get(op, "description"), get(item, "summary"), get(item, "description")} {
 		if n = deref(n); n != nil && n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) != "" {
 			d := strings.TrimSpace(n.Value)
-			in.Description = &d
+			description = &d
 			break
 		}
 	}
@@ -219,15 +251,15 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 	if n := deref(get(op, "deprecated")); n != nil && n.Kind == yaml.ScalarNode {
 		dep, _ = strconv.ParseBool(n.Value)
 	}
-	in.Deprecated = &dep
-	body := get(op, "requestBody")
-	if body == nil {
-		// A webhook whose payload is not described is still a type of the catalogue, without a schema.
-		in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
-		return in, nil
-	}
-	if body, err = x.resolve(body, nil); err != nil {
-		return in, err
+	return description, &dep
+}
+
+// jsonMedia is the request body's JSON media type object (application/json or any +json type), with
+// the body and the media type resolved when they are references.
+func (x *expander) jsonMedia(body *yaml.Node) (*yaml.Node, error) {
+	body, err := x.resolve(body, nil)
+	if err != nil {
+		return nil, err
 	}
 	content := deref(get(body, "content"))
 	var media *yaml.Node
@@ -241,39 +273,29 @@ func (x *expander) webhook(item *yaml.Node) (Input, error) {
 		}
 	}
 	if media == nil || media.Kind != yaml.MappingNode {
-		return in, fault.Invalid("the request body has no application/json content: payloads are JSON")
+		return nil, fault.Invalid("the request body has no application/json content: payloads are JSON")
 	}
-	if media, err = x.resolve(media, nil); err != nil {
-		return in, err
-	}
-	in.Schema, in.Example = json.RawMessage("null"), json.RawMessage("null")
-	if sch := get(media, "schema"); sch != nil {
-		b, err := x.json(sch, true, "schema", MaxSchemaBytes, MaxSchemaDepth)
-		if err != nil {
-			return in, err
-		}
-		in.Schema = b
-	}
+	return x.resolve(media, nil)
+}
+
+// example is the media type's example as JSON, or the value of its first examples entry; JSON null when
+// it has neither.
+func (x *expander) example(media *yaml.Node) (json.RawMessage, error) {
 	if ex := get(media, "example"); ex != nil {
-		b, err := x.json(ex, false, "example", MaxExampleBytes, MaxPayloadDepth)
-		if err != nil {
-			return in, err
-		}
-		in.Example = b
-	} else if exs := deref(get(media, "examples")); exs != nil && exs.Kind == yaml.MappingNode && len(exs.Content) >= 2 {
-		first, err := x.resolve(exs.Content[1], nil)
-		if err != nil {
-			return in, err
-		}
-		if v := get(first, "value"); v != nil {
-			b, err := x.json(v, false, "example", MaxExampleBytes, MaxPayloadDepth)
-			if err != nil {
-				return in, err
-			}
-			in.Example = b
-		}
+		return x.json(ex, false, "example", MaxExampleBytes, schema.MaxPayloadDepth)
 	}
-	return in, nil
+	exs := deref(get(media, "examples"))
+	if exs == nil || exs.Kind != yaml.MappingNode || len(exs.Content) < 2 {
+		return json.RawMessage("null"), nil
+	}
+	first, err := x.resolve(exs.Content[1], nil)
+	if err != nil {
+		return nil, err
+	}
+	if v := get(first, "value"); v != nil {
+		return x.json(v, false, "example", MaxExampleBytes, schema.MaxPayloadDepth)
+	}
+	return json.RawMessage("null"), nil
 }
 
 // expander writes parts of the document as JSON, resolving $refs into it and following YAML aliases,
@@ -308,16 +330,12 @@ func (x *expander) json(n *yaml.Node, refs bool, what string, maxLen, maxDepth i
 // literalKeywords hold data, not schemas: a "$ref" inside them is a value, not a reference.
 var literalKeywords = map[string]bool{"example": true, "examples": true, "enum": true, "const": true, "default": true}
 
+// write writes n as JSON into b: with refs, a {"$ref": "#/..."} object is what it points at. stack is the
+// refs being expanded around n (a ref met again loops), depth how deep n is in the value being written.
 func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []string, depth int) error {
 	n = deref(n)
-	if x.written+b.Len() > maxExpanded {
-		return &refError{msg: fmt.Sprintf("the document's schemas expand to more than %d MiB (YAML aliases or $refs naming one definition many times)", maxExpanded>>20)}
-	}
-	if b.Len() > x.maxLen {
-		return limitError("%s expands to more than %d KiB as JSON (with its $refs and YAML aliases inlined); the catalogue takes at most %d KiB", x.what, x.maxLen>>10, x.maxLen>>10)
-	}
-	if depth > x.maxDepth {
-		return limitError("%s is nested more than %d levels deep (objects and arrays, with its $refs and YAML aliases inlined), the most the catalogue allows", x.what, x.maxDepth)
+	if err := x.within(b, depth); err != nil {
+		return err
 	}
 	if n == nil {
 		b.WriteString("null")
@@ -326,68 +344,9 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 	switch n.Kind {
 	case yaml.MappingNode:
 		if ref := refOf(n); refs && ref != "" {
-			target, next, err := x.follow(ref, stack)
-			if err != nil {
-				return err
-			}
-			if len(n.Content) == 2 { // {"$ref": ...} alone: what it points at
-				return x.write(b, target, refs, next, depth)
-			}
-			// A $ref with sibling keywords (allowed in 3.1): the siblings apply too, so the target is
-			// one more allOf.
-			b.WriteByte('{')
-			first := true
-			var allOf *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i].Value
-				if k == "$ref" {
-					continue
-				}
-				if k == "allOf" {
-					allOf = deref(n.Content[i+1])
-					continue
-				}
-				if !first {
-					b.WriteByte(',')
-				}
-				first = false
-				writeString(b, k)
-				b.WriteByte(':')
-				if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k], stack, depth+1); err != nil {
-					return err
-				}
-			}
-			if !first {
-				b.WriteByte(',')
-			}
-			b.WriteString(`"allOf":[`)
-			if err := x.write(b, target, refs, next, depth+2); err != nil {
-				return err
-			}
-			if allOf != nil && allOf.Kind == yaml.SequenceNode {
-				for _, c := range allOf.Content {
-					b.WriteByte(',')
-					if err := x.write(b, c, refs, stack, depth+2); err != nil {
-						return err
-					}
-				}
-			}
-			b.WriteString("]}")
-			return nil
+			return x.writeRef(b, n, ref, stack, depth)
 		}
-		b.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k := deref(n.Content[i])
-			writeString(b, k.Value)
-			b.WriteByte(':')
-			if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k.Value], stack, depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
+		return x.writeMapping(b, n, refs, stack, depth)
 	case yaml.SequenceNode:
 		b.WriteByte('[')
 		for i, c := range n.Content {
@@ -404,6 +363,91 @@ func (x *expander) write(b *bytes.Buffer, n *yaml.Node, refs bool, stack []strin
 	default:
 		return fault.Invalid("unsupported YAML node at line %d", n.Line)
 	}
+	return nil
+}
+
+// within refuses to write on past the bounds: the document's maxExpanded in all, and the value's own
+// length and depth.
+func (x *expander) within(b *bytes.Buffer, depth int) error {
+	if x.written+b.Len() > maxExpanded {
+		return &refError{msg: fmt.Sprintf("the document's schemas expand to more than %d MiB (YAML aliases or $refs naming one definition many times)", maxExpanded>>20)}
+	}
+	if b.Len() > x.maxLen {
+		return limitError("%s expands to more than %d KiB as JSON (with its $refs and YAML aliases inlined); the catalogue takes at most %d KiB", x.what, x.maxLen>>10, x.maxLen>>10)
+	}
+	if depth > x.maxDepth {
+		return limitError("%s is nested more than %d levels deep (objects and arrays, with its $refs and YAML aliases inlined), the most the catalogue allows", x.what, x.maxDepth)
+	}
+	return nil
+}
+
+// writeMapping writes a mapping that is not a reference as a JSON object.
+func (x *expander) writeMapping(b *bytes.Buffer, n *yaml.Node, refs bool, stack []string, depth int) error {
+	b.WriteByte('{')
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k := deref(n.Content[i])
+		writeString(b, k.Value)
+		b.WriteByte(':')
+		if err := x.write(b, n.Content[i+1], refs && !literalKeywords[k.Value], stack, depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// writeRef writes a mapping whose $ref is ref: what the ref points at.
+func (x *expander) writeRef(b *bytes.Buffer, n *yaml.Node, ref string, stack []string, depth int) error {
+	target, next, err := x.follow(ref, stack)
+	if err != nil {
+		return err
+	}
+	if len(n.Content) == 2 { // {"$ref": ...} alone: what it points at
+		return x.write(b, target, true, next, depth)
+	}
+	// A $ref with sibling keywords (allowed in 3.1): the siblings apply too, so the target is
+	// one more allOf.
+	b.WriteByte('{')
+	first := true
+	var allOf *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if k == "$ref" {
+			continue
+		}
+		if k == "allOf" {
+			allOf = deref(n.Content[i+1])
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		writeString(b, k)
+		b.WriteByte(':')
+		if err := x.write(b, n.Content[i+1], !literalKeywords[k], stack, depth+1); err != nil {
+			return err
+		}
+	}
+	if !first {
+		b.WriteByte(',')
+	}
+	b.WriteString(`"allOf":[`)
+	if err := x.write(b, target, true, next, depth+2); err != nil {
+		return err
+	}
+	if allOf != nil && allOf.Kind == yaml.SequenceNode {
+		for _, c := range allOf.Content {
+			b.WriteByte(',')
+			if err := x.write(b, c, true, stack, depth+2); err != nil {
+				return err
+			}
+		}
+	}
+	b.WriteString("]}")
 	return nil
 }
 

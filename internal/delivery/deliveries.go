@@ -177,7 +177,7 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 		if _, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
+		return activity.Record(ctx, tx, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
 	})
 	if err == nil {
 		return nil

@@ -121,7 +121,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 			return fault.Limited(wait, "too many resends for this subscription: at most %d a minute; try again in %d s", s.perMinute, secs)
 		}
 		out = row
-		if err := activity.Record(ctx, q, tenantID, row.UpdatedAt, action, deliveryObject(id), nil); err != nil {
+		if err := activity.Record(ctx, tx, tenantID, row.UpdatedAt, action, deliveryObject(id), nil); err != nil {
 			return err
 		}
 		return q.NotifyDeliveriesReady(ctx, "")

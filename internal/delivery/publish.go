@@ -207,7 +207,7 @@ func (p *Publisher) SendTo(ctx context.Context, tenantID, subscriptionID uuid.UU
 		if err != nil || len(out.Deliveries) == 0 {
 			return err
 		}
-		return activity.Record(ctx, db.New(tx), tenantID, out.CreatedAt, action,
+		return activity.Record(ctx, tx, tenantID, out.CreatedAt, action,
 			activity.Object{Type: "delivery", ID: out.Deliveries[0].ID}, map[string]any{"event_type": eventType})
 	})
 	if err != nil {

@@ -321,7 +321,7 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (o
 		if kind != ReplayRecover || req.DryRun {
 			return nil
 		}
-		return activity.Record(ctx, q, *req.Filter.TenantID, now, activity.RecoverStarted,
+		return activity.Record(ctx, tx, *req.Filter.TenantID, now, activity.RecoverStarted,
 			activity.Object{Type: "recover", ID: row.ID.String()},
 			map[string]any{"subscription_id": req.Filter.SubscriptionID.String(), "matched": matched})
 	})

@@ -25,7 +25,7 @@ import (
 var dbURL string
 
 func TestMain(m *testing.M) {
-	testdb.Main(m, "demo", func(u string) { dbURL = u }, servertest.SessionStoreCleanup)
+	testdb.Main(m, "demo", func(u string) { dbURL = u })
 }
 
 // sharedKey is the tests' HOOKLINE_SECRET_KEY: they share one database (and its demo tenants, sealed

@@ -17,7 +17,7 @@ import (
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/portal"
-	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/principal"
 )
 
 // EmbedAddr is where `make run` serves the embedding demo: a page of a made-up platform, on another origin
@@ -93,7 +93,7 @@ func StartEmbed(ctx context.Context, srv Services, s Seeded, cfg config.Config, 
 		// The platform's server would call the API with a portal:write token; this one runs in Hookline's
 		// own process, so its links are the operator's, named as the demo in the tenant's activity log.
 		demo := activity.Actor{Kind: activity.ActorAdmin, Name: "embedding demo (" + EmbedOrigin + ")"}
-		l, err := srv.Portal.CreateLink(activity.WithActor(r.Context(), demo), s.TenantID, tenants.Principal{Admin: true, Who: demo}, in)
+		l, err := srv.Portal.CreateLink(activity.WithActor(r.Context(), demo), s.TenantID, principal.Operator(demo), in)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -7,9 +7,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func TestCorrelationIDEchoedGeneratedAndLogged(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	var seen string
@@ -45,6 +50,7 @@ func TestCorrelationIDEchoedGeneratedAndLogged(t *testing.T) {
 }
 
 func TestPanicBecomesRenderedError(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
 	h := Middleware(log, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)

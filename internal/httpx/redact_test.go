@@ -3,6 +3,7 @@ package httpx
 import "testing"
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"https://user:pw@example.com/x?y=1": "https://example.com/x?y=1",
 		"https://user@example.com":          "https://example.com",

@@ -9,7 +9,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // FuzzCursor decodes arbitrary cursors: never a panic; an error is INVALID_REQUEST; a cursor that decodes
 // encodes back to one that decodes to the same position; encoding any position decodes to it.

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func requirePostgres(t *testing.T) {
 	t.Helper()
@@ -73,6 +76,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 }
 
 func TestEnsureStartStopRestart(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -119,6 +123,7 @@ func TestEnsureStartStopRestart(t *testing.T) {
 }
 
 func TestEnsureConcurrent(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -149,12 +154,14 @@ func TestEnsureConcurrent(t *testing.T) {
 }
 
 func TestStopNeverCreated(t *testing.T) {
+	t.Parallel()
 	if err := Stop(filepath.Join(t.TempDir(), "nothing")); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestEnsureRejectsForeignNonEmptyDir(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	dir := filepath.Join(tempDir(t), "postgres")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -169,6 +176,7 @@ func TestEnsureRejectsForeignNonEmptyDir(t *testing.T) {
 }
 
 func TestVersionLess(t *testing.T) {
+	t.Parallel()
 	for _, c := range [][2]string{{"9.6", "15"}, {"15", "17"}, {"10", "9.6"}} {
 		if got := versionLess(c[0], c[1]); got != (c[0] != "10") {
 			t.Errorf("versionLess(%q, %q) = %v", c[0], c[1], got)
@@ -177,6 +185,7 @@ func TestVersionLess(t *testing.T) {
 }
 
 func TestFindRepoRoot(t *testing.T) {
+	t.Parallel()
 	root, err := FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +196,7 @@ func TestFindRepoRoot(t *testing.T) {
 }
 
 func TestURL(t *testing.T) {
+	t.Parallel()
 	if got, want := URL(54321, "x"), "postgres://hookline@127.0.0.1:54321/x?sslmode=disable"; got != want {
 		t.Fatalf("URL = %q, want %q", got, want)
 	}
@@ -195,6 +205,7 @@ func TestURL(t *testing.T) {
 // TestEnsureProcesses runs Ensure from several processes at once, like
 // go test ./... does with many test packages.
 func TestEnsureProcesses(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("PGDEV_HELPER_DIR"); dir != "" {
 		url, err := Ensure(context.Background(), dir, nil)
 		if err != nil {
@@ -243,6 +254,7 @@ func TestEnsureProcesses(t *testing.T) {
 // TestEnsurePortTaken: if the cluster's port is taken while it is stopped,
 // Ensure picks another one.
 func TestEnsurePortTaken(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -277,6 +289,7 @@ func TestEnsurePortTaken(t *testing.T) {
 // TestEnsureRootPrivateParent: as root, a data dir below a 0700 directory
 // still works (the parent gets o+x).
 func TestEnsureRootPrivateParent(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	if os.Geteuid() != 0 {
 		t.Skip("root only")
@@ -303,6 +316,8 @@ func TestEnsureRootPrivateParent(t *testing.T) {
 	}
 }
 
+// Not parallel: it changes libDir and PATH, which every other test's Ensure reads (parallel tests wait
+// until the serial ones have run).
 func TestNoPostgresError(t *testing.T) {
 	old := libDir
 	libDir = t.TempDir()

@@ -12,6 +12,7 @@ import (
 // A synchronous standby has every commit the primary acknowledged, refuses writes until promoted, and a
 // multi-host URL with target_session_attrs=read-write reaches whichever of the two accepts writes.
 func TestPrimaryStandbyKillPromote(t *testing.T) {
+	t.Parallel()
 	requirePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,18 +30,9 @@ func connect(t *testing.T, u string) *pgx.Conn {
 
 // Each error as a real server (or a missing one) gives it: the database away, or the statement wrong.
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
-	nobody, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nobody.Close() // a port nothing listens on
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = nobody.Addr().String()
-	closedPort := u.String()
+	closedPort := closedPortURL(t)
 
 	cases := []struct {
 		name string
@@ -118,6 +110,7 @@ func TestUnavailable(t *testing.T) {
 // A statement that ran out of time, told from one that failed and from a connection that broke, each as
 // a real server gives it.
 func TestTimedOut(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cases := []struct {
 		name string
@@ -174,6 +167,7 @@ func TestTimedOut(t *testing.T) {
 // (a lock wait, statement_timeout, its own deadline) on a database that answers is not an outage, while a
 // broken connection, or a timeout on a database that accepts connections and says nothing, is.
 func TestAway(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	live, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
@@ -232,11 +226,14 @@ func TestAway(t *testing.T) {
 	}
 }
 
-// lockTimeout is the error of a statement that gave up waiting for a lock another transaction holds.
+// lockTimeout is the error of a statement that gave up waiting for a lock another transaction holds. The
+// table is the test's own: tests running in parallel neither create it at once nor wait on each other's
+// lock.
 func lockTimeout(t *testing.T) error {
 	ctx := t.Context()
+	table := pgx.Identifier{"pgfail_locked_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))}.Sanitize()
 	holder := connect(t, dbURL)
-	if _, err := holder.Exec(ctx, "CREATE TABLE IF NOT EXISTS pgfail_locked (n int)"); err != nil {
+	if _, err := holder.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (n int)"); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := holder.Begin(ctx)
@@ -244,14 +241,14 @@ func lockTimeout(t *testing.T) error {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE pgfail_locked IN ACCESS EXCLUSIVE MODE"); err != nil {
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	waiter := connect(t, dbURL)
 	if _, err := waiter.Exec(ctx, "SET lock_timeout = 50"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = waiter.Exec(ctx, "SELECT * FROM pgfail_locked")
+	_, err = waiter.Exec(ctx, "SELECT * FROM "+table)
 	return err
 }
 

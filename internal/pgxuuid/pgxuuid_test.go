@@ -36,6 +36,7 @@ func pool(t *testing.T, register bool) *pgxpool.Pool {
 
 // The registered map must not fall back to the string paths this package exists to avoid.
 func TestPlansAreBinary(t *testing.T) {
+	t.Parallel()
 	m := pgtype.NewMap()
 	Register(m)
 	if p := m.PlanEncode(pgtype.UUIDOID, pgtype.BinaryFormatCode, uuid.New()); reflect.TypeOf(p) != reflect.TypeOf(encodeBinary{}) {
@@ -88,6 +89,7 @@ func query(ctx context.Context, p *pgxpool.Pool, mode pgx.QueryExecMode, u, v uu
 // Through the database both ways, binary and text (the simple protocol), the registered pool gives
 // exactly what pgx gave through uuid's Valuer and Scanner, and PostgreSQL sees the right values.
 func TestRoundTripMatchesValuerPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fast, slow := pool(t, true), pool(t, false)
 	u, v := uuid.Must(uuid.NewV7()), uuid.New()
@@ -130,6 +132,7 @@ func TestRoundTripMatchesValuerPath(t *testing.T) {
 
 // Stored and read back from a table, including a NULL column read into a *uuid.UUID.
 func TestTableRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := pool(t, true)
 	conn, err := p.Acquire(ctx)

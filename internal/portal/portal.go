@@ -20,7 +20,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,7 +28,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -89,9 +88,9 @@ type Link struct {
 // edit, delete, pause, resume, reveal and rotate the signing secret), deliveries (resend, retry now,
 // recover) and sends events (test and example events).
 var roleScopes = map[string][]string{
-	RoleView: {tenants.ScopeSubscriptionsRead, tenants.ScopeDeliveriesRead},
-	RoleManage: {tenants.ScopeSubscriptionsRead, tenants.ScopeSubscriptionsWrite, tenants.ScopeDeliveriesRead,
-		tenants.ScopeDeliveriesWrite, tenants.ScopeEventsWrite},
+	RoleView: {principal.ScopeSubscriptionsRead, principal.ScopeDeliveriesRead},
+	RoleManage: {principal.ScopeSubscriptionsRead, principal.ScopeSubscriptionsWrite, principal.ScopeDeliveriesRead,
+		principal.ScopeDeliveriesWrite, principal.ScopeEventsWrite},
 }
 
 // Session is a running portal session.
@@ -107,43 +106,26 @@ type Session struct {
 	MadeBy activity.Actor
 }
 
+// Principal is the person in the session as every handler sees them: of the session's tenant, with its
+// role's scopes, named as the platform's link named them and, as Via, by who made the link.
+func (s Session) Principal() principal.Principal {
+	return principal.Portal(principal.PortalSession{ID: s.ID, TenantID: s.TenantID, Scopes: roleScopes[s.Role],
+		ViewOnly: s.Role != RoleManage, UserID: s.User.ID, UserEmail: s.User.Email, UserName: s.User.Name, MadeBy: s.MadeBy})
+}
+
 // CanChange reports whether the session may change anything.
-func (s Session) CanChange() bool { return s.Role == RoleManage }
+func (s Session) CanChange() bool { return s.Principal().CanChange() }
 
 // Label is how pages name the person: the name, else the email, else "portal user".
-func (s Session) Label() string {
-	switch {
-	case s.User.Name != "":
-		return s.User.Name
-	case s.User.Email != "":
-		return s.User.Email
-	}
-	return "portal user"
-}
+func (s Session) Label() string { return s.Principal().Label() }
 
 // Actor names the person in logs and audit records: "portal:" and the platform's id, else email, else
 // the session's own id.
-func (s Session) Actor() string {
-	switch {
-	case s.User.ID != "":
-		return "portal:" + s.User.ID
-	case s.User.Email != "":
-		return "portal:" + s.User.Email
-	}
-	return "portal:" + s.ID.String()
-}
+func (s Session) Actor() string { return s.Principal().AuditName() }
 
 // ActivityActor is the person as the activity log records them: what the platform's link said, or, when
 // it said nothing, the session's own id; and, as Via, who made the link.
-func (s Session) ActivityActor() activity.Actor {
-	a := activity.Actor{Kind: activity.ActorPortal, ID: s.User.ID, Email: s.User.Email, Name: s.User.Name}
-	if a.ID == "" && a.Email == "" && a.Name == "" {
-		a.ID = s.ID.String()
-	}
-	by := s.MadeBy
-	a.Via = &by
-	return a
-}
+func (s Session) ActivityActor() activity.Actor { return s.Principal().Actor() }
 
 // ErrUnusable is a used, expired, voided or unknown link: all answered alike.
 var ErrUnusable = errors.New("portal link expired or already used")
@@ -181,7 +163,7 @@ func checkText(field, s string, most int) error {
 // CreateLink makes a single-use link into tenantID's dashboard for by, an admin or a token of the tenant
 // holding portal:write. The caller has checked that the tenant exists and that by may reach it; CreateLink
 // checks that by holds every scope the link's role uses (FORBIDDEN otherwise).
-func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by tenants.Principal, in LinkRequest) (Link, error) {
+func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by principal.Principal, in LinkRequest) (Link, error) {
 	switch in.Role {
 	case "":
 		in.Role = RoleManage
@@ -216,7 +198,7 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by tenants
 	if !by.Admin {
 		var lacks []string
 		for _, sc := range roleScopes[in.Role] {
-			if !slices.Contains(by.Scopes, sc) {
+			if !by.Holds(sc) {
 				lacks = append(lacks, sc)
 			}
 		}
@@ -225,13 +207,13 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by tenants
 				in.Role, strings.Join(roleScopes[in.Role], ", "), strings.Join(lacks, ", "))
 		}
 	}
-	madeBy := by.Who
+	madeBy := by.Actor()
 	if madeBy.Kind != activity.ActorToken { // HOOKLINE_ADMIN_TOKEN, or Hookline's own demo
 		madeBy.Kind = activity.ActorAdmin
 	}
 	var madeByToken *uuid.UUID
-	if madeBy.Kind == activity.ActorToken {
-		madeByToken = by.TokenID
+	if id, ok := by.Token(); ok && madeBy.Kind == activity.ActorToken {
+		madeByToken = &id
 	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw) // never fails (crypto/rand panics rather than return an error)
@@ -250,7 +232,7 @@ func (s *Service) CreateLink(ctx context.Context, tenantID uuid.UUID, by tenants
 			return err
 		}
 		// Who the link is for, never its token.
-		return activity.Record(ctx, q, tenantID, now, activity.PortalLinkCreated,
+		return activity.Record(ctx, tx, tenantID, now, activity.PortalLinkCreated,
 			activity.Object{Type: "portal_link", ID: id.String()},
 			map[string]any{"role": in.Role, "user": u})
 	})
@@ -321,7 +303,7 @@ func (s *Service) EndTenant(ctx context.Context, tenantID uuid.UUID) (int64, err
 		if n, err = q.EndTenantPortalSessions(ctx, db.EndTenantPortalSessionsParams{TenantID: tenantID, Now: now}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, now, activity.PortalSessionsEnded,
+		return activity.Record(ctx, tx, tenantID, now, activity.PortalSessionsEnded,
 			activity.Object{Type: "tenant", ID: tenantID.String()}, map[string]any{"ended": n})
 	})
 	if err != nil {

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustParse(t *testing.T, s string) *Box {
 	t.Helper()
@@ -17,6 +21,7 @@ func mustParse(t *testing.T, s string) *Box {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	b := mustParse(t, NewKey())
 	for _, plain := range []string{"whsec_abc", "", "Bearer ünïcode", "enc:v1:looks:sealed", strings.Repeat("x", 5000)} {
 		sealed, err := b.Seal(plain)
@@ -39,6 +44,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestStoredFormatNamesTheKey(t *testing.T) {
+	t.Parallel()
 	k := NewKey()
 	b := mustParse(t, k)
 	sealed, _ := b.Seal("v")
@@ -52,6 +58,7 @@ func TestStoredFormatNamesTheKey(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	oldKey, newKey := NewKey(), NewKey()
 	old := mustParse(t, oldKey)
 	sealedOld, _ := old.Seal("whsec_old")
@@ -82,6 +89,7 @@ func TestRotation(t *testing.T) {
 }
 
 func TestWrongKeyAndNoKeyRefused(t *testing.T) {
+	t.Parallel()
 	sealed, _ := mustParse(t, NewKey()).Seal("whsec_x")
 	if _, err := mustParse(t, NewKey()).Open(sealed); err == nil {
 		t.Fatal("opened with the wrong key")
@@ -93,6 +101,7 @@ func TestWrongKeyAndNoKeyRefused(t *testing.T) {
 }
 
 func TestTamperingRefused(t *testing.T) {
+	t.Parallel()
 	b := mustParse(t, NewKey())
 	sealed, _ := b.Seal("whsec_secret")
 	header := sealed[:strings.LastIndex(sealed, ":")+1]
@@ -116,6 +125,7 @@ func TestTamperingRefused(t *testing.T) {
 }
 
 func TestPlaintextPassthrough(t *testing.T) {
+	t.Parallel()
 	var none *Box
 	b := mustParse(t, NewKey())
 	for _, box := range []*Box{none, b} {
@@ -152,6 +162,7 @@ func TestPlaintextPassthrough(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	if b, err := Parse("  "); b != nil || err != nil {
 		t.Fatalf("blank: %v %v", b, err)
 	}

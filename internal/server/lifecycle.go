@@ -72,10 +72,7 @@ func (s *Server) running(main *httpServer) together {
 			start: func(ctx context.Context) error { s.ReplayRunner.Start(ctx); return nil },
 			stop:  func(ctx context.Context) error { return within(ctx, s.ReplayRunner.Stop) },
 		}},
-		service.Named{Name: "event catalogue", Service: funcs{
-			start: s.Catalogue.Start,
-			stop:  func(ctx context.Context) error { return within(ctx, s.Catalogue.Stop) },
-		}},
+		service.Named{Name: "event catalogue", Service: s.Catalogue},
 		// Its Stop gives leadership up at once, so another process takes over within seconds.
 		service.Named{Name: "maintenance", Service: s.maintainer},
 		service.Named{Name: "worker", Service: s.worker},

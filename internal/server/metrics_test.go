@@ -14,7 +14,7 @@ import (
 var dbURL string
 
 func TestMain(m *testing.M) {
-	testdb.Main(m, "server", func(u string) { dbURL = u }, servertest.SessionStoreCleanup)
+	testdb.Main(m, "server", func(u string) { dbURL = u })
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -17,10 +17,7 @@ import (
 // addresses closed, every goroutine of the server gone and its pools closed; Stop then has nothing left
 // to do.
 func TestServeUndoesWhatItStartedWhenALaterStepFails(t *testing.T) {
-	// scs.New starts a memory store's cleanup goroutine that nothing stops, when the dashboard is built
-	// (server.New) and whether or not it is ever used: not Serve's.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup"))
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := servertest.Config(t, dbURL)
 	cfg.MetricsAddr = "127.0.0.1:0"
 	ctx := context.Background()

@@ -36,6 +36,7 @@ import (
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/tracing"
+	"github.com/hookline/hookline/internal/web/session"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -88,6 +89,10 @@ type Server struct {
 	ReplayRunner  *delivery.ReplayRunner
 	Publisher     *delivery.Publisher
 	Activity      *activity.Log
+	// LoginThrottle counts the dashboard's failed sign-ins (its old rows are pruned by the maintenance leader);
+	// Sessions is the dashboard's session store. Both are built once here and given to the dashboard.
+	LoginThrottle *tenants.LoginThrottle
+	Sessions      *session.Store
 	// Incidents finds failing endpoints and queues what to tell customers and the operator.
 	Incidents *incidents.Service
 	// Portal makes the customer portal's single-use links and keeps its sessions.
@@ -185,6 +190,8 @@ func (s *Server) build(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	s.Activity = activity.NewLog(s.Pool)
+	s.LoginThrottle = tenants.NewLoginThrottle(s.Pool, s.now, 0, 0, 0)
+	s.Sessions = session.NewStore(s.Pool)
 	s.retention = retention.New(s.Pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: s.now,
 		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval,

@@ -9,7 +9,6 @@ import (
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/smtpurl"
-	"github.com/hookline/hookline/internal/tenants"
 )
 
 // buildMaintenance makes the maintenance leader and registers its tasks: the lease rescue, the prunes,
@@ -19,8 +18,7 @@ func (s *Server) buildMaintenance() error {
 	s.maintainer = maintenance.New(maintenance.Options{ConnConfig: s.EnginePool.Config().ConnConfig, Logger: mlog})
 	s.maintainer.Register(maintenance.Task{Name: "rescue", Interval: delivery.RescueInterval, Run: s.rescue})
 	s.maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
-	s.maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval,
-		tenants.NewLoginThrottle(s.Pool, s.now, 0, 0, 0).Prune, mlog))
+	s.maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval, s.LoginThrottle.Prune, mlog))
 	s.maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
 	s.maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.

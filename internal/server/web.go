@@ -20,7 +20,8 @@ func (s *Server) mountWeb(r chi.Router) {
 		s.log.Error("HOOKLINE_PORTAL_FRAME_ANCESTORS ignored", "err", err)
 	}
 	h := web.New(web.Options{
-		Pool: s.Pool, Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
+		Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
+		Activity: s.Activity, LoginThrottle: s.LoginThrottle, Sessions: s.Sessions,
 		Replays: s.Replays, Incidents: s.Incidents, Portal: s.Portal, Catalogue: s.Catalogue,
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
 		MaxManualRetries: s.Config.MaxManualRetries, Now: s.now, Log: s.log.With("component", "dashboard"),

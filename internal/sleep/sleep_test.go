@@ -4,9 +4,14 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func TestForWaitsOrEndsWithContext(t *testing.T) {
+	t.Parallel()
 	if !For(context.Background(), time.Millisecond) {
 		t.Error("a full wait says the context ended")
 	}

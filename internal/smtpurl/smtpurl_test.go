@@ -3,9 +3,14 @@ package smtpurl
 import (
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func TestParse(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("smtp://us%40er:p%3Ass@mail.example.com:587?from=Hookline%20%3Calerts@example.com%3E&tls=required")
 	if err != nil {
 		t.Fatal(err)

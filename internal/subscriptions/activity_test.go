@@ -19,6 +19,7 @@ import (
 // kind its CHECK does not know) takes the pause with it, and a change with no actor in its context is
 // refused: every change is recorded (what Hookline changes by itself names the system actor).
 func TestActivityEntryInTheChangesTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
@@ -67,6 +68,7 @@ func TestActivityEntryInTheChangesTransaction(t *testing.T) {
 // entry names the headers added, removed and given a new value, never a value. A save that changes
 // nothing records nothing.
 func TestChangeRecordsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
 	if err != nil {
@@ -140,23 +142,29 @@ func TestChangeRecordsOnlyWhatChanged(t *testing.T) {
 		if len(got) != want {
 			t.Fatalf("%s: %d entries, want %d", st.name, len(got), want)
 		}
-		d := got[0].Details
-		if f := strings.Join(anyStrings(d["fields"]), ","); f != strings.Join(st.fields, ",") {
-			t.Errorf("%s: fields %q, want %q", st.name, f, strings.Join(st.fields, ","))
+		checkChangeEntry(t, st.name, got[0].Details, st.fields, st.headers)
+	}
+}
+
+// checkChangeEntry checks a subscription.changed entry's details: the fields named, the headers added,
+// removed and changed (nil: no headers detail), and no header value anywhere.
+func checkChangeEntry(t *testing.T, step string, d map[string]any, fields []string, headers map[string][]string) {
+	t.Helper()
+	if f := strings.Join(anyStrings(d["fields"]), ","); f != strings.Join(fields, ",") {
+		t.Errorf("%s: fields %q, want %q", step, f, strings.Join(fields, ","))
+	}
+	h, _ := d["headers"].(map[string]any)
+	if (h != nil) != (headers != nil) {
+		t.Errorf("%s: headers detail %v, want %v", step, d["headers"], headers)
+	}
+	for k, names := range headers {
+		if g := strings.Join(anyStrings(h[k]), ","); g != strings.Join(names, ",") {
+			t.Errorf("%s: headers %s %q, want %q", step, k, g, strings.Join(names, ","))
 		}
-		h, _ := d["headers"].(map[string]any)
-		if (h != nil) != (st.headers != nil) {
-			t.Errorf("%s: headers detail %v, want %v", st.name, d["headers"], st.headers)
-		}
-		for k, names := range st.headers {
-			if g := strings.Join(anyStrings(h[k]), ","); g != strings.Join(names, ",") {
-				t.Errorf("%s: headers %s %q, want %q", st.name, k, g, strings.Join(names, ","))
-			}
-		}
-		for _, secret := range []string{"key-1", "key-2", "eu", "billing"} {
-			if raw := fmt.Sprint(d); strings.Contains(raw, secret) {
-				t.Errorf("%s: the entry holds a header value: %s", st.name, raw)
-			}
+	}
+	for _, secret := range []string{"key-1", "key-2", "eu", "billing"} {
+		if raw := fmt.Sprint(d); strings.Contains(raw, secret) {
+			t.Errorf("%s: the entry holds a header value: %s", step, raw)
 		}
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Deleting a subscription while a claim holds one of its waiting deliveries must not deadlock. A claim locks
@@ -18,8 +20,10 @@ import (
 // holding the row, so the claim's second step goes through and both finish. (Locking the row first, as the
 // delete once did, made PostgreSQL detect a deadlock and abort one of them.)
 func TestDeleteWhileClaimingDoesNotDeadlock(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	// A database of its own: the delete is seen waiting by any lock wait on the database.
+	pool, err := server.Connect(ctx, ownDatabase(t, "subs_deletelock"), 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,27 +59,7 @@ func TestDeleteWhileClaimingDoesNotDeadlock(t *testing.T) {
 
 	deleted := make(chan error, 1)
 	go func() { deleted <- svc.Delete(ctx, tn.ID, sub.ID) }()
-	// Wait until the delete is blocked on a lock the claim holds.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		select {
-		case err := <-deleted:
-			t.Fatalf("the delete finished (%v) while the claim held a waiting delivery", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the delete never waited for the claim's delivery")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntilBlocked(t, pool, deleted)
 
 	// The claim's second step: the subscription's row, with a lock timeout far below the delete's wait, so a
 	// delete holding the row fails this step instead of waiting for the deadlock detector.
@@ -100,17 +84,51 @@ func TestDeleteWhileClaimingDoesNotDeadlock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the delete did not finish after the claim committed")
 	}
-	// The claimed delivery finishes its attempt; the other was dead-lettered with the reason.
+	checkDeletedWhileClaimed(t, svc, pool, tn.ID, sub.ID)
+}
+
+// waitUntilBlocked waits until a statement on the database waits for a lock (the delete, for the claim's
+// delivery), and fails the test if the delete finishes instead, or after 10 s.
+func waitUntilBlocked(t *testing.T, pool *pgxpool.Pool, deleted <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		select {
+		case err := <-deleted:
+			t.Fatalf("the delete finished (%v) while the claim held a waiting delivery", err)
+		case <-deadline:
+			t.Fatal("the delete never waited for the claim's delivery")
+		case <-tick.C:
+		}
+	}
+}
+
+// checkDeletedWhileClaimed: the claimed delivery finishes its attempt; the other was dead-lettered with
+// the reason, and the subscription is gone.
+func checkDeletedWhileClaimed(t *testing.T, svc *subscriptions.Service, pool *pgxpool.Pool, tenant, sub uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
 	var inFlight, dead int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'in_flight'),
 		count(*) FILTER (WHERE state = 'failed' AND dead_reason = 'subscription_deleted')
-		FROM webhook_deliveries WHERE subscription_id = $1`, sub.ID).Scan(&inFlight, &dead); err != nil {
+		FROM webhook_deliveries WHERE subscription_id = $1`, sub).Scan(&inFlight, &dead); err != nil {
 		t.Fatal(err)
 	}
 	if inFlight != 1 || dead != 1 {
 		t.Errorf("%d in flight and %d dead-lettered, want 1 and 1", inFlight, dead)
 	}
-	if _, err := svc.Get(ctx, tn.ID, sub.ID); err == nil {
+	if _, err := svc.Get(ctx, tenant, sub); err == nil {
 		t.Error("the subscription is still there")
 	}
 }

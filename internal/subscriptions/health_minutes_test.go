@@ -33,8 +33,10 @@ type storedAttempt struct {
 // the last success (which may fall in a cut minute, a whole one, or nowhere), the latency percentiles of
 // the newest LatencySample, and the chart buckets of every range.
 func TestHealthMatchesItsAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	// A database of its own: retention sweeps, and the minutes are counted, over every tenant.
+	pool, err := server.Connect(ctx, ownDatabase(t, "subs_minutes"), 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +67,32 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 		deliveryOf[uuid.MustParse(d.SubscriptionID)] = uuid.MustParse(d.ID)
 	}
 
+	stored := storeAttempts(t, pool, tn.ID, subs, deliveryOf, now)
+	checkHealthSince(t, svc, tn.ID, subs, stored, now)
+	ids := []uuid.UUID{subs[0].ID, subs[1].ID, subs[2].ID}
+	checkSeries(t, svc, tn.ID, ids, stored, now)
+
+	// Another tenant asking for these subscriptions learns nothing.
+	other, err := tenants.NewService(pool, "").CreateTenant(ctx, "health-minutes-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := svc.HealthSince(ctx, other.ID, subs, now.Add(-24*time.Hour)); err != nil || h[subs[0].ID].Attempts != 0 {
+		t.Errorf("another tenant sees %+v, %v", h[subs[0].ID], err)
+	}
+	if s, err := svc.SeriesOf(ctx, other.ID, ids, subscriptions.Range24h); err != nil || slices.ContainsFunc(s[ids[0]], func(b subscriptions.HourBucket) bool { return b.Successes+b.Failures > 0 }) {
+		t.Errorf("another tenant sees a chart: %v", err)
+	}
+
+	checkMinutesSwept(t, pool, now)
+}
+
+// storeAttempts stores each subscription's attempts of its delivery, at random times (a fixed seed) before
+// now, by several statements (INSERT and COPY), and returns them by subscription.
+func storeAttempts(t *testing.T, pool *pgxpool.Pool, tenant uuid.UUID, subs []subscriptions.Subscription,
+	deliveryOf map[uuid.UUID]uuid.UUID, now time.Time) map[uuid.UUID][]storedAttempt {
+	t.Helper()
+	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	stored := map[uuid.UUID][]storedAttempt{}
 	// shape: 0 a busy endpoint (more attempts than LatencySample) that mostly succeeds and ends failing;
@@ -103,7 +131,7 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 			n := min(len(rows), 1+rng.IntN(3000))
 			batch := rows[:n]
 			rows = rows[n:]
-			insertAttempts(t, pool, tn.ID, sub.ID, deliveryOf[sub.ID], &next, batch, rng.IntN(2) == 0)
+			insertAttempts(t, pool, tenant, sub.ID, deliveryOf[sub.ID], &next, batch, rng.IntN(2) == 0)
 			stored[sub.ID] = append(stored[sub.ID], batch...)
 		}
 		// The delivery is done: no worker of another test claims it and numbers an attempt again.
@@ -112,13 +140,21 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return stored
+}
 
+// checkHealthSince compares each subscription's health since several times (cutting a minute or not)
+// with the health worked out from its attempts.
+func checkHealthSince(t *testing.T, svc *subscriptions.Service, tenant uuid.UUID, subs []subscriptions.Subscription,
+	stored map[uuid.UUID][]storedAttempt, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	for _, since := range []time.Time{
 		now.Add(-24 * time.Hour),                       // cuts a minute
 		now.Add(-24 * time.Hour).Truncate(time.Minute), // on a minute's start
 		now.Add(-time.Hour), now.Add(-2 * time.Minute), now.Add(-7 * 24 * time.Hour),
 	} {
-		got, err := svc.HealthSince(ctx, tn.ID, subs, since)
+		got, err := svc.HealthSince(ctx, tenant, subs, since)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +168,19 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 			}
 		}
 	}
-	if h, _ := svc.HealthSince(ctx, tn.ID, subs[:1], now.Add(-24*time.Hour)); h[subs[0].ID].ConsecutiveFailures != 7 {
+	if h, _ := svc.HealthSince(ctx, tenant, subs[:1], now.Add(-24*time.Hour)); h[subs[0].ID].ConsecutiveFailures != 7 {
 		t.Errorf("the run after the last success: %d, want 7", h[subs[0].ID].ConsecutiveFailures)
 	}
+}
 
-	ids := []uuid.UUID{subs[0].ID, subs[1].ID, subs[2].ID}
+// checkSeries compares each subscription's chart buckets of every range with those worked out from its
+// attempts.
+func checkSeries(t *testing.T, svc *subscriptions.Service, tenant uuid.UUID, ids []uuid.UUID,
+	stored map[uuid.UUID][]storedAttempt, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	for _, rg := range subscriptions.Ranges {
-		series, err := svc.SeriesOf(ctx, tn.ID, ids, rg)
+		series, err := svc.SeriesOf(ctx, tenant, ids, rg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,20 +206,13 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// Another tenant asking for these subscriptions learns nothing.
-	other, err := tenants.NewService(pool, "").CreateTenant(ctx, "health-minutes-other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h, err := svc.HealthSince(ctx, other.ID, subs, now.Add(-24*time.Hour)); err != nil || h[subs[0].ID].Attempts != 0 {
-		t.Errorf("another tenant sees %+v, %v", h[subs[0].ID], err)
-	}
-	if s, err := svc.SeriesOf(ctx, other.ID, ids, subscriptions.Range24h); err != nil || slices.ContainsFunc(s[ids[0]], func(b subscriptions.HourBucket) bool { return b.Successes+b.Failures > 0 }) {
-		t.Errorf("another tenant sees a chart: %v", err)
-	}
-
-	// Retention drops minutes past the longest range, and only those.
+// checkMinutesSwept: retention, run two days after now, drops the minutes past the longest range, and only
+// those.
+func checkMinutesSwept(t *testing.T, pool *pgxpool.Pool, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	var before, old int
 	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE minute < $1) FROM attempt_minutes`,
 		now.Add(2*24*time.Hour-retention.AttemptMinutesKept)).Scan(&before, &old); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,20 @@ import (
 var dbURL string
 
 func TestMain(m *testing.M) { testdb.Main(m, "subscriptions", func(u string) { dbURL = u }) }
+
+// ownDatabase is the URL of a database of the test's own (a copy of the migrated template), dropped when
+// the test ends: for a test that reads or changes more than its own tenant's rows (a worker claims any
+// tenant's deliveries, retention sweeps every tenant's minutes), which the package's parallel tests
+// would otherwise disturb.
+func ownDatabase(t *testing.T, prefix string) string {
+	t.Helper()
+	u, drop, err := testdb.Create(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return u
+}
 
 // receiverAnswering answers the given statuses in order (then 200).
 func receiverAnswering(t *testing.T, statuses ...int) string {
@@ -44,8 +60,10 @@ func receiverAnswering(t *testing.T, statuses ...int) string {
 // Health of several subscriptions at once matches each one's own attempts: rate, run of failures, last
 // success and failure, and the hourly buckets; a subscription without attempts has no rate.
 func TestHealthOfSeveralSubscriptions(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
+	// A database of its own: the worker claims every due delivery, whichever test published it.
+	pool, err := server.Connect(ctx, ownDatabase(t, "subs_health"), 4, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +130,16 @@ func TestHealthOfSeveralSubscriptions(t *testing.T) {
 		t.Errorf("single Health of a: %+v, %v", one, err)
 	}
 
-	hours, err := svc.HourlyOf(ctx, tn.ID, []uuid.UUID{a.ID, b.ID, quiet.ID})
+	checkHourly(t, svc, tn.ID, map[uuid.UUID][2]int{a.ID: {1, 2}, b.ID: {2, 1}, quiet.ID: {0, 0}})
+}
+
+// checkHourly checks each subscription's hourly buckets of the last day: at least 24, holding want's
+// successes and failures in all.
+func checkHourly(t *testing.T, svc *subscriptions.Service, tenant uuid.UUID, want map[uuid.UUID][2]int) {
+	t.Helper()
+	ctx := context.Background()
+	ids := slices.Collect(maps.Keys(want))
+	hours, err := svc.HourlyOf(ctx, tenant, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +149,9 @@ func TestHealthOfSeveralSubscriptions(t *testing.T) {
 		}
 		return
 	}
-	for _, c := range []struct {
-		id   uuid.UUID
-		s, f int
-	}{{a.ID, 1, 2}, {b.ID, 2, 1}, {quiet.ID, 0, 0}} {
-		if s, f := sum(hours[c.id]); s != c.s || f != c.f || len(hours[c.id]) < 24 {
-			t.Errorf("hourly %s: %d successes %d failures in %d buckets, want %d %d in 24+", c.id, s, f, len(hours[c.id]), c.s, c.f)
+	for id, w := range want {
+		if s, f := sum(hours[id]); s != w[0] || f != w[1] || len(hours[id]) < 24 {
+			t.Errorf("hourly %s: %d successes %d failures in %d buckets, want %d %d in 24+", id, s, f, len(hours[id]), w[0], w[1])
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 // subscription (attempt_minutes_pkey, webhook_attempts_sub_started_idx),
 // never a whole table: with sequential scans priced out, a query no index can serve would still show one.
 func TestHealthQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {

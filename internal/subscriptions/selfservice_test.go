@@ -42,6 +42,7 @@ func newTenantID(t *testing.T, pool *pgxpool.Pool, name string) uuid.UUID {
 // creates with room for three, exactly three succeed, the others are INVALID_REQUEST saying why. Deleting
 // one makes room again.
 func TestSubscriptionLimitPerTenant(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool := selfServicePool(t)
 	svc := subscriptions.NewService(pool, time.Now, true)
@@ -101,6 +102,7 @@ func TestSubscriptionLimitPerTenant(t *testing.T) {
 // Refusals name their field (for the dashboard's form), keep the API's code and message, and say the
 // SSRF guard's refusal in a customer's words.
 func TestFieldErrors(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool := selfServicePool(t)
 	svc := subscriptions.NewService(pool, time.Now, false)
@@ -149,6 +151,7 @@ func TestFieldErrors(t *testing.T) {
 // the stored one, a new value replaces it, a header left out is removed. Without it (the API) an empty
 // value is stored as given.
 func TestUpdateKeepsEmptyHeaderValues(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool := selfServicePool(t)
 	svc := subscriptions.NewService(pool, time.Now, true)
@@ -196,6 +199,7 @@ func TestUpdateKeepsEmptyHeaderValues(t *testing.T) {
 // Secrets lists the secrets valid now, newest first, with when a rotated-out one stops; an expired one
 // is not listed, another tenant's subscription is NOT_FOUND.
 func TestSecretsValidNow(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool := selfServicePool(t)
 	now := time.Now()

@@ -428,7 +428,7 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionCreated, object(row.ID),
+		return activity.Record(ctx, tx, tenantID, s.now(), activity.SubscriptionCreated, object(row.ID),
 			map[string]any{"url": httpx.RedactURL(row.URL)})
 	})
 	if fe := fault.As(err); fe != nil {
@@ -540,7 +540,7 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 				return err
 			}
 		}
-		out, err = s.update(ctx, q, tenantID, old, in, headers)
+		out, err = s.update(ctx, tx, q, tenantID, old, in, headers)
 		return err
 	})
 	if err != nil && fault.As(err) == nil {
@@ -579,7 +579,7 @@ func (s *Service) newHeaders(stored []byte, given map[string]string, keep bool) 
 
 // update writes the fields given, headers already in their stored form, and records what changed from old
 // (the row as read and locked in q's transaction).
-func (s *Service) update(ctx context.Context, q *db.Queries, tenantID uuid.UUID, old db.Subscription, in Input, headers []byte) (Subscription, error) {
+func (s *Service) update(ctx context.Context, tx pgx.Tx, q *db.Queries, tenantID uuid.UUID, old db.Subscription, in Input, headers []byte) (Subscription, error) {
 	// One guarded statement: fields not given stay as the row has them.
 	p := db.UpdateSubscriptionParams{ID: old.ID, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
 	if in.EventTypes != nil {
@@ -600,7 +600,7 @@ func (s *Service) update(ctx context.Context, q *db.Queries, tenantID uuid.UUID,
 	}
 	// A save that changed nothing is no change: nothing to record.
 	if details := s.changes(old, row); details != nil {
-		if err := activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionChanged, object(old.ID), details); err != nil {
+		if err := activity.Record(ctx, tx, tenantID, s.now(), activity.SubscriptionChanged, object(old.ID), details); err != nil {
 			return Subscription{}, err
 		}
 	}
@@ -708,7 +708,7 @@ func (s *Service) Delete(ctx context.Context, tenantID, id uuid.UUID) error {
 		if _, err := q.DeleteSubscription(ctx, db.DeleteSubscriptionParams{ID: id, TenantID: tenantID}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, s.now(), activity.SubscriptionDeleted, object(id),
+		return activity.Record(ctx, tx, tenantID, s.now(), activity.SubscriptionDeleted, object(id),
 			map[string]any{"dead_lettered": failed})
 	})
 	if err == nil && failed > 0 && s.OnDeadLettered != nil {
@@ -761,7 +761,7 @@ func (s *Service) setState(ctx context.Context, tenantID, id uuid.UUID, to, reas
 		if err != nil {
 			return err
 		}
-		if err := activity.Record(ctx, q, tenantID, s.now(), action, object(id), nil); err != nil {
+		if err := activity.Record(ctx, tx, tenantID, s.now(), action, object(id), nil); err != nil {
 			return err
 		}
 		if to == Active {
@@ -802,7 +802,7 @@ func (s *Service) RotateSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: id, Secret: stored}); err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRotated, object(id), nil)
+		return activity.Record(ctx, tx, tenantID, s.now(), activity.SecretRotated, object(id), nil)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fault.Missing("subscription")
@@ -842,7 +842,7 @@ func (s *Service) Secrets(ctx context.Context, tenantID, id uuid.UUID) ([]Secret
 			}
 			out = append(out, Secret{Secret: plain, ExpiresAt: r.ExpiresAt})
 		}
-		return activity.Record(ctx, q, tenantID, s.now(), activity.SecretRevealed, object(id), nil)
+		return activity.Record(ctx, tx, tenantID, s.now(), activity.SecretRevealed, object(id), nil)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fault.Missing("subscription")

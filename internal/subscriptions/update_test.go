@@ -19,6 +19,7 @@ import (
 // put back the other's field as it read it. Repeated so that the two statements overlap some of the
 // times (a read-then-write loses one change in most rounds here).
 func TestConcurrentPatchesKeepBothChanges(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 8, server.PlanPerCall)
 	if err != nil {
@@ -79,6 +80,7 @@ func TestConcurrentPatchesKeepBothChanges(t *testing.T) {
 // A PATCH changes only the fields it names; null and 0 remove the rate limit, an empty list of event
 // types means every type, and a deleted subscription is not found.
 func TestPatchChangesOnlyWhatItNames(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
 	pool, err := server.Connect(ctx, dbURL, 2, server.PlanPerCall)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateURL(t *testing.T) {
+	t.Parallel()
 	guarded := &Service{allowPrivate: false}
 	open := &Service{allowPrivate: true}
 	cases := []struct {
@@ -72,6 +73,7 @@ func TestValidateURL(t *testing.T) {
 }
 
 func TestValidateHeaders(t *testing.T) {
+	t.Parallel()
 	ok := []map[string]string{
 		nil, {}, {"X-Api-Key": "k"}, {"authorization": "Bearer x"}, {"X-Empty": ""}, {"X-Tab": "a\tb"},
 		{"X-Long": strings.Repeat("v", 1024)},
@@ -106,6 +108,7 @@ func TestValidateHeaders(t *testing.T) {
 }
 
 func TestValidateInput(t *testing.T) {
+	t.Parallel()
 	s := &Service{allowPrivate: false}
 	str := func(v string) *string { return &v }
 	num := func(v int) *int { return &v }
@@ -144,6 +147,7 @@ func TestValidateInput(t *testing.T) {
 // With KnownEventType set (HOOKLINE_EVENT_TYPES=registered), every exact type and pattern is asked about
 // as written, and one it does not know refuses the whole list, saying which and why.
 func TestValidateEventTypesAgainstTheCatalogue(t *testing.T) {
+	t.Parallel()
 	var asked []string
 	s := &Service{KnownEventType: func(t string) bool {
 		asked = append(asked, t)

@@ -12,6 +12,7 @@ import (
 // The attempts count adds up every subscription's attempts since the cutoff and stops at the cap once for
 // the tenant, not once per subscription.
 func TestOverviewCountsAttemptsAcrossSubscriptionsUpToTheCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := pgxuuid.NewPool(ctx, dbURL)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
 )
@@ -40,7 +41,7 @@ const knownFor = 2 * time.Second
 const listenerName = "hookline token revocations"
 
 type knownToken struct {
-	p     Principal
+	p     principal.Principal
 	until time.Time
 }
 
@@ -52,15 +53,15 @@ type tokenCache struct {
 	gen     uint64
 }
 
-func (c *tokenCache) get(hash string, now time.Time, live bool) (Principal, bool) {
+func (c *tokenCache) get(hash string, now time.Time, live bool) (principal.Principal, bool) {
 	if !live {
-		return Principal{}, false
+		return principal.Principal{}, false
 	}
 	c.mu.RLock()
 	k, ok := c.entries[hash]
 	c.mu.RUnlock()
 	if !ok || !now.Before(k.until) {
-		return Principal{}, false
+		return principal.Principal{}, false
 	}
 	return k.p, true
 }
@@ -87,7 +88,7 @@ func (c *tokenCache) forget(id uuid.UUID) {
 	defer c.mu.Unlock()
 	c.gen++
 	for hash, k := range c.entries {
-		if t := k.p.TokenID; t != nil && *t == id {
+		if t, ok := k.p.Token(); ok && t == id {
 			delete(c.entries, hash)
 		}
 	}

@@ -32,6 +32,8 @@ func (l *lockedBuffer) String() string {
 // though each had it cached: the revocation waits for every listening process to drop it, and here both
 // acknowledge (no process is waited out).
 func TestRevokedEverywhereAtOnce(t *testing.T) {
+	// Not parallel: a revocation waits for every listening process of the database, and it checks that
+	// none was waited out; no other test's listener may come and go meanwhile.
 	ctx := activity.System(t.Context(), "test setup")
 	var logs lockedBuffer
 	processes := make([]*Service, 2)

@@ -10,6 +10,8 @@ import (
 
 // Service.PruneSessions deletes expired sessions and keeps live ones.
 func TestPruneSessions(t *testing.T) {
+	// Parallel: it reads the whole sessions table, which no other test of the package writes.
+	t.Parallel()
 	p, err := pgxuuid.NewPool(t.Context(), dbURL)
 	if err != nil {
 		t.Fatal(err)

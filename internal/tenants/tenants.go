@@ -22,60 +22,31 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Scopes a tenant token may hold.
+// Scopes a tenant token may hold (principal's, named here too for the callers that make tokens).
 const (
-	ScopeSubscriptionsRead  = "subscriptions:read"
-	ScopeSubscriptionsWrite = "subscriptions:write"
-	ScopeEventsWrite        = "events:write"
-	ScopeDeliveriesRead     = "deliveries:read"
-	ScopeDeliveriesWrite    = "deliveries:write"
-	// ScopePortalWrite makes customer portal links (of a role whose scopes the token holds too: a link
-	// grants no more than its maker) and ends portal sessions.
-	ScopePortalWrite = "portal:write"
+	ScopeSubscriptionsRead  = principal.ScopeSubscriptionsRead
+	ScopeSubscriptionsWrite = principal.ScopeSubscriptionsWrite
+	ScopeEventsWrite        = principal.ScopeEventsWrite
+	ScopeDeliveriesRead     = principal.ScopeDeliveriesRead
+	ScopeDeliveriesWrite    = principal.ScopeDeliveriesWrite
+	ScopePortalWrite        = principal.ScopePortalWrite
 )
 
 // AllScopes lists every tenant scope.
-var AllScopes = []string{ScopeSubscriptionsRead, ScopeSubscriptionsWrite, ScopeEventsWrite, ScopeDeliveriesRead, ScopeDeliveriesWrite, ScopePortalWrite}
+var AllScopes = principal.AllScopes
 
 // Tenant is one customer account.
 type Tenant struct {
 	ID        uuid.UUID `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
-}
-
-// Principal is who is calling: an admin, or a tenant token with scopes, or a dashboard user.
-type Principal struct {
-	Admin    bool
-	TenantID uuid.UUID
-	Scopes   []string
-	// TokenID is the API token's id (nil for HOOKLINE_ADMIN_TOKEN and dashboard users).
-	TokenID *uuid.UUID
-	// Actor names the caller in logs and replay records.
-	Actor string
-	// Who is the caller as the activity log records it.
-	Who activity.Actor
-}
-
-// Can checks that p may act on tenantID with scope. Another tenant's objects are NOT_FOUND, so a token
-// cannot even learn that they exist.
-func (p Principal) Can(tenantID uuid.UUID, scope string) error {
-	if p.Admin {
-		return nil
-	}
-	if p.TenantID != tenantID {
-		return fault.Missing("tenant")
-	}
-	if scope != "" && !slices.Contains(p.Scopes, scope) {
-		return fault.New(fault.Forbidden, "this token lacks the %s scope", scope)
-	}
-	return nil
 }
 
 // Service manages tenants, tokens and users.
@@ -112,13 +83,14 @@ func hashToken(token string) []byte {
 	return h[:]
 }
 
-// Authenticate resolves a bearer token.
-func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
+// Authenticate resolves a bearer token: HOOKLINE_ADMIN_TOKEN, or an API token (of a tenant, or an admin
+// token stored without one).
+func (s *Service) Authenticate(ctx context.Context, token string) (principal.Principal, error) {
 	if token == "" {
-		return Principal{}, fault.New(fault.Unauthenticated, "missing bearer token")
+		return principal.Principal{}, fault.New(fault.Unauthenticated, "missing bearer token")
 	}
 	if s.adminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) == 1 {
-		return Principal{Admin: true, Actor: "admin-token", Who: activity.Actor{Kind: activity.ActorAdmin}}, nil
+		return principal.AdminToken(), nil
 	}
 	hash := hashToken(token)
 	now := s.Now()
@@ -128,18 +100,13 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 	gen := s.known.generation()
 	row, err := s.q.GetAPITokenByHash(ctx, hash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Principal{}, fault.New(fault.Unauthenticated, "invalid bearer token")
+		return principal.Principal{}, fault.New(fault.Unauthenticated, "invalid bearer token")
 	}
 	if err != nil {
-		return Principal{}, fmt.Errorf("authenticate: %w", err)
+		return principal.Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
 	s.touch(ctx, row.ID)
-	id := row.ID
-	who := activity.Actor{Kind: activity.ActorToken, ID: id.String(), Name: row.Name}
-	p := Principal{Admin: true, TokenID: &id, Actor: "token:" + row.Name, Who: who}
-	if row.TenantID != nil {
-		p = Principal{TenantID: *row.TenantID, Scopes: row.Scopes, TokenID: &id, Actor: "token:" + row.Name, Who: who}
-	}
+	p := principal.Token(row.ID, row.Name, row.TenantID, row.Scopes)
 	// Only tokens found valid are kept, so made-up tokens cannot fill the cache; and only while this
 	// process hears of revocations, and none was heard while the lookup ran.
 	if s.listener.live() {
@@ -510,11 +477,10 @@ func (s *Service) SetPassword(ctx context.Context, tenantID, userID uuid.UUID, p
 func (s *Service) change(ctx context.Context, tenantID uuid.UUID, action, objType string, details map[string]any,
 	do func(q *db.Queries) (uuid.UUID, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		id, err := do(q)
+		id, err := do(s.q.WithTx(tx))
 		if err != nil {
 			return err
 		}
-		return activity.Record(ctx, q, tenantID, s.Now(), action, activity.Object{Type: objType, ID: id.String()}, details)
+		return activity.Record(ctx, tx, tenantID, s.Now(), action, activity.Object{Type: objType, ID: id.String()}, details)
 	})
 }

@@ -20,6 +20,7 @@ var dbURL string
 func TestMain(m *testing.M) { Main(m, "testdb", func(u string) { dbURL = u }) }
 
 func TestMainDatabase(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -41,6 +42,7 @@ func TestMainDatabase(t *testing.T) {
 }
 
 func TestCreateDrop(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	u, drop, err := Create(ctx, "Create-Drop")
@@ -78,6 +80,7 @@ func TestCreateDrop(t *testing.T) {
 }
 
 func TestDBName(t *testing.T) {
+	t.Parallel()
 	valid := regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 	for _, p := range []string{"api", "Create-Drop", "", "9lives", strings.Repeat("x", 100), "ünïcode/pkg"} {
 		n, err := dbName(p)
@@ -96,6 +99,7 @@ func TestDBName(t *testing.T) {
 }
 
 func TestWithDatabase(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://u@h:5/admin?sslmode=disable":         "postgres://u@h:5/new?sslmode=disable",
 		"postgresql://u:p@h/?dbname=old&sslmode=disable": "postgresql://u:p@h/new?sslmode=disable",
@@ -112,6 +116,7 @@ func TestWithDatabase(t *testing.T) {
 // same moment (as go test's parallel processes do) all get a fully migrated database, and the template
 // is built once.
 func TestCreateCopiesOneMigratedTemplate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	admin, err := AdminURL(ctx)

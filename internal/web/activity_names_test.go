@@ -47,6 +47,51 @@ func TestActivityNamesEndpointsAndPeople(t *testing.T) {
 		t.Fatalf("recover: %s", p)
 	}
 
+	checkPersonNamed(t, pc, path)
+
+	checkRecoversStartedBy(t, pc, path)
+
+	// Deleted: named still, marked, no link to a page that is gone.
+	if err := e.srv.Subscriptions.Delete(byOperator(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range byTestID(pc.get("/activity").Doc, "activity-row") {
+		if attr(row, "data-action") != "subscription.changed" {
+			continue
+		}
+		if obj := one(t, row, "activity-object"); text(obj) != "Orders v2 (deleted)" || attr(obj, "href") != "" {
+			t.Errorf("a deleted endpoint's entry: %q → %q", text(obj), attr(obj, "href"))
+		}
+	}
+}
+
+// checkRecoversStartedBy checks the pages of the recover and of the preview on path's page say the person
+// started them, by name, never by the audit identifier.
+func checkRecoversStartedBy(t *testing.T, pc *client, path string) {
+	t.Helper()
+	// The recover's page and the preview's: started by the person, by name.
+	sp := pc.get(path)
+	var links []string
+	for _, id := range []string{"recover-recent", "recover-previews"} {
+		for _, a := range byTestID(one(t, sp.Doc, id), "replay-link") {
+			links = append(links, attr(a, "href"))
+		}
+	}
+	if len(links) != 2 {
+		t.Fatalf("recover links %v, want the recover and the preview", links)
+	}
+	for _, l := range links {
+		rp := pc.get(l)
+		if got := text(one(t, rp.Doc, "started-by")); got != "Started by Grace Hopper" || strings.Contains(rp.Body, "portal:u_42") {
+			t.Errorf("%s: %q", l, got)
+		}
+	}
+}
+
+// checkPersonNamed checks the activity page names the person of a portal session in every entry of theirs
+// (the two changes and the recover), says what each change changed and names the endpoint, linked.
+func checkPersonNamed(t *testing.T, pc *client, path string) {
+	t.Helper()
 	p := pc.get("/activity")
 	var rows []*html.Node // the person's: the operator's creation is not
 	for _, row := range byTestID(p.Doc, "activity-row") {
@@ -76,36 +121,5 @@ func TestActivityNamesEndpointsAndPeople(t *testing.T) {
 	}
 	if strings.Contains(p.Body, "portal:u_42") || strings.Contains(p.Body, "key-2") {
 		t.Error("the activity page shows the audit identifier or a header value")
-	}
-
-	// The recover's page and the preview's: started by the person, by name.
-	sp := pc.get(path)
-	var links []string
-	for _, id := range []string{"recover-recent", "recover-previews"} {
-		for _, a := range byTestID(one(t, sp.Doc, id), "replay-link") {
-			links = append(links, attr(a, "href"))
-		}
-	}
-	if len(links) != 2 {
-		t.Fatalf("recover links %v, want the recover and the preview", links)
-	}
-	for _, l := range links {
-		rp := pc.get(l)
-		if got := text(one(t, rp.Doc, "started-by")); got != "Started by Grace Hopper" || strings.Contains(rp.Body, "portal:u_42") {
-			t.Errorf("%s: %q", l, got)
-		}
-	}
-
-	// Deleted: named still, marked, no link to a page that is gone.
-	if err := e.srv.Subscriptions.Delete(byOperator(), tn.ID, sub.ID); err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range byTestID(pc.get("/activity").Doc, "activity-row") {
-		if attr(row, "data-action") != "subscription.changed" {
-			continue
-		}
-		if obj := one(t, row, "activity-object"); text(obj) != "Orders v2 (deleted)" || attr(obj, "href") != "" {
-			t.Errorf("a deleted endpoint's entry: %q → %q", text(obj), attr(obj, "href"))
-		}
 	}
 }

@@ -177,30 +177,35 @@ func TestAdminManagesUsers(t *testing.T) {
 		t.Fatalf("the new user's home: %s", p)
 	}
 
-	// A new password: too short is refused beside that user's field, then set.
-	p = admin.post(base+"/"+userID+"/password", url.Values{"password": {"short"}})
-	fieldError(t, p, http.StatusBadRequest, inputOf(t, one(t, userRow(t, p, email), "password-form"), "password"), "Password must be at least 10 characters; it has 5")
-	if byTestID(userRow(t, p, tn.Email), "password-"+userID+"-error") != nil {
-		t.Error("the message is beside another user too")
-	}
-	p = admin.post(base+"/"+userID+"/password", url.Values{"password": {"a brand new password"}})
-	if p.Status != http.StatusOK || !strings.Contains(p.text(), "Password set") {
-		t.Fatalf("reset: %s %q", p, p.text())
-	}
-	// The user's session signed in with the old password ends; the new one signs in.
-	if p := user.get("/"); p.URL.Path != "/login" {
-		t.Errorf("the user's session after a new password: %s, want the sign-in page", p)
-	}
-	if p := user.post("/login", url.Values{"email": {email}, "password": {password}}); p.Status != http.StatusUnauthorized {
-		t.Errorf("sign-in with the old password: %s", p)
-	}
-	if p := user.post("/login", url.Values{"email": {email}, "password": {"a brand new password"}}); p.URL.Path != "/" {
-		t.Errorf("sign-in with the new password: %s", p)
-	}
-	if p := user.get("/deliveries"); p.URL.Path != "/deliveries" {
-		t.Errorf("signed in again with the new password: %s", p)
-	}
+	checkNewPassword(t, admin, user, tn, base, userID, email)
 
+	checkUsersRefused(t, admin, user, other, base, userID)
+
+	// Removed: the user's session ends at its next request.
+	p = admin.post(base+"/"+userID+"/remove", nil)
+	if p.Status != http.StatusOK || !strings.Contains(p.text(), "User removed") {
+		t.Fatalf("remove: %s %q", p, p.text())
+	}
+	for _, n := range byTestID(p.Doc, "user-email") {
+		if text(n) == email {
+			t.Error("the removed user is still listed")
+		}
+	}
+	if p := user.get("/"); p.URL.Path != "/login" {
+		t.Errorf("the removed user's next request: %s, want the sign-in page", p)
+	}
+	if p := user.get("/deliveries"); p.URL.Path != "/login" {
+		t.Errorf("the removed user's later request: %s", p)
+	}
+	if p := admin.post(base+"/"+userID+"/remove", nil); p.Status != http.StatusNotFound {
+		t.Errorf("removing twice: %s", p)
+	}
+}
+
+// checkUsersRefused checks another tenant's user through this tenant's path (base) and made-up ids are
+// the 404 page, and a customer of this tenant (user) finds none of the users pages.
+func checkUsersRefused(t *testing.T, admin, user *client, other tenant, base, userID string) {
+	t.Helper()
 	// Another tenant's user through this tenant's path, and made-up ids, are the 404 page.
 	otherID := ""
 	for _, n := range byTestID(admin.get("/admin/tenants/"+other.ID.String()+"/users").Doc, "user-row") {
@@ -227,25 +232,34 @@ func TestAdminManagesUsers(t *testing.T) {
 			t.Errorf("customer %s: %s", path, p)
 		}
 	}
+}
 
-	// Removed: the user's session ends at its next request.
-	p = admin.post(base+"/"+userID+"/remove", nil)
-	if p.Status != http.StatusOK || !strings.Contains(p.text(), "User removed") {
-		t.Fatalf("remove: %s %q", p, p.text())
+// checkNewPassword sets a new password for the user: too short is refused beside that user's field, then it
+// is set, the session signed in with the old one ends and the new one signs in.
+func checkNewPassword(t *testing.T, admin, user *client, tn tenant, base, userID, email string) {
+	t.Helper()
+	// A new password: too short is refused beside that user's field, then set.
+	p := admin.post(base+"/"+userID+"/password", url.Values{"password": {"short"}})
+	fieldError(t, p, http.StatusBadRequest, inputOf(t, one(t, userRow(t, p, email), "password-form"), "password"), "Password must be at least 10 characters; it has 5")
+	if byTestID(userRow(t, p, tn.Email), "password-"+userID+"-error") != nil {
+		t.Error("the message is beside another user too")
 	}
-	for _, n := range byTestID(p.Doc, "user-email") {
-		if text(n) == email {
-			t.Error("the removed user is still listed")
-		}
+	p = admin.post(base+"/"+userID+"/password", url.Values{"password": {"a brand new password"}})
+	if p.Status != http.StatusOK || !strings.Contains(p.text(), "Password set") {
+		t.Fatalf("reset: %s %q", p, p.text())
 	}
+	// The user's session signed in with the old password ends; the new one signs in.
 	if p := user.get("/"); p.URL.Path != "/login" {
-		t.Errorf("the removed user's next request: %s, want the sign-in page", p)
+		t.Errorf("the user's session after a new password: %s, want the sign-in page", p)
 	}
-	if p := user.get("/deliveries"); p.URL.Path != "/login" {
-		t.Errorf("the removed user's later request: %s", p)
+	if p := user.post("/login", url.Values{"email": {email}, "password": {password}}); p.Status != http.StatusUnauthorized {
+		t.Errorf("sign-in with the old password: %s", p)
 	}
-	if p := admin.post(base+"/"+userID+"/remove", nil); p.Status != http.StatusNotFound {
-		t.Errorf("removing twice: %s", p)
+	if p := user.post("/login", url.Values{"email": {email}, "password": {"a brand new password"}}); p.URL.Path != "/" {
+		t.Errorf("sign-in with the new password: %s", p)
+	}
+	if p := user.get("/deliveries"); p.URL.Path != "/deliveries" {
+		t.Errorf("signed in again with the new password: %s", p)
 	}
 }
 
@@ -300,24 +314,8 @@ func TestAdminCreatesToken(t *testing.T) {
 	if p.Header.Get("Cache-Control") != "no-store" {
 		t.Error("the page with the token may be cached")
 	}
-	// The token works with the API, within its scopes.
-	for path, want := range map[string]int{"/subscriptions": http.StatusOK, "/events": http.StatusForbidden} {
-		method := http.MethodGet
-		if path == "/events" {
-			method = http.MethodPost
-		}
-		req, _ := http.NewRequest(method, e.base+"/api/v1/tenants/"+tn.ID.String()+path, strings.NewReader(`{"type":"x","payload":{}}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Errorf("API %s %s with the new token: %d, want %d", method, path, res.StatusCode, want)
-		}
-	}
+	checkTokenWorks(t, e, tn, token)
+
 	// Listed on the tenant's page without its value; shown nowhere again.
 	p = admin.get("/admin/tenants/" + tn.ID.String())
 	found := false
@@ -338,5 +336,28 @@ func TestAdminCreatesToken(t *testing.T) {
 	}
 	if p := customer.post(base, url.Values{"name": {"mine"}, "scope": {"deliveries:read"}}); p.Status != http.StatusNotFound || strings.Contains(p.Body, "hl_") {
 		t.Errorf("customer POST: %s", p)
+	}
+}
+
+// checkTokenWorks checks token works with the API within its scopes (subscriptions:read, deliveries:read).
+func checkTokenWorks(t *testing.T, e *env, tn tenant, token string) {
+	t.Helper()
+	// The token works with the API, within its scopes.
+	for path, want := range map[string]int{"/subscriptions": http.StatusOK, "/events": http.StatusForbidden} {
+		method := http.MethodGet
+		if path == "/events" {
+			method = http.MethodPost
+		}
+		req, _ := http.NewRequest(method, e.base+"/api/v1/tenants/"+tn.ID.String()+path, strings.NewReader(`{"type":"x","payload":{}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("API %s %s with the new token: %d, want %d", method, path, res.StatusCode, want)
+		}
 	}
 }

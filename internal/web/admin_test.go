@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"golang.org/x/net/html"
 )
 
@@ -166,8 +168,15 @@ func TestAdminOverviewCounts(t *testing.T) {
 		t.Errorf("bad sort: %s", p)
 	}
 
+	checkAdminTenantPage(t, c, s.tn)
+}
+
+// checkAdminTenantPage checks the operator's page of tn: its subscriptions with their health, links to its
+// dead letters and recovers; an unknown tenant's is the 404 page.
+func checkAdminTenantPage(t *testing.T, c *client, tn tenant) {
+	t.Helper()
 	// The tenant page: its subscriptions with their health, links to its dead letters and recovers.
-	p = c.get("/admin/tenants/" + s.tn.ID.String())
+	p := c.get("/admin/tenants/" + tn.ID.String())
 	if p.Status != http.StatusOK || text(one(t, p.Doc, "tenant-name")) != "overview" {
 		t.Fatalf("tenant page: %s", p)
 	}
@@ -177,10 +186,10 @@ func TestAdminOverviewCounts(t *testing.T) {
 	if n := len(byTestID(p.Doc, "health")); n != 3 {
 		t.Errorf("tenant page shows %d health panels", n)
 	}
-	if got := attr(one(t, p.Doc, "tenant-dead"), "href"); got != "/admin/dead?tenant="+s.tn.ID.String() {
+	if got := attr(one(t, p.Doc, "tenant-dead"), "href"); got != "/admin/dead?tenant="+tn.ID.String() {
 		t.Errorf("dead letters link %q", got)
 	}
-	if got := attr(one(t, p.Doc, "tenant-replays"), "href"); got != "/admin/replays?tenant="+s.tn.ID.String() {
+	if got := attr(one(t, p.Doc, "tenant-replays"), "href"); got != "/admin/replays?tenant="+tn.ID.String() {
 		t.Errorf("replays link %q", got)
 	}
 	if p := c.get("/admin/tenants/" + uuid.NewString()); p.Status != http.StatusNotFound {
@@ -200,13 +209,7 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	c := e.client()
 	c.login(adminEmail)
 
-	ids := func(p *page) []string {
-		var out []string
-		for _, n := range byTestID(p.Doc, "dead-row") {
-			out = append(out, attr(n, "data-id"))
-		}
-		return out
-	}
+	ids := deadRowIDs
 	base := "/admin/dead?tenant=" + tn.ID.String()
 	p := c.get(base)
 	if p.Status != http.StatusOK {
@@ -261,26 +264,25 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 		}
 	}
 
-	// Keyset pages of 2: newest first, then the rest, and back.
-	p = c.get(base + "&event_type=order.paid&limit=2")
-	first := ids(p)
-	if len(first) != 2 || first[0] != dead[2].String() || first[1] != dead[1].String() {
-		t.Fatalf("first page %v, want %v %v", first, dead[2], dead[1])
-	}
-	next := attr(one(t, p.Doc, "next-page"), "href")
-	p = c.get(next)
-	if got := ids(p); len(got) != 1 || got[0] != dead[0].String() {
-		t.Errorf("second page %v", got)
-	}
-	if len(byTestID(p.Doc, "next-page")) != 0 {
-		t.Error("a next page after the last")
-	}
-	if p := c.get(attr(one(t, p.Doc, "first-page"), "href")); len(ids(p)) != 2 {
-		t.Errorf("back to the newest: %v", ids(p))
-	}
+	checkDeadLetterPages(t, c, base, dead)
 
+	checkReplayTheseLink(t, c, base, tn, start)
+
+	// Wrong values are shown on the form.
+	for _, q := range []string{"/admin/dead?tenant=nope", "/admin/dead?from=yesterday", "/admin/dead?state=delivered", "/admin/dead?reason=bogus", "/admin/dead?limit=0"} {
+		p := c.get(q)
+		if p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "filter-error")) != 1 {
+			t.Errorf("%s: %s", q, p)
+		}
+	}
+}
+
+// checkReplayTheseLink checks "Replay these…" leads to the bulk replay form with the same criteria, and
+// that the form opens without a preview.
+func checkReplayTheseLink(t *testing.T, c *client, base string, tn tenant, start time.Time) {
+	t.Helper()
 	// "Replay these…" leads to the bulk replay form with the same criteria.
-	p = c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
+	p := c.get(base + "&event_type=order.paid&from=" + formTimeOf(start))
 	href := attr(one(t, p.Doc, "replay-these"), "href")
 	u, _ := url.Parse(href)
 	if u.Path != "/admin/replay" || u.Query().Get("tenant") != tn.ID.String() || u.Query().Get("event_type") != "order.paid" || u.Query().Get("from") != formTimeOf(start) {
@@ -293,13 +295,36 @@ func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	if len(byTestID(p.Doc, "replay-preview")) != 0 {
 		t.Error("a preview without a time range")
 	}
+}
 
-	// Wrong values are shown on the form.
-	for _, q := range []string{"/admin/dead?tenant=nope", "/admin/dead?from=yesterday", "/admin/dead?state=delivered", "/admin/dead?reason=bogus", "/admin/dead?limit=0"} {
-		p := c.get(q)
-		if p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "filter-error")) != 1 {
-			t.Errorf("%s: %s", q, p)
-		}
+// deadRowIDs are the ids of the dead letters a page lists.
+func deadRowIDs(p *page) []string {
+	var out []string
+	for _, n := range byTestID(p.Doc, "dead-row") {
+		out = append(out, attr(n, "data-id"))
+	}
+	return out
+}
+
+// checkDeadLetterPages checks the dead letters in keyset pages of 2: newest first, then the rest, and back.
+func checkDeadLetterPages(t *testing.T, c *client, base string, dead []uuid.UUID) {
+	t.Helper()
+	// Keyset pages of 2: newest first, then the rest, and back.
+	p := c.get(base + "&event_type=order.paid&limit=2")
+	first := deadRowIDs(p)
+	if len(first) != 2 || first[0] != dead[2].String() || first[1] != dead[1].String() {
+		t.Fatalf("first page %v, want %v %v", first, dead[2], dead[1])
+	}
+	next := attr(one(t, p.Doc, "next-page"), "href")
+	p = c.get(next)
+	if got := deadRowIDs(p); len(got) != 1 || got[0] != dead[0].String() {
+		t.Errorf("second page %v", got)
+	}
+	if len(byTestID(p.Doc, "next-page")) != 0 {
+		t.Error("a next page after the last")
+	}
+	if p := c.get(attr(one(t, p.Doc, "first-page"), "href")); len(deadRowIDs(p)) != 2 {
+		t.Errorf("back to the newest: %v", deadRowIDs(p))
 	}
 }
 
@@ -332,8 +357,69 @@ func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 		t.Errorf("bad times: %s", p)
 	}
 
+	p = checkReplayPreview(t, e, c, typ, a, b, deadA, deadB)
+
+	// Confirm carries the same criteria in hidden fields, starts the replay and leads to its page.
+	form := url.Values{}
+	for _, in := range findAll(one(t, p.Doc, "confirm-form"), tag("input")) {
+		form.Set(attr(in, "name"), attr(in, "value"))
+	}
+	form.Set("action", "confirm")
+	if form.Get("event_type") != typ || form.Get("spread") != "0" {
+		t.Fatalf("confirm form carries %v", form)
+	}
+	p = c.post("/admin/replay", form)
+	if p.Status != http.StatusOK || !strings.HasPrefix(p.URL.Path, "/admin/replays/") {
+		t.Fatalf("confirm: %s %q", p, p.text())
+	}
+	if got := text(one(t, p.Doc, "flash")); !strings.Contains(got, "3 dead deliveries matched") {
+		t.Errorf("confirm flash %q", got)
+	}
+	replayPath := p.URL.Path
+	// The page follows the replay until every delivery it scheduled is final (they die again: 400).
+	first := true
+	eventually(t, 20*time.Second, 100*time.Millisecond, func() bool {
+		if !first {
+			p = c.get(replayPath)
+		}
+		first = false
+		return attr(one(t, p.Doc, "replay-head"), "data-settled") == "true"
+	}, func() string {
+		return fmt.Sprintf("replay still %s, settled %s", attr(one(t, p.Doc, "replay-head"), "data-state"), attr(one(t, p.Doc, "replay-head"), "data-settled"))
+	})
+	prog := one(t, p.Doc, "progress")
+	if attr(prog, "data-value") != "3" || attr(prog, "data-max") != "3" {
+		t.Errorf("progress %s of %s", attr(prog, "data-value"), attr(prog, "data-max"))
+	}
+	bar := findAll(prog, tag("progress"))
+	if len(bar) != 1 || attr(bar[0], "value") != "3" || attr(bar[0], "max") != "3" {
+		t.Error("no <progress> element with the counts")
+	}
+	if findAll(p.Doc, func(n *html.Node) bool { return n.Data == "meta" && attr(n, "http-equiv") == "refresh" }) != nil {
+		t.Error("a finished replay's page still refreshes")
+	}
+	if got := text(one(t, p.Doc, "criteria")); !strings.Contains(got, "all tenants") || !strings.Contains(got, "event type "+typ) {
+		t.Errorf("criteria %q", got)
+	}
+	got := map[string]bool{}
+	for _, r := range byTestID(p.Doc, "delivery-row") {
+		got[attr(r, "data-id")] = true
+	}
+	for _, id := range append(deadA, deadB...) {
+		if !got[id.String()] {
+			t.Errorf("replay page does not list %s (%v)", id, got)
+		}
+	}
+
+	checkReplayRecorded(t, e, c, a, deadA, replayPath)
+}
+
+// checkReplayPreview previews the replay of typ's dead deliveries (deadA of a, deadB of b), by POST and by GET: the count, the
+// split by tenant, a sample, nothing changed; it returns the POST's page.
+func checkReplayPreview(t *testing.T, e *env, c *client, typ string, a, b tenant, deadA, deadB []uuid.UUID) *page {
+	t.Helper()
 	// Preview: the count, the split by tenant, a sample; nothing changes.
-	p = c.post("/admin/replay", replayCriteria(typ, "preview"))
+	p := c.post("/admin/replay", replayCriteria(typ, "preview"))
 	if p.Status != http.StatusOK {
 		t.Fatalf("preview: %s %q", p, p.text())
 	}
@@ -369,59 +455,15 @@ func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 	if p := c.get("/admin/replay?" + g.Encode()); attr(one(t, p.Doc, "matched"), "data-matched") != "3" {
 		t.Errorf("GET preview: %s", p)
 	}
+	return p
+}
 
-	// Confirm carries the same criteria in hidden fields, starts the replay and leads to its page.
-	form := url.Values{}
-	for _, in := range findAll(one(t, p.Doc, "confirm-form"), tag("input")) {
-		form.Set(attr(in, "name"), attr(in, "value"))
-	}
-	form.Set("action", "confirm")
-	if form.Get("event_type") != typ || form.Get("spread") != "0" {
-		t.Fatalf("confirm form carries %v", form)
-	}
-	p = c.post("/admin/replay", form)
-	if p.Status != http.StatusOK || !strings.HasPrefix(p.URL.Path, "/admin/replays/") {
-		t.Fatalf("confirm: %s %q", p, p.text())
-	}
-	if got := text(one(t, p.Doc, "flash")); !strings.Contains(got, "3 dead deliveries matched") {
-		t.Errorf("confirm flash %q", got)
-	}
-	replayPath := p.URL.Path
-	deadline := time.Now().Add(20 * time.Second)
-	// The page follows the replay until every delivery it scheduled is final (they die again: 400).
-	for attr(one(t, p.Doc, "replay-head"), "data-settled") != "true" {
-		if time.Now().After(deadline) {
-			t.Fatalf("replay still %s, settled %s", attr(one(t, p.Doc, "replay-head"), "data-state"), attr(one(t, p.Doc, "replay-head"), "data-settled"))
-		}
-		time.Sleep(100 * time.Millisecond)
-		p = c.get(replayPath)
-	}
-	prog := one(t, p.Doc, "progress")
-	if attr(prog, "data-value") != "3" || attr(prog, "data-max") != "3" {
-		t.Errorf("progress %s of %s", attr(prog, "data-value"), attr(prog, "data-max"))
-	}
-	bar := findAll(prog, tag("progress"))
-	if len(bar) != 1 || attr(bar[0], "value") != "3" || attr(bar[0], "max") != "3" {
-		t.Error("no <progress> element with the counts")
-	}
-	if findAll(p.Doc, func(n *html.Node) bool { return n.Data == "meta" && attr(n, "http-equiv") == "refresh" }) != nil {
-		t.Error("a finished replay's page still refreshes")
-	}
-	if got := text(one(t, p.Doc, "criteria")); !strings.Contains(got, "all tenants") || !strings.Contains(got, "event type "+typ) {
-		t.Errorf("criteria %q", got)
-	}
-	got := map[string]bool{}
-	for _, r := range byTestID(p.Doc, "delivery-row") {
-		got[attr(r, "data-id")] = true
-	}
-	for _, id := range append(deadA, deadB...) {
-		if !got[id.String()] {
-			t.Errorf("replay page does not list %s (%v)", id, got)
-		}
-	}
-
+// checkReplayRecorded checks the audit log lists the replay at replayPath with its actor, and a replayed
+// delivery's page says which replay sent it again: a link for operators, words for the customer (a).
+func checkReplayRecorded(t *testing.T, e *env, c *client, a tenant, deadA []uuid.UUID, replayPath string) {
+	t.Helper()
 	// The audit log has it, with its actor.
-	p = c.get("/admin/replays")
+	p := c.get("/admin/replays")
 	found := false
 	for _, r := range byTestID(p.Doc, "replay-row") {
 		if "/admin/replays/"+attr(r, "data-id") == replayPath {
@@ -566,26 +608,7 @@ func TestRecoverForCustomer(t *testing.T) {
 
 	// Preview: the count and nothing changes.
 	hour := formTimeOf(time.Now().Add(-time.Hour))
-	p = c.post(path+"/recover", url.Values{"action": {"preview"}, "since": {hour}})
-	if p.Status != http.StatusOK {
-		t.Fatalf("preview: %s", p)
-	}
-	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.HasPrefix(got, "2 dead deliveries since") || !strings.Contains(got, "would be replayed") {
-		t.Errorf("preview says %q", got)
-	}
-	// The card promises a pace that does not flood the endpoint, and the preview tells the same pace: two
-	// deliveries at about 20 a second go within one second, not "all at once".
-	if card := text(one(t, p.Doc, "recover")); !strings.Contains(card, "about 20 a second") {
-		t.Errorf("the recover card does not say its pace: %q", card)
-	}
-	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.Contains(got, "spread over 1 second") || strings.Contains(got, "all at once") {
-		t.Errorf("preview says %q, want the pace the card promises (spread over 1 second)", got)
-	}
-	for _, id := range dead {
-		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed {
-			t.Errorf("preview changed %s to %s", id, d.State)
-		}
-	}
+	p = checkRecoverPreview(t, e, c, tn, path, hour, dead)
 
 	// Confirm: replayed, with a message, back on the page.
 	hits := e.recv.count("/bad/recover")
@@ -611,13 +634,13 @@ func TestRecoverForCustomer(t *testing.T) {
 	// The recover is listed with its outcome and links to its page; the preview (a recorded dry run) is
 	// listed apart, marked. Its deliveries are dead again; the runner may still be closing the recover.
 	var recent []*html.Node
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
 		p = c.get(path)
 		recent = byTestID(one(t, p.Doc, "recover-recent"), "replay-row")
-		if len(recent) != 1 || attr(recent[0], "data-settled") == "true" || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(recent) != 1 || attr(recent[0], "data-settled") == "true"
+	}, func() string {
+		return fmt.Sprintf("recent recovers: %d rows %q", len(recent), text(one(t, p.Doc, "recover-recent")))
+	})
 	if len(recent) != 1 || attr(recent[0], "data-kind") != "recover" || attr(recent[0], "data-settled") != "true" ||
 		len(byTestID(recent[0], "dry-run")) != 0 {
 		t.Fatalf("recent recovers: %d rows %q", len(recent), text(one(t, p.Doc, "recover-recent")))
@@ -633,8 +656,44 @@ func TestRecoverForCustomer(t *testing.T) {
 	if len(previews) != 1 || len(byTestID(previews[0], "dry-run")) != 1 {
 		t.Errorf("%d previews listed apart", len(previews))
 	}
+	checkRecoverPage(t, e, c, recoverPath, dead)
+
+	checkRecoverRefusals(t, e, c, tn, sub, hour)
+}
+
+// checkRecoverPreview previews the recover of the dead deliveries since hour on path's page: the count and
+// the pace, nothing changed. It returns the page with the preview.
+func checkRecoverPreview(t *testing.T, e *env, c *client, tn tenant, path, hour string, dead []uuid.UUID) *page {
+	t.Helper()
+	p := c.post(path+"/recover", url.Values{"action": {"preview"}, "since": {hour}})
+	if p.Status != http.StatusOK {
+		t.Fatalf("preview: %s", p)
+	}
+	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.HasPrefix(got, "2 dead deliveries since") || !strings.Contains(got, "would be replayed") {
+		t.Errorf("preview says %q", got)
+	}
+	// The card promises a pace that does not flood the endpoint, and the preview tells the same pace: two
+	// deliveries at about 20 a second go within one second, not "all at once".
+	if card := text(one(t, p.Doc, "recover")); !strings.Contains(card, "about 20 a second") {
+		t.Errorf("the recover card does not say its pace: %q", card)
+	}
+	if got := text(one(t, p.Doc, "recover-preview-result")); !strings.Contains(got, "spread over 1 second") || strings.Contains(got, "all at once") {
+		t.Errorf("preview says %q, want the pace the card promises (spread over 1 second)", got)
+	}
+	for _, id := range dead {
+		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State != delivery.Failed {
+			t.Errorf("preview changed %s to %s", id, d.State)
+		}
+	}
+	return p
+}
+
+// checkRecoverPage checks the recover's own page: the outcome, settled (no following), the deliveries it sent
+// again; only the customer whose it is (and operators) see it, and the delivery page names it.
+func checkRecoverPage(t *testing.T, e *env, c *client, recoverPath string, dead []uuid.UUID) {
+	t.Helper()
 	// Its page: the outcome, settled (no following), the deliveries it sent again.
-	p = c.get(recoverPath)
+	p := c.get(recoverPath)
 	if p.Status != http.StatusOK {
 		t.Fatalf("recover page: %s", p)
 	}
@@ -667,7 +726,13 @@ func TestRecoverForCustomer(t *testing.T) {
 	if got := text(one(t, p.Doc, "replayed-by")); !strings.HasPrefix(got, "your recover of") {
 		t.Errorf("replayed by %q", got)
 	}
+}
 
+// checkRecoverRefusals checks a refused recover of sub is a warning on its page, never an error page (one
+// running already among them), and that another tenant cannot recover it.
+func checkRecoverRefusals(t *testing.T, e *env, c *client, tn tenant, sub subscriptions.Subscription, hour string) {
+	t.Helper()
+	path := "/subscriptions/" + sub.ID.String()
 	// Refusals are warnings on the page, never an error page.
 	for _, r := range []struct {
 		since, want string
@@ -687,7 +752,7 @@ func TestRecoverForCustomer(t *testing.T) {
 		}
 	}
 	_, release := e.insertRunningReplay("recover", 1, 0, &tn.ID, &sub.ID)
-	p = c.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {hour}})
+	p := c.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {hour}})
 	release()
 	if f := one(t, p.Doc, "flash"); !strings.Contains(text(f), "running already") {
 		t.Errorf("while one runs: %q", text(f))

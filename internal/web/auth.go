@@ -1,52 +1,37 @@
 package web
 
 import (
-	"context"
-	"errors"
-	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/hookline/hookline/internal/tenants"
-	"github.com/hookline/hookline/web/templates"
+	"github.com/hookline/hookline/internal/principal"
 )
 
-type userKey struct{}
-
-// currentUser is the signed-in user (requireUser put it in the context).
-func currentUser(r *http.Request) tenants.User {
-	u, _ := r.Context().Value(userKey{}).(tenants.User)
-	return u
-}
-
-// tenantOf returns the tenant whose pages the user sees; ok is false for an operator without one.
-func tenantOf(u tenants.User) (uuid.UUID, bool) {
-	if u.TenantID == nil {
-		return uuid.Nil, false
-	}
-	return *u.TenantID, true
-}
+// Session keys.
+const (
+	keyUserID = "user_id"
+	// keyPasswordStamp is the signed-in user's password stamp at sign-in: a new password ends the session.
+	keyPasswordStamp = "password_stamp"
+)
 
 // requireUser loads the session's user; without one it leads to /login, remembering the page.
 func (h *Handler) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
+		if pid := h.Sessions.GetString(r.Context(), keyPortalID); pid != "" {
 			ctx, handled := h.portalUser(w, r, pid)
 			if !handled {
 				next.ServeHTTP(w, r.WithContext(ctx))
 			}
 			return
 		}
-		id, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
+		id, err := uuid.Parse(h.Sessions.GetString(r.Context(), keyUserID))
 		if err != nil {
 			// A portal session that ended in this browser: say so, not a sign-in form its user cannot use.
-			if why := h.sessions.GetString(r.Context(), keyPortalEnded); why != "" {
+			if why := h.Sessions.GetString(r.Context(), keyPortalEnded); why != "" {
 				h.showEnded(w, r, why)
 				return
 			}
@@ -58,24 +43,20 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			}
 		}
 		if err == nil {
-			u, err := h.tenants.GetUser(r.Context(), id)
-			if err == nil && h.sessions.GetString(r.Context(), keyPasswordStamp) != u.PasswordStamp {
+			u, err := h.Tenants.GetUser(r.Context(), id)
+			if err == nil && h.Sessions.GetString(r.Context(), keyPasswordStamp) != u.PasswordStamp {
 				err = fault.Missing("user") // signed in with a password since replaced
 			}
 			switch {
 			case err == nil:
-				who := activity.Actor{Kind: activity.ActorUser, ID: u.ID.String(), Email: u.Email}
-				if u.Admin {
-					who.Kind = activity.ActorAdmin
-				}
-				ctx := activity.WithActor(context.WithValue(r.Context(), userKey{}, u), who)
+				ctx := principal.NewContext(r.Context(), principal.User(u.ID, u.TenantID, u.Email, u.Admin))
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			case !fault.Is(err, fault.NotFound):
-				h.fail(w, r, err)
+				h.Fail(w, r, err)
 				return
 			}
-			_ = h.sessions.Destroy(r.Context()) // the user is gone, or their password changed
+			_ = h.Sessions.Destroy(r.Context()) // the user is gone, or their password changed
 		}
 		target := "/login"
 		// A target longer than safeNext keeps is dropped here, so a long URL is not copied into Location.
@@ -106,121 +87,6 @@ func safeNext(s string) string {
 		return ""
 	}
 	return s
-}
-
-func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID)); err == nil || h.sessions.GetString(r.Context(), keyPortalID) != "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
-	l := h.layout(r, "Sign in")
-	notice := l.Flash
-	l.Flash = nil
-	h.render(w, r, http.StatusOK, templates.Login(templates.LoginPage{
-		Layout: l, Notice: notice, Next: safeNext(r.URL.Query().Get("next")),
-	}))
-}
-
-// Messages of the sign-in form.
-const (
-	msgBadLogin  = "Invalid email or password."
-	msgThrottled = "Too many failed sign-ins. Try again in %d s."
-	msgLongEmail = "That email address is too long."
-)
-
-// maxEmailBytes bounds the sign-in email, checked before anything else: a longer one gets no throttle
-// key, no log line and no echo. (The whole form is bounded, and checked for bytes PostgreSQL refuses, by
-// the forms middleware before this handler runs.)
-const maxEmailBytes = 254 // the longest address SMTP can carry (RFC 5321 path limit less the brackets)
-
-func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	email := strings.TrimSpace(r.PostFormValue("email"))
-	if len(email) > maxEmailBytes {
-		page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Next: safeNext(r.PostFormValue("next"))}
-		page.Error = msgLongEmail
-		h.render(w, r, http.StatusBadRequest, templates.Login(page))
-		return
-	}
-	password := r.PostFormValue("password")
-	next := safeNext(r.PostFormValue("next"))
-	page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Email: email, Next: next}
-
-	addr := h.clientAddr(r)
-	// The try is spent before bcrypt runs, so parallel wrong passwords cannot all be checked.
-	wait, err := h.throttle.Reserve(r.Context(), email, addr)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", itoa(secondsUp(wait)))
-		page.Error = sprintf(msgThrottled, secondsUp(wait))
-		h.render(w, r, http.StatusTooManyRequests, templates.Login(page))
-		return
-	}
-	u, err := h.tenants.CheckLogin(r.Context(), email, password)
-	if errors.Is(err, tenants.ErrBadLogin) || (err == nil && u.TenantID == nil && !u.Admin) {
-		h.log.Info("dashboard sign-in failed", "email", email, "addr", addr)
-		page.Error = msgBadLogin
-		h.render(w, r, http.StatusUnauthorized, templates.Login(page))
-		return
-	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if err := h.throttle.Succeeded(r.Context(), email, addr); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	// A fresh token at sign-in, so a token planted before it (session fixation) is worthless.
-	if err := h.renewToken(r.Context()); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.sessions.Remove(r.Context(), keyPortalID) // a password sign-in replaces a portal session in this browser
-	if portalMarked(r) {
-		http.SetCookie(w, h.portalMark(false))
-	}
-	h.sessions.Put(r.Context(), keyUserID, u.ID.String())
-	h.sessions.Put(r.Context(), keyPasswordStamp, u.PasswordStamp)
-	if next == "" {
-		next = "/"
-		if u.TenantID == nil {
-			next = "/admin"
-		}
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
-}
-
-func (h *Handler) logoutPage(w http.ResponseWriter, r *http.Request) {
-	_, err := uuid.Parse(h.sessions.GetString(r.Context(), keyUserID))
-	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
-		ctx, handled := h.portalUser(w, r, pid)
-		if !handled {
-			r = r.WithContext(ctx)
-			h.render(w, r, http.StatusOK, templates.Logout(h.layout(r, "Sign out")))
-		}
-		return
-	}
-	if err != nil {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	}
-	h.render(w, r, http.StatusOK, templates.Logout(h.layout(r, "Sign out")))
-}
-
-func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	if pid := h.sessions.GetString(r.Context(), keyPortalID); pid != "" {
-		h.portalLogout(w, r, pid)
-		return
-	}
-	if err := h.sessions.Destroy(r.Context()); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.setFlash(r, "info", "You are signed out.") // in a new, empty session
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // clientAddr is the address of the person signing in: the connection's peer, or, when that peer is one of
@@ -283,5 +149,3 @@ func (h *Handler) overHTTPS(r *http.Request) bool {
 	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
 	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
-
-func secondsUp(d time.Duration) int { return int(math.Ceil(d.Seconds())) }

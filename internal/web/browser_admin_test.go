@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 )
 
 // signOut ends the browser's session from the sign-out page.
@@ -46,25 +48,7 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 		t.Errorf("overview: tenant a has %q dead", dead)
 	}
 
-	// Dead letters, filtered to the outage window and its event type.
-	b.run("dead letters",
-		chromedp.Click(chromedp.CSS(`[data-testid=admin-nav] a[href="/admin/dead"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=dead-filter]`)),
-		chromedp.SetValue(chromedp.CSS(`#f-type`), typ),
-		chromedp.SetValue(chromedp.CSS(`#f-from`), from),
-		chromedp.SetValue(chromedp.CSS(`#f-to`), to),
-		chromedp.Click(chromedp.CSS(`[data-testid=dead-filter] button[type=submit]`)),
-	)
-	b.waitJS("filtered", `location.search.includes('event_type=outage.browser-story') && document.querySelector('footer')`)
-	b.assetsLoaded("dead letters")
-	rows := eval[int](b, `document.querySelectorAll('[data-testid=dead-row]').length`)
-	if rows != 3 {
-		t.Fatalf("dead letters: %d rows", rows)
-	}
-	if got := b.text(`[data-testid=total]`); got != "3 matching dead deliveries" {
-		t.Errorf("total %q", got)
-	}
-	b.screenshot("dead-letters")
+	checkOutageDeadLetters(t, b, e.base, typ, from, to)
 
 	// Replay these… previews at once: the count and both tenants, nothing changed yet.
 	b.run("replay these",
@@ -90,17 +74,12 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 	b.run("confirm", chromedp.Click(chromedp.CSS(`[data-testid=confirm]`)))
 	b.waitJS("replay page", `location.pathname.startsWith('/admin/replays/')`)
 	replayPath := eval[string](b, `location.pathname`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=replay-head]')?.dataset.state || ''`))
-		if err == nil && st == "finished" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay still %q", st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var st string
+	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+		var err error
+		st, err = chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid=replay-head]')?.dataset.state || ''`))
+		return err == nil && st == "finished"
+	}, func() string { return fmt.Sprintf("replay still %q", st) })
 	b.assetsLoaded("replay")
 	if got := eval[string](b, `(p => p.value + '/' + p.max)(document.querySelector('[data-testid=progress] progress'))`); got != "3/3" {
 		t.Errorf("progress bar at %s", got)
@@ -110,6 +89,14 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 	}
 	b.screenshot("replay-finished")
 
+	checkAuditLogHas(t, b, replayPath)
+
+	checkCustomerRecovers(t, b, e, a, subA, deadA, from)
+}
+
+// checkAuditLogHas checks the replays' audit log lists the replay at replayPath, by the operator.
+func checkAuditLogHas(t *testing.T, b *browser, replayPath string) {
+	t.Helper()
 	// The audit log has it.
 	b.run("audit log",
 		chromedp.Click(chromedp.CSS(`[data-testid=admin-nav] a[href="/admin/replays"]`)),
@@ -120,7 +107,38 @@ func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 		t.Errorf("audit log row %q", got)
 	}
 	b.screenshot("audit-log")
+}
 
+// checkOutageDeadLetters filters the dead letters to the outage window (from, to) and its event type: the
+// three of both tenants.
+func checkOutageDeadLetters(t *testing.T, b *browser, base, typ, from, to string) {
+	t.Helper()
+	// Dead letters, filtered to the outage window and its event type.
+	b.run("dead letters",
+		chromedp.Click(chromedp.CSS(`[data-testid=admin-nav] a[href="/admin/dead"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=dead-filter]`)),
+		chromedp.SetValue(chromedp.CSS(`#f-type`), typ),
+		chromedp.SetValue(chromedp.CSS(`#f-from`), from),
+		chromedp.SetValue(chromedp.CSS(`#f-to`), to),
+		chromedp.Click(chromedp.CSS(`[data-testid=dead-filter] button[type=submit]`)),
+	)
+	b.waitJS("filtered", `location.search.includes('event_type=outage.browser-story') && document.querySelector('footer')`)
+	b.assetsLoaded("dead letters")
+	rows := eval[int](b, `document.querySelectorAll('[data-testid=dead-row]').length`)
+	if rows != 3 {
+		t.Fatalf("dead letters: %d rows", rows)
+	}
+	if got := b.text(`[data-testid=total]`); got != "3 matching dead deliveries" {
+		t.Errorf("total %q", got)
+	}
+	b.screenshot("dead-letters")
+}
+
+// checkCustomerRecovers has the customer (a) recover their own dead deliveries (deadA, dead again: the
+// endpoint still answers 400) from subA's page, since from: a preview, then the recover, which sends
+// them again.
+func checkCustomerRecovers(t *testing.T, b *browser, e *env, a tenant, subA subscriptions.Subscription, deadA []uuid.UUID, from string) {
+	t.Helper()
 	// The customer recovers their own dead deliveries from the subscription page (they died again: the
 	// endpoint still answers 400).
 	for _, id := range deadA {

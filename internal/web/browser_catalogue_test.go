@@ -51,40 +51,7 @@ func TestBrowserCatalogue(t *testing.T) {
 	eval[bool](b, `(() => { const i = document.querySelector('#et-q'); i.value = ''; i.dispatchEvent(new Event('input')); return true })()`)
 	b.waitJS("all again", `document.querySelector('[data-testid=no-match-live]').hidden && document.querySelector('`+card(s.bare)+`').offsetParent !== null`)
 
-	// Copy the example: the clipboard holds it when this chromium allows, and the button says what happened.
-	grant := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		for _, name := range []string{"clipboard-read", "clipboard-write"} {
-			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.base,
-			})
-			if err != nil {
-				return chromedp.Void{}, err
-			}
-		}
-		return chromedp.Void{}, nil
-	})
-	if err := chromedp.Do(b.ctx, grant); err != nil {
-		t.Logf("clipboard permission: %v", err)
-	}
-	copyButton := card(s.placed) + ` [data-testid=copy-example]`
-	b.run("copy the example", chromedp.ScrollIntoView(chromedp.CSS(copyButton)), chromedp.Click(chromedp.CSS(copyButton)))
-	b.waitJS("copied", `document.querySelector('`+copyButton+`').dataset.copied`)
-	switch state := eval[string](b, `document.querySelector('`+copyButton+`').dataset.copied`); state {
-	case "yes":
-		if got := b.text(copyButton + ` .copy-label`); got != "Copied" {
-			t.Errorf("copied label %q", got)
-		}
-		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, awaitPromise))
-		var copied map[string]any
-		if err != nil || json.Unmarshal([]byte(got), &copied) != nil || !reflect.DeepEqual(copied, s.example) {
-			t.Errorf("clipboard holds %q (%v), want the example", got, err)
-		}
-	default:
-		t.Logf("this chromium refused the clipboard write (%s): the label says so", state)
-		if got := b.text(copyButton + ` .copy-label`); got != "Copy failed" {
-			t.Errorf("failed copy label %q", got)
-		}
-	}
+	checkCopyExample(t, b, e.base, card(s.placed), s)
 
 	// Send example: to the one subscription, which takes only another type; the receiver gets the example.
 	send := card(s.placed) + ` [data-testid=send-example]`
@@ -119,4 +86,44 @@ func TestBrowserCatalogue(t *testing.T) {
 	}
 	b.axeCheck("phone /event-types?q=" + s.marker)
 	b.screenshot("phone-catalogue")
+}
+
+// checkCopyExample copies the example of typeCard's type: the clipboard holds it when this chromium allows,
+// and the button says what happened.
+func checkCopyExample(t *testing.T, b *browser, base, typeCard string, s catalogueSeed) {
+	t.Helper()
+	// Copy the example: the clipboard holds it when this chromium allows, and the button says what happened.
+	grant := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for _, name := range []string{"clipboard-read", "clipboard-write"} {
+			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: base,
+			})
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, nil
+	})
+	if err := chromedp.Do(b.ctx, grant); err != nil {
+		t.Logf("clipboard permission: %v", err)
+	}
+	copyButton := typeCard + ` [data-testid=copy-example]`
+	b.run("copy the example", chromedp.ScrollIntoView(chromedp.CSS(copyButton)), chromedp.Click(chromedp.CSS(copyButton)))
+	b.waitJS("copied", `document.querySelector('`+copyButton+`').dataset.copied`)
+	switch state := eval[string](b, `document.querySelector('`+copyButton+`').dataset.copied`); state {
+	case "yes":
+		if got := b.text(copyButton + ` .copy-label`); got != "Copied" {
+			t.Errorf("copied label %q", got)
+		}
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, awaitPromise))
+		var copied map[string]any
+		if err != nil || json.Unmarshal([]byte(got), &copied) != nil || !reflect.DeepEqual(copied, s.example) {
+			t.Errorf("clipboard holds %q (%v), want the example", got, err)
+		}
+	default:
+		t.Logf("this chromium refused the clipboard write (%s): the label says so", state)
+		if got := b.text(copyButton + ` .copy-label`); got != "Copy failed" {
+			t.Errorf("failed copy label %q", got)
+		}
+	}
 }

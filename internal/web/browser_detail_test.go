@@ -167,45 +167,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 		t.Errorf("relative time %q", got)
 	}
 
-	// Copy: the button shows with script, carries the event id, and copies it when the clipboard allows.
-	grant := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		for _, name := range []string{"clipboard-read", "clipboard-write"} {
-			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.base,
-			})
-			if err != nil {
-				return chromedp.Void{}, err
-			}
-		}
-		return chromedp.Void{}, nil
-	})
-	if err := chromedp.Do(b.ctx, grant); err != nil {
-		t.Logf("clipboard permission: %v", err)
-	}
-	if eval[bool](b, `document.querySelector('[data-testid=copy-event-id]').hidden`) {
-		t.Fatal("copy button hidden with script")
-	}
-	if got := eval[string](b, `document.querySelector('[data-testid=copy-event-id]').dataset.copy`); got != d.EventID.String() {
-		t.Errorf("copy button carries %q", got)
-	}
-	b.run("copy", chromedp.Click(chromedp.CSS(`[data-testid=copy-event-id]`)))
-	b.waitJS("copied", `document.querySelector('[data-testid=copy-event-id]').dataset.copied`)
-	switch state := eval[string](b, `document.querySelector('[data-testid=copy-event-id]').dataset.copied`); state {
-	case "yes":
-		if got := b.text(`[data-testid=copy-event-id] .copy-label`); got != "Copied" {
-			t.Errorf("copied label %q", got)
-		}
-		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, awaitPromise))
-		if err != nil || got != d.EventID.String() {
-			t.Errorf("clipboard holds %q (%v)", got, err)
-		}
-		b.waitJS("announced", `document.querySelector('[data-testid=announcer]')?.textContent === 'Copied to the clipboard'`)
-	default:
-		t.Logf("this chromium refused the clipboard write (%s): the label says so", state)
-		if got := b.text(`[data-testid=copy-event-id] .copy-label`); got != "Copy failed" {
-			t.Errorf("failed copy label %q", got)
-		}
-	}
+	checkCopyEventID(t, b, e.base, d.EventID.String())
 
 	// Resume: the page follows the delivery to delivered without a reload.
 	if _, err := e.srv.Subscriptions.Resume(setupCtx(), tn.ID, sub.ID); err != nil {
@@ -221,6 +183,51 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	// The swapped-in part is enhanced too.
 	if eval[bool](b, `document.querySelector('[data-testid=copy-event-id]').hidden`) {
 		t.Error("copy button hidden after the live update")
+	}
+}
+
+// checkCopyEventID checks the delivery page's copy button shows with script, carries the event id and
+// copies it when the clipboard allows.
+func checkCopyEventID(t *testing.T, b *browser, base, eventID string) {
+	t.Helper()
+	// Copy: the button shows with script, carries the event id, and copies it when the clipboard allows.
+	grant := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for _, name := range []string{"clipboard-read", "clipboard-write"} {
+			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: base,
+			})
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, nil
+	})
+	if err := chromedp.Do(b.ctx, grant); err != nil {
+		t.Logf("clipboard permission: %v", err)
+	}
+	if eval[bool](b, `document.querySelector('[data-testid=copy-event-id]').hidden`) {
+		t.Fatal("copy button hidden with script")
+	}
+	if got := eval[string](b, `document.querySelector('[data-testid=copy-event-id]').dataset.copy`); got != eventID {
+		t.Errorf("copy button carries %q", got)
+	}
+	b.run("copy", chromedp.Click(chromedp.CSS(`[data-testid=copy-event-id]`)))
+	b.waitJS("copied", `document.querySelector('[data-testid=copy-event-id]').dataset.copied`)
+	switch state := eval[string](b, `document.querySelector('[data-testid=copy-event-id]').dataset.copied`); state {
+	case "yes":
+		if got := b.text(`[data-testid=copy-event-id] .copy-label`); got != "Copied" {
+			t.Errorf("copied label %q", got)
+		}
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, awaitPromise))
+		if err != nil || got != eventID {
+			t.Errorf("clipboard holds %q (%v)", got, err)
+		}
+		b.waitJS("announced", `document.querySelector('[data-testid=announcer]')?.textContent === 'Copied to the clipboard'`)
+	default:
+		t.Logf("this chromium refused the clipboard write (%s): the label says so", state)
+		if got := b.text(`[data-testid=copy-event-id] .copy-label`); got != "Copy failed" {
+			t.Errorf("failed copy label %q", got)
+		}
 	}
 }
 

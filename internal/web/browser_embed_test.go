@@ -64,28 +64,26 @@ func newPlatform(t *testing.T) *platform {
 // frameContext attaches to the portal's iframe (a cross-site frame runs as a target of its own).
 func (b *browser) frameContext(urlPrefix string) context.Context {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var frame context.Context
+	var seen []string
+	eventually(b.t, 15*time.Second, 100*time.Millisecond, func() bool {
 		infos, err := chromedp.Targets(b.ctx)
 		if err != nil {
 			b.t.Fatal(err)
 		}
+		seen = seen[:0]
 		for _, info := range infos {
 			if info.Type == "iframe" && strings.HasPrefix(info.URL, urlPrefix) {
 				ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(info.TargetID))
 				b.t.Cleanup(cancel)
-				return ctx
+				frame = ctx
+				return true
 			}
+			seen = append(seen, info.Type+" "+info.URL)
 		}
-		if time.Now().After(deadline) {
-			var seen []string
-			for _, info := range infos {
-				seen = append(seen, info.Type+" "+info.URL)
-			}
-			b.t.Fatalf("no iframe target at %s; targets: %v", urlPrefix, seen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("no iframe target at %s; targets: %v", urlPrefix, seen) })
+	return frame
 }
 
 // The embedded portal: a platform page on another origin frames a portal link; the customer lands in

@@ -107,12 +107,23 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 		t.Fatalf("added %+v %v", sub, err)
 	}
 
+	old, fresh := revealAndRotate(t, b, loc)
+
+	checkBothSecretsSign(t, e, tn, path, old, fresh)
+
+	checkDeleteEndpoint(t, b, e, tn, id)
+}
+
+// revealAndRotate reveals the endpoint's signing secret on its page (loc), then rotates it: the page shows
+// only the new one and says until when the old one keeps signing.
+func revealAndRotate(t *testing.T, b *browser, loc string) (old, fresh string) {
+	t.Helper()
 	b.run("reveal",
 		chromedp.Click(chromedp.CSS(`[data-testid=reveal-secret]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=secret]`)),
 	)
 	b.axeCheck("revealed secret")
-	old := b.text(`[data-testid=secret]`)
+	old = b.text(`[data-testid=secret]`)
 	if !strings.HasPrefix(old, "whsec_") {
 		t.Fatalf("revealed %q", old)
 	}
@@ -126,32 +137,20 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 	if len(shown) != 1 || shown[0] == old || !strings.HasPrefix(shown[0], "whsec_") {
 		t.Fatalf("after rotating the page shows %v, want the new secret alone", shown)
 	}
-	fresh := shown[0]
+	fresh = shown[0]
 	if got := b.text(`[data-testid=old-until]`); !strings.Contains(got, "keeps signing too, until") {
 		t.Errorf("the page says %q", got)
 	}
 	if eval[string](b, `location.pathname`) != loc+"/rotate-secret" {
 		t.Errorf("the secret is shown at %s, want the POST's own answer", eval[string](b, `location.pathname`))
 	}
+	return old, fresh
+}
 
-	// A delivery now carries a signature for each valid secret: both verify.
-	e.publish(tn, "order.paid", map[string]any{"order": "ord_1"})
-	e.recv.waitHits(t, path, 1)
-	var got hit
-	for _, h := range e.recv.all() {
-		if h.Path == path {
-			got = h
-		}
-	}
-	for name, secret := range map[string]string{"old": old, "new": fresh} {
-		if err := verifyStandardWebhook(secret, got.Headers, []byte(got.Body)); err != nil {
-			t.Errorf("the %s secret does not verify the delivery: %v", name, err)
-		}
-	}
-	if got.Headers.Get("X-Api-Key") != "browser-key" {
-		t.Errorf("the delivery's X-Api-Key %q", got.Headers.Get("X-Api-Key"))
-	}
-
+// checkDeleteEndpoint deletes the endpoint id from its page: the confirmation says nothing waits, and once
+// confirmed it is gone from the list and the service.
+func checkDeleteEndpoint(t *testing.T, b *browser, e *env, tn tenant, id uuid.UUID) {
+	t.Helper()
 	b.run("delete",
 		chromedp.Click(chromedp.CSS(`[data-testid=back]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=delete-endpoint]`)),
@@ -175,5 +174,28 @@ func TestBrowserEndpointSelfService(t *testing.T) {
 	}
 	if _, err := e.srv.Subscriptions.Get(context.Background(), tn.ID, id); err == nil {
 		t.Errorf("the subscription is still there")
+	}
+}
+
+// checkBothSecretsSign publishes an event: its delivery to path carries a signature for each valid secret
+// (old and fresh), both verifying, and the endpoint's custom header.
+func checkBothSecretsSign(t *testing.T, e *env, tn tenant, path, old, fresh string) {
+	t.Helper()
+	// A delivery now carries a signature for each valid secret: both verify.
+	e.publish(tn, "order.paid", map[string]any{"order": "ord_1"})
+	e.recv.waitHits(t, path, 1)
+	var got hit
+	for _, h := range e.recv.all() {
+		if h.Path == path {
+			got = h
+		}
+	}
+	for name, secret := range map[string]string{"old": old, "new": fresh} {
+		if err := verifyStandardWebhook(secret, got.Headers, []byte(got.Body)); err != nil {
+			t.Errorf("the %s secret does not verify the delivery: %v", name, err)
+		}
+	}
+	if got.Headers.Get("X-Api-Key") != "browser-key" {
+		t.Errorf("the delivery's X-Api-Key %q", got.Headers.Get("X-Api-Key"))
 	}
 }

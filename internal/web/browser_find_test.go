@@ -77,6 +77,15 @@ func TestBrowserFindAndLists(t *testing.T) {
 	if len(states) != 2 || states[0] != "failed" || states[1] != "failed" {
 		t.Errorf("dead tab rows %v", states)
 	}
+	checkListFilterForm(t, b, s)
+
+	checkPhoneRows(t, b, e.base)
+}
+
+// checkListFilterForm filters the Deliveries page by event type prefix and by subscription in its form; the
+// Dead tab stays, and the All tab keeps the other filters.
+func checkListFilterForm(t *testing.T, b *browser, s seeded) {
+	t.Helper()
 	// Event type prefix and subscription, chosen in the form; the Dead tab stays.
 	b.run("filter by type prefix",
 		chromedp.SetValue(chromedp.CSS(`#f-type`), "invoice.*"),
@@ -102,10 +111,15 @@ func TestBrowserFindAndLists(t *testing.T) {
 		eval[int](b, `document.querySelectorAll('[data-testid=delivery-row]').length`) != 2 {
 		t.Errorf("bad subscription's rows: %d failed", n)
 	}
+}
 
+// checkPhoneRows checks the Deliveries page at phone width: a row is two lines, nothing overflows, and
+// tapping a row anywhere, or Enter on its link, opens the delivery.
+func checkPhoneRows(t *testing.T, b *browser, base string) {
+	t.Helper()
 	// Phone: a row is two lines, and tapping it anywhere opens the delivery.
 	b.run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch),
-		chromedp.Navigate(e.base+"/deliveries"), chromedp.WaitReady(chromedp.CSS(`footer`)))
+		chromedp.Navigate(base+"/deliveries"), chromedp.WaitReady(chromedp.CSS(`footer`)))
 	// Lines: the visible cells' vertical centres, those within 8 px of each other counted as one line.
 	lines := eval[[]int](b, `[...document.querySelectorAll('[data-testid=delivery-row]')].map(r => {
 		const mids = [...r.querySelectorAll('td')].filter(td => td.getClientRects().length > 0 && td.getBoundingClientRect().height > 0)
@@ -139,7 +153,7 @@ func TestBrowserFindAndLists(t *testing.T) {
 	b.run("tap row", chromedp.MouseClickXY(pt[0], pt[1]))
 	b.waitJS("row opens its delivery", `location.pathname === '/deliveries/`+target+`' && document.querySelector('footer')`)
 	// Keyboard: the row's link takes focus and Enter opens it.
-	b.run("back", chromedp.Navigate(e.base+"/deliveries"), chromedp.WaitReady(chromedp.CSS(`footer`)))
+	b.run("back", chromedp.Navigate(base+"/deliveries"), chromedp.WaitReady(chromedp.CSS(`footer`)))
 	b.run("focus row link", chromedp.Focus(chromedp.CSS(`[data-testid=delivery-row] [data-testid=delivery-link]`)),
 		chromedp.KeyEvent("\r"))
 	b.waitJS("Enter opens the delivery", `location.pathname === '/deliveries/`+target+`' && document.querySelector('footer')`)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
@@ -121,6 +122,13 @@ func TestBrowserEndpointFormAndViewOnly(t *testing.T) {
 		}
 	}
 
+	checkViewOnlyPages(t, b, e, tn, edit, dead)
+}
+
+// checkViewOnlyPages opens a view-only portal session's settings page and dead delivery (edit, dead[0]) on
+// a laptop and a phone: the header marks it, nothing can be changed, nothing offers Resend.
+func checkViewOnlyPages(t *testing.T, b *browser, e *env, tn tenant, edit string, dead []uuid.UUID) {
+	t.Helper()
 	// A view-only portal session: the header marks it; settings and a dead delivery say what is true for
 	// someone who may only look.
 	for _, v := range laptopAndPhone {

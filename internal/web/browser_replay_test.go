@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,20 +31,14 @@ func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r, err := e.srv.Replays.Get(ctx, rep.ID, nil)
-		if err != nil {
+	var got delivery.Replay
+	eventually(t, 15*time.Second, 50*time.Millisecond, func() bool {
+		var err error
+		if got, err = e.srv.Replays.Get(ctx, rep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
-		if r.State == delivery.ReplayFinished && r.Pending == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay not scheduled: %+v", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got.State == delivery.ReplayFinished && got.Pending == 3
+	}, func() string { return fmt.Sprintf("replay not scheduled: %+v", got) })
 
 	b.login(e.base, adminEmail)
 	b.run("replay page", chromedp.Navigate(e.base+"/admin/replays/"+rep.ID.String()), chromedp.WaitVisible(chromedp.CSS(`[data-testid=replay-head]`)))

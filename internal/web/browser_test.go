@@ -116,17 +116,12 @@ func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 // waitJS waits until a JavaScript expression is true, across the navigation a click starts.
 func (b *browser) waitJS(what, expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("%s: still false after 15 s (%v): %s", what, err, expr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var err error
+	eventually(b.t, 15*time.Second, 50*time.Millisecond, func() bool {
+		var ok bool
+		ok, err = chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
+		return err == nil && ok
+	}, func() string { return fmt.Sprintf("%s: still false after 15 s (%v): %s", what, err, expr) })
 }
 
 func (b *browser) text(sel string) string {
@@ -238,35 +233,14 @@ func TestBrowserDeadDeliveryResendPauseResume(t *testing.T) {
 	loc := eval[string](b, `location.pathname`)
 	id := loc[strings.LastIndex(loc, "/")+1:]
 
-	// Resend: the receiver gets it again and the timeline shows the new attempt.
-	hits := e.recv.count("/bad/browser")
-	b.run("resend", chromedp.Click(chromedp.CSS(`[data-testid=resend]`)))
-	b.waitJS("resend flash", `document.querySelector('[data-testid=flash]')?.textContent.startsWith('Queued')`)
-	e.recv.waitHits(t, "/bad/browser", hits+1)
-	for _, d := range append(s.dead, s.delivered...) {
-		if d.String() == id {
-			e.waitState(s.tn, d, delivery.Failed)
-		}
-	}
-	b.run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid=timeline]`)))
-	statuses = eval[[]string](b, `[...document.querySelectorAll('[data-testid=attempt]')].map(a => a.dataset.status)`)
-	if len(statuses) != 2 || statuses[1] != "400" {
-		t.Errorf("timeline after resend: %v", statuses)
-	}
-	n = eval[int](b, `document.querySelectorAll('[data-testid=attempt-gap]').length`)
-	if n != 1 {
-		t.Errorf("%d gaps drawn", n)
-	}
+	checkResendOnce(t, b, e, s, id)
 
-	// The limit: one manual resend per delivery here. Resend is disabled and says why.
-	if !eval[bool](b, `document.querySelector('[data-testid=resend]').disabled`) {
-		t.Error("Resend still enabled at the cap")
-	}
-	if got := b.text(`[data-testid=action-reason]`); !strings.HasPrefix(got, "Retried by hand 1 of 1 times, the most allowed") {
-		t.Errorf("cap reason %q", got)
-	}
-	b.screenshot("delivery")
+	checkPauseResume(t, b, e, s)
+}
 
+// checkPauseResume pauses and resumes the failing subscription from its page, each with its message.
+func checkPauseResume(t *testing.T, b *browser, e *env, s seeded) {
+	t.Helper()
 	// Pause and Resume from the subscription page.
 	b.run("back to subscription",
 		chromedp.Click(chromedp.CSS(`[data-testid=subscription-link]`)),
@@ -287,6 +261,40 @@ func TestBrowserDeadDeliveryResendPauseResume(t *testing.T) {
 	if st, _ := e.srv.Subscriptions.Get(context.Background(), s.tn.ID, s.bad); st.State != "active" {
 		t.Errorf("subscription %s after resume", st.State)
 	}
+}
+
+// checkResendOnce resends the open dead delivery: the receiver gets it again, the timeline shows the new
+// attempt, and the limit (one resend) disables Resend, saying why.
+func checkResendOnce(t *testing.T, b *browser, e *env, s seeded, id string) {
+	t.Helper()
+	// Resend: the receiver gets it again and the timeline shows the new attempt.
+	hits := e.recv.count("/bad/browser")
+	b.run("resend", chromedp.Click(chromedp.CSS(`[data-testid=resend]`)))
+	b.waitJS("resend flash", `document.querySelector('[data-testid=flash]')?.textContent.startsWith('Queued')`)
+	e.recv.waitHits(t, "/bad/browser", hits+1)
+	for _, d := range append(s.dead, s.delivered...) {
+		if d.String() == id {
+			e.waitState(s.tn, d, delivery.Failed)
+		}
+	}
+	b.run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid=timeline]`)))
+	statuses := eval[[]string](b, `[...document.querySelectorAll('[data-testid=attempt]')].map(a => a.dataset.status)`)
+	if len(statuses) != 2 || statuses[1] != "400" {
+		t.Errorf("timeline after resend: %v", statuses)
+	}
+	n := eval[int](b, `document.querySelectorAll('[data-testid=attempt-gap]').length`)
+	if n != 1 {
+		t.Errorf("%d gaps drawn", n)
+	}
+
+	// The limit: one manual resend per delivery here. Resend is disabled and says why.
+	if !eval[bool](b, `document.querySelector('[data-testid=resend]').disabled`) {
+		t.Error("Resend still enabled at the cap")
+	}
+	if got := b.text(`[data-testid=action-reason]`); !strings.HasPrefix(got, "Retried by hand 1 of 1 times, the most allowed") {
+		t.Errorf("cap reason %q", got)
+	}
+	b.screenshot("delivery")
 }
 
 // TestBrowserLayouts opens every page at laptop and phone sizes: nothing overflows sideways, every asset

@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
 	"golang.org/x/net/html"
 )
@@ -140,7 +141,20 @@ func TestCataloguePage(t *testing.T) {
 	}
 	cards := typeCards(p)
 
-	placed := cards[s.placed]
+	checkPlacedType(t, p, s, sub, paused, otherSub)
+
+	checkLegacyAndBareTypes(t, cards, s)
+
+	checkCatalogueSearch(t, c, s)
+
+	checkCatalogueWithoutTargets(t, e, s)
+}
+
+// checkPlacedType checks the card of a type with a schema and an example on p: its description, its fields,
+// its example (indented, copyable) and Send example to the tenant's own subscriptions only.
+func checkPlacedType(t *testing.T, p *page, s catalogueSeed, sub, paused, otherSub subscriptions.Subscription) {
+	t.Helper()
+	placed := typeCards(p)[s.placed]
 	if got := text(one(t, placed, "type-description")); got != "An order was placed." {
 		t.Errorf("description %q", got)
 	}
@@ -188,7 +202,12 @@ func TestCataloguePage(t *testing.T) {
 	if strings.Contains(p.Body, otherSub.ID.String()) {
 		t.Error("the page holds another tenant's subscription")
 	}
+}
 
+// checkLegacyAndBareTypes checks a deprecated type is marked so, and a type without a schema or an example
+// says so and offers neither fields, example nor Send; a name with a slash is escaped in its form.
+func checkLegacyAndBareTypes(t *testing.T, cards map[string]*html.Node, s catalogueSeed) {
+	t.Helper()
 	legacy := cards[s.legacy]
 	if got := text(one(t, legacy, "deprecated")); got != "deprecated" {
 		t.Errorf("deprecated mark %q", got)
@@ -208,9 +227,14 @@ func TestCataloguePage(t *testing.T) {
 	if got := attr(one(t, cards[s.slashed], "send-example-form"), "action"); got != "/event-types/"+url.PathEscape(s.slashed)+"/send" {
 		t.Errorf("a name with a slash posts to %q", got)
 	}
+}
 
+// checkCatalogueSearch checks the page's search: any case, a part of the name; nothing matching says so; the
+// whole catalogue lists the types too, archived ones aside.
+func checkCatalogueSearch(t *testing.T, c *client, s catalogueSeed) {
+	t.Helper()
 	// The search: any case, a part of the name; nothing matching says so.
-	p = c.get("/event-types?q=" + url.QueryEscape(strings.ToUpper(s.marker+".order.P")))
+	p := c.get("/event-types?q=" + url.QueryEscape(strings.ToUpper(s.marker+".order.P")))
 	if got := slices.Collect(maps.Keys(typeCards(p))); !slices.Equal(got, []string{s.placed}) {
 		t.Errorf("search .order.P: %v", got)
 	}
@@ -225,14 +249,19 @@ func TestCataloguePage(t *testing.T) {
 	if p = c.get("/event-types"); typeCards(p)[s.placed] == nil || typeCards(p)[s.gone] != nil {
 		t.Error("the unfiltered catalogue does not list the live types only")
 	}
+}
 
+// checkCatalogueWithoutTargets checks a tenant without subscriptions reads the catalogue and is told why
+// there is no Send, and so is an operator without a tenant.
+func checkCatalogueWithoutTargets(t *testing.T, e *env, s catalogueSeed) {
+	t.Helper()
 	// A tenant without subscriptions reads the catalogue and is told why there is no Send; so is an
 	// operator without a tenant, who has nothing to send to (and is not shown how to register types while
 	// there are some).
 	lone := e.newTenant("catalogue lone")
 	lc := e.client()
 	lc.login(lone.Email)
-	p = lc.get("/event-types?q=" + s.marker)
+	p := lc.get("/event-types?q=" + s.marker)
 	if got := text(one(t, p.Doc, "no-targets")); !strings.Contains(got, "no subscriptions") {
 		t.Errorf("without subscriptions: %q", got)
 	}
@@ -255,6 +284,22 @@ func TestCataloguePage(t *testing.T) {
 // Send example publishes the type's example, as an event of that type, to the chosen subscription only
 // (whatever its event types), records example_event.sent with the user as actor, and leads to the delivery
 // with a message saying what was sent. Everything else is refused plainly.
+// sendExampleForm posts Send example of the type name to the subscription subID, as the page's form does.
+func sendExampleForm(c *client, name, subID string) *page {
+	c.t.Helper()
+	return c.post("/event-types/"+url.PathEscape(name)+"/send", url.Values{"subscription_id": {subID}})
+}
+
+// tenantDeliveries is how many deliveries tenantID has.
+func (e *env) tenantDeliveries(tenantID uuid.UUID) int {
+	e.t.Helper()
+	var n int
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1`, tenantID).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
 func TestCatalogueSendExample(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
@@ -273,7 +318,7 @@ func TestCatalogueSendExample(t *testing.T) {
 	nf := c.noFollow()
 	send := func(name, subID string) *page {
 		t.Helper()
-		return nf.post("/event-types/"+url.PathEscape(name)+"/send", url.Values{"subscription_id": {subID}})
+		return sendExampleForm(nf, name, subID)
 	}
 	p := send(s.placed, target.ID.String())
 	loc := p.Header.Get("Location")
@@ -305,15 +350,7 @@ func TestCatalogueSendExample(t *testing.T) {
 	if got := text(one(t, dp.Doc, "flash")); got != "Sent the catalogue's example of "+s.placed+" (example data, not a real event) to this subscription only." {
 		t.Errorf("flash %q", got)
 	}
-	// The activity log: example_event.sent, by the user, naming the delivery and the type.
-	page, err := e.srv.Activity.List(ctx, tn.ID, activity.Filter{Action: activity.ExampleEventSent})
-	if err != nil || len(page.Items) != 1 {
-		t.Fatalf("activity: %v, %+v", err, page.Items)
-	}
-	entry := page.Items[0]
-	if entry.Actor.Email != tn.Email || entry.Actor.Kind != activity.ActorUser || entry.Object.ID != id.String() || entry.Details["event_type"] != s.placed {
-		t.Errorf("activity entry %+v", entry)
-	}
+	checkExampleLogged(t, e, tn, id, s)
 
 	// A name with a slash, as the page escapes it.
 	if p := send(s.slashed, target.ID.String()); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Header.Get("Location"), "/deliveries/") {
@@ -333,19 +370,40 @@ func TestCatalogueSendExample(t *testing.T) {
 		t.Errorf("paused flash %q", got)
 	}
 
+	checkDisabledTakesNone(t, e, c, s, tn, everything)
+
+	checkRefusedSends(t, e, nf, s, tn, other, target, otherSub)
+}
+
+// checkExampleLogged checks the activity log has example_event.sent, by the user, naming the delivery (id)
+// and the type.
+func checkExampleLogged(t *testing.T, e *env, tn tenant, id uuid.UUID, s catalogueSeed) {
+	t.Helper()
+	ctx := activity.System(context.Background(), "test setup")
+	// The activity log: example_event.sent, by the user, naming the delivery and the type.
+	page, err := e.srv.Activity.List(ctx, tn.ID, activity.Filter{Action: activity.ExampleEventSent})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("activity: %v, %+v", err, page.Items)
+	}
+	entry := page.Items[0]
+	if entry.Actor.Email != tn.Email || entry.Actor.Kind != activity.ActorUser || entry.Object.ID != id.String() || entry.Details["event_type"] != s.placed {
+		t.Errorf("activity entry %+v", entry)
+	}
+}
+
+// checkDisabledTakesNone disables everything: Send example to it makes nothing and says so, and the form
+// lists it as a choice that cannot be made.
+func checkDisabledTakesNone(t *testing.T, e *env, c *client, s catalogueSeed, tn tenant, everything subscriptions.Subscription) {
+	t.Helper()
+	ctx := context.Background()
+	nf := c.noFollow()
 	// A disabled subscription takes no deliveries: nothing is made, and the page says so.
 	if _, err := e.srv.Pool.Exec(ctx, `UPDATE subscriptions SET state = 'disabled' WHERE id = $1`, everything.ID); err != nil {
 		t.Fatal(err)
 	}
-	count := func() int {
-		var n int
-		if err := e.srv.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1`, tn.ID).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func() int { return e.tenantDeliveries(tn.ID) }
 	before := count()
-	p = send(s.placed, everything.ID.String())
+	p := sendExampleForm(nf, s.placed, everything.ID.String())
 	if p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/event-types" {
 		t.Fatalf("send to a disabled subscription: %d to %q", p.Status, p.Header.Get("Location"))
 	}
@@ -361,7 +419,15 @@ func TestCatalogueSendExample(t *testing.T) {
 			t.Errorf("the disabled subscription's choice: %q, disabled %v", text(o), hasAttr(o, "disabled"))
 		}
 	}
+}
 
+// checkRefusedSends checks what Send example refuses makes nothing: a type without an example (400), unknown
+// and archived types and another tenant's subscription (the 404 page), a missing or malformed subscription
+// id (400).
+func checkRefusedSends(t *testing.T, e *env, nf *client, s catalogueSeed, tn, other tenant, target, otherSub subscriptions.Subscription) {
+	t.Helper()
+	ctx := context.Background()
+	before := e.tenantDeliveries(tn.ID)
 	// Refused: a type without an example (400), unknown and archived types and another tenant's
 	// subscription (the 404 page), a missing or malformed subscription id (400). Nothing is made.
 	for _, tc := range []struct {
@@ -377,12 +443,12 @@ func TestCatalogueSendExample(t *testing.T) {
 		{s.placed, "", http.StatusBadRequest, "choose a subscription"},
 		{s.placed, "not-an-id", http.StatusBadRequest, "subscription_id must be"},
 	} {
-		p := send(tc.name, tc.sub)
+		p := sendExampleForm(nf, tc.name, tc.sub)
 		if p.Status != tc.status || !strings.Contains(p.text(), tc.says) {
 			t.Errorf("send %s to %q: %d %.200q, want %d saying %q", tc.name, tc.sub, p.Status, p.text(), tc.status, tc.says)
 		}
 	}
-	if n := count(); n != before {
+	if n := e.tenantDeliveries(tn.ID); n != before {
 		t.Errorf("%d deliveries made by refused sends", n-before)
 	}
 	var otherN int

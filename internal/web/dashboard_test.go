@@ -302,7 +302,19 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	if got := text(one(t, good, "event-types")); got != "all events" {
 		t.Errorf("good event types %q", got)
 	}
-	chart := one(t, bad, "health-chart")
+	checkHealthChart(t, bad)
+
+	link := one(t, bad, "subscription-link")
+	if attr(link, "href") != "/subscriptions/"+s.bad.String() {
+		t.Errorf("link %q", attr(link, "href"))
+	}
+}
+
+// checkHealthChart checks the failing subscription's card's chart: a bar per hour, one row of numbers per
+// bar, its one attempt failed.
+func checkHealthChart(t *testing.T, card *html.Node) {
+	t.Helper()
+	chart := one(t, card, "health-chart")
 	svg := findAll(chart, tag("svg"))
 	if len(svg) != 1 {
 		t.Fatal("no inline svg chart")
@@ -319,10 +331,6 @@ func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	oks := findAll(svg[0], func(n *html.Node) bool { return n.Data == "rect" && attr(n, "class") == "ok" })
 	if len(fails) != 1 || len(oks) != 0 {
 		t.Errorf("bad endpoint chart: %d failure bars, %d success bars", len(fails), len(oks))
-	}
-	link := one(t, bad, "subscription-link")
-	if attr(link, "href") != "/subscriptions/"+s.bad.String() {
-		t.Errorf("link %q", attr(link, "href"))
 	}
 }
 
@@ -391,20 +399,27 @@ func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 		t.Errorf("bad since: %s", p)
 	}
 
+	checkSubscriptionPaging(t, e, c, s.tn)
+}
+
+// checkSubscriptionPaging checks a subscription's list pages: a paused subscription keeps 30 deliveries
+// pending, listed 25 and then 5, each once.
+func checkSubscriptionPaging(t *testing.T, e *env, c *client, tn tenant) {
+	t.Helper()
 	// Paging: a paused subscription keeps 30 deliveries pending.
-	paused := e.newSubscription(s.tn, "/good/paged", "paged")
-	if _, err := e.srv.Subscriptions.Pause(setupCtx(), s.tn.ID, paused.ID); err != nil {
+	paused := e.newSubscription(tn, "/good/paged", "paged")
+	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
 		b := `{"n":` + strconv.Itoa(i) + `}`
 		if _, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{
-			TenantID: s.tn.ID, EventType: "page.test", Payload: []byte(b), OnlySubscription: &paused.ID,
+			TenantID: tn.ID, EventType: "page.test", Payload: []byte(b), OnlySubscription: &paused.ID,
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p = c.get("/subscriptions/" + paused.ID.String() + "?state=pending")
+	p := c.get("/subscriptions/" + paused.ID.String() + "?state=pending")
 	first := byTestID(p.Doc, "delivery-row")
 	if len(first) != 25 {
 		t.Fatalf("first page: %d rows", len(first))
@@ -836,7 +851,12 @@ func TestNotFoundPageAndAssets(t *testing.T) {
 			}
 		}
 	}
-	if res, _ := http.Get(e.base + "/static/nope.css"); res.StatusCode != http.StatusNotFound {
+	res, err := http.Get(e.base + "/static/nope.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close() // an unread, unclosed body would keep its connection (and two goroutines) for good
+	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("missing asset: %d", res.StatusCode)
 	}
 	if csp := home.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {

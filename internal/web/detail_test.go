@@ -23,22 +23,24 @@ func (e *env) retrying(tn tenant, path string) (subID, id uuid.UUID) {
 	e.t.Helper()
 	sub := e.newSubscription(tn, "/fixable/"+path, path+" fixable endpoint", "order.paid")
 	id = e.publishTo(tn, sub.ID, "order.paid", map[string]any{"order": path})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var state delivery.State
+	eventually(e.t, 30*time.Second, 5*time.Millisecond, func() bool {
 		var n int
 		err := e.srv.Pool.QueryRow(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'
 			WHERE id = $1 AND state = 'pending' AND total_attempts > 0 RETURNING total_attempts`, id).Scan(&n)
 		if err == nil {
-			return sub.ID, id
+			return true
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			e.t.Fatal(err)
 		}
-		if d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id); d.State.Dead() || time.Now().After(deadline) {
-			e.t.Fatalf("delivery %s is %s, never caught waiting for a retry", id, d.State)
+		d, _ := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
+		if state = d.State; state.Dead() {
+			e.t.Fatalf("delivery %s is %s, never caught waiting for a retry", id, state)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("delivery %s is %s, never caught waiting for a retry", id, state) })
+	return sub.ID, id
 }
 
 // attemptsOf is how many attempts a delivery has had over its life.

@@ -298,7 +298,7 @@ func TestAddEndpointRefusesPrivateAddresses(t *testing.T) {
 	// The same dashboard over a subscription service with the guard on: the test servers allow private
 	// networks (their receivers are on 127.0.0.1), and a guarded server's workers would refuse those.
 	guarded := subscriptions.NewService(e.srv.Pool, time.Now, false)
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: guarded, Deliveries: e.srv.Deliveries,
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: guarded, Deliveries: e.srv.Deliveries,
 		Replays: e.srv.Replays, Publisher: e.srv.Publisher})
 	ts := httptest.NewServer(h.Routes())
 	t.Cleanup(ts.Close)
@@ -357,33 +357,7 @@ func TestEditEndpoint(t *testing.T) {
 	if a := one(t, sub.Doc, "edit-endpoint"); attr(a, "href") != "/subscriptions/"+s.ID.String()+"/edit" {
 		t.Errorf("Edit links %q", attr(a, "href"))
 	}
-	p := c.get("/subscriptions/" + s.ID.String() + "/edit")
-	if p.Status != http.StatusOK {
-		t.Fatalf("edit form: %d", p.Status)
-	}
-	if inputValue(p, "endpoint-url") != s.URL || inputValue(p, "endpoint-description") != "Before" || inputValue(p, "endpoint-rate") != "7" {
-		t.Errorf("the form shows url %q description %q rate %q", inputValue(p, "endpoint-url"), inputValue(p, "endpoint-description"), inputValue(p, "endpoint-rate"))
-	}
-	if got := checkedTypes(p); !slices.Equal(got, []string{"order.paid"}) {
-		t.Errorf("checked %v", got)
-	}
-	var names []string
-	for _, n := range byTestID(p.Doc, "header-name") {
-		names = append(names, attr(n, "value"))
-	}
-	if !slices.Equal(names[:3], []string{"X-Api-Key", "X-Env", "X-Old"}) {
-		t.Errorf("header rows %v", names)
-	}
-	for _, v := range []string{"stored-key-value", "prod", "old-value"} {
-		if strings.Contains(p.Body, v) {
-			t.Errorf("the form shows the stored header value %q", v)
-		}
-	}
-	for _, n := range byTestID(p.Doc, "header-value") {
-		if attr(n, "value") != "" {
-			t.Errorf("a header value input holds %q", attr(n, "value"))
-		}
-	}
+	checkEditFormShowsSettings(t, c, s)
 
 	// A bad field: 400 beside it, nothing changed.
 	before := e.storedRow(s.ID)
@@ -419,6 +393,39 @@ func TestEditEndpoint(t *testing.T) {
 	for _, hit := range e.recv.all() {
 		if hit.Path == "/edit/two" && (hit.Headers.Get("X-Api-Key") != "stored-key-value" || hit.Headers.Get("X-New") != "new-value" || hit.Headers.Get("X-Old") != "") {
 			t.Errorf("the delivery carried %v", hit.Headers)
+		}
+	}
+}
+
+// checkEditFormShowsSettings checks the edit form of s shows its settings, its headers by name and never
+// their values.
+func checkEditFormShowsSettings(t *testing.T, c *client, s subscriptions.Subscription) {
+	t.Helper()
+	p := c.get("/subscriptions/" + s.ID.String() + "/edit")
+	if p.Status != http.StatusOK {
+		t.Fatalf("edit form: %d", p.Status)
+	}
+	if inputValue(p, "endpoint-url") != s.URL || inputValue(p, "endpoint-description") != "Before" || inputValue(p, "endpoint-rate") != "7" {
+		t.Errorf("the form shows url %q description %q rate %q", inputValue(p, "endpoint-url"), inputValue(p, "endpoint-description"), inputValue(p, "endpoint-rate"))
+	}
+	if got := checkedTypes(p); !slices.Equal(got, []string{"order.paid"}) {
+		t.Errorf("checked %v", got)
+	}
+	var names []string
+	for _, n := range byTestID(p.Doc, "header-name") {
+		names = append(names, attr(n, "value"))
+	}
+	if !slices.Equal(names[:3], []string{"X-Api-Key", "X-Env", "X-Old"}) {
+		t.Errorf("header rows %v", names)
+	}
+	for _, v := range []string{"stored-key-value", "prod", "old-value"} {
+		if strings.Contains(p.Body, v) {
+			t.Errorf("the form shows the stored header value %q", v)
+		}
+	}
+	for _, n := range byTestID(p.Doc, "header-value") {
+		if attr(n, "value") != "" {
+			t.Errorf("a header value input holds %q", attr(n, "value"))
 		}
 	}
 }

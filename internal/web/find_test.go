@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"golang.org/x/net/html"
 )
 
@@ -243,12 +244,50 @@ func TestDeliveriesPageFilters(t *testing.T) {
 			t.Errorf("tab link %q drops the type filter", href)
 		}
 	}
+	checkPausedAndDeletedListed(t, e, c, tn, bad)
+
+	checkBadListFilters(t, c, good)
+}
+
+// checkBadListFilters checks a bad filter is a 400 with the reason, no rows and no "No deliveries match", on
+// the Deliveries page and on good's page.
+func checkBadListFilters(t *testing.T, c *client, good subscriptions.Subscription) {
+	t.Helper()
+	// Bad filters: a 400 with the reason, no rows, and no "No deliveries match".
+	for q, msg := range map[string]string{
+		"state=bogus":       "bogus",
+		"event_type=a%20b":  "not a valid event type",
+		"event_type=%2A":    "prefix",
+		"range=2w":          "2w",
+		"since=yesterday":   "From",
+		"subscription=nope": "nope",
+		"event_id=msg_1":    "msg_1",
+		"status=4x":         `status "4x" is not an HTTP status`,
+		"status=600":        "600",
+	} {
+		p := c.get("/deliveries?" + q)
+		if p.Status != http.StatusBadRequest || !strings.Contains(text(one(t, p.Doc, "filter-error")), msg) {
+			t.Errorf("?%s: %s %q", q, p, p.text())
+		}
+		if len(byTestID(p.Doc, "no-deliveries")) != 0 || len(rowIDs(p)) != 0 {
+			t.Errorf("?%s: a filter error also says nothing matches, or lists rows", q)
+		}
+	}
+	if p := c.get("/subscriptions/" + good.ID.String() + "?event_type=a%20b"); p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "no-deliveries")) != 0 {
+		t.Errorf("subscription page with a bad type: %s", p)
+	}
+}
+
+// checkPausedAndDeletedListed pauses and then deletes bad: its waiting delivery waits, not overdue, and its
+// deliveries stay listed once it is deleted, named as such, without a link.
+func checkPausedAndDeletedListed(t *testing.T, e *env, c *client, tn tenant, bad subscriptions.Subscription) {
+	t.Helper()
 	// A paused subscription's waiting deliveries wait: no next-attempt time that looks overdue.
 	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, bad.ID); err != nil {
 		t.Fatal(err)
 	}
 	waiting := e.publishTo(tn, bad.ID, "invoice.paid", map[string]any{"late": true})
-	p = c.get("/deliveries?state=pending")
+	p := c.get("/deliveries?state=pending")
 	if ids := rowIDs(p); len(ids) != 1 || ids[0] != waiting.String() {
 		t.Fatalf("pending: %v, want %s", ids, waiting)
 	}
@@ -272,30 +311,6 @@ func TestDeliveriesPageFilters(t *testing.T) {
 		if !strings.Contains(text(r), "deleted subscription") || strings.Contains(renderHTML(r), "/subscriptions/"+bad.ID.String()) {
 			t.Errorf("deleted subscription's row: %q", text(r))
 		}
-	}
-
-	// Bad filters: a 400 with the reason, no rows, and no "No deliveries match".
-	for q, msg := range map[string]string{
-		"state=bogus":       "bogus",
-		"event_type=a%20b":  "not a valid event type",
-		"event_type=%2A":    "prefix",
-		"range=2w":          "2w",
-		"since=yesterday":   "From",
-		"subscription=nope": "nope",
-		"event_id=msg_1":    "msg_1",
-		"status=4x":         `status "4x" is not an HTTP status`,
-		"status=600":        "600",
-	} {
-		p := c.get("/deliveries?" + q)
-		if p.Status != http.StatusBadRequest || !strings.Contains(text(one(t, p.Doc, "filter-error")), msg) {
-			t.Errorf("?%s: %s %q", q, p, p.text())
-		}
-		if len(byTestID(p.Doc, "no-deliveries")) != 0 || len(rowIDs(p)) != 0 {
-			t.Errorf("?%s: a filter error also says nothing matches, or lists rows", q)
-		}
-	}
-	if p := c.get("/subscriptions/" + good.ID.String() + "?event_type=a%20b"); p.Status != http.StatusBadRequest || len(byTestID(p.Doc, "no-deliveries")) != 0 {
-		t.Errorf("subscription page with a bad type: %s", p)
 	}
 }
 

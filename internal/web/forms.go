@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"slices"
@@ -52,7 +53,7 @@ func (h *Handler) forms(next http.Handler) http.Handler {
 			return
 		}
 		if field, ok := badFormValue(r); ok {
-			h.badForm(w, r, sprintf(msgFormBytes, quoteField(field)))
+			h.badForm(w, r, fmt.Sprintf(msgFormBytes, quoteField(field)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -96,7 +97,7 @@ func (h *Handler) formTooLarge(w http.ResponseWriter, r *http.Request) {
 		h.loginRefused(w, r, http.StatusRequestEntityTooLarge, msgFormTooLarge)
 		return
 	}
-	h.fail(w, r, fault.New(fault.PayloadTooLarge, "%s", strings.TrimSuffix(msgFormTooLarge, ".")))
+	h.Fail(w, r, fault.New(fault.PayloadTooLarge, "%s", strings.TrimSuffix(msgFormTooLarge, ".")))
 }
 
 // badForm answers 400 for a form that could not be used, the sign-in form again on /login.
@@ -105,11 +106,11 @@ func (h *Handler) badForm(w http.ResponseWriter, r *http.Request, msg string) {
 		h.loginRefused(w, r, http.StatusBadRequest, msg)
 		return
 	}
-	h.fail(w, r, fault.Invalid("%s", strings.TrimSuffix(msg, ".")))
+	h.Fail(w, r, fault.Invalid("%s", strings.TrimSuffix(msg, ".")))
 }
 
 // loginRefused shows the sign-in form again, empty (nothing of a refused form is echoed), with msg.
 func (h *Handler) loginRefused(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	page := templates.LoginPage{Layout: h.layout(r, "Sign in"), Error: msg}
-	h.render(w, r, status, templates.Login(page))
+	page := templates.LoginPage{Layout: h.Layout(r, "Sign in"), Error: msg}
+	h.Render(w, r, status, templates.Login(page))
 }

@@ -43,7 +43,7 @@ var postFields = map[string][]string{
 // for want of its postFields entry).
 func postRoutes(t *testing.T, e *env) []string {
 	t.Helper()
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions})
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions})
 	var out []string
 	err := chi.Walk(h.Routes().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if method == http.MethodPost {

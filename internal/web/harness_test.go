@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,13 +142,33 @@ func (rc *receiver) all() []hit {
 // waitHits waits until paths starting with prefix were hit at least n times.
 func (rc *receiver) waitHits(t *testing.T, prefix string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for rc.count(prefix) < n {
+	eventually(t, 15*time.Second, 20*time.Millisecond, func() bool { return rc.count(prefix) >= n }, func() string {
+		return fmt.Sprintf("receiver: %d hits on %s, want %d", rc.count(prefix), prefix, n)
+	})
+}
+
+// eventually checks cond every interval until it holds, and once timeout has passed fails the test with
+// what why says then: the waiting of every test here, on a real condition (a state in the database, a page,
+// a receiver's hits), never a fixed pause.
+func eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, why func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("receiver: %d hits on %s, want %d", rc.count(prefix), prefix, n)
+			t.Fatal(why())
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
+}
+
+// pollUntil checks cond every 5 ms until it holds, failing the test after timeout.
+func pollUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, timeout, 5*time.Millisecond, cond, func() string {
+		return fmt.Sprintf("timed out after %s waiting for %s", timeout, what)
+	})
 }
 
 // tenant is a seeded customer: a tenant with a user.
@@ -223,27 +244,22 @@ func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) deliv
 	// Generous: every test of this package shares one database and runs in parallel with browsers under the
 	// race detector, so a few retries 100–300 ms apart can take seconds. It returns as soon as the state is
 	// reached; a delivery that never gets there still fails, with what it was doing.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d, err := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
-		if err != nil {
+	var d delivery.Detail
+	eventually(e.t, 60*time.Second, 25*time.Millisecond, func() bool {
+		var err error
+		if d, err = e.srv.Deliveries.Get(context.Background(), tn.ID, id); err != nil {
 			e.t.Fatal(err)
 		}
-		for _, s := range states {
-			if d.State == s {
-				return d
-			}
-		}
-		if time.Now().After(deadline) {
-			var inFlight int
-			var circuit string
-			_ = e.srv.Pool.QueryRow(context.Background(), `SELECT in_flight, circuit_state FROM subscriptions WHERE id = $1`,
-				d.SubscriptionID).Scan(&inFlight, &circuit)
-			e.t.Fatalf("delivery %s is %s after %d attempts (next at %v, now %s; subscription in flight %d, circuit %s), want one of %v",
-				id, d.State, d.TotalAttempts, d.NextAttemptAt, time.Now().UTC().Format(time.RFC3339Nano), inFlight, circuit, states)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return slices.Contains(states, d.State)
+	}, func() string {
+		var inFlight int
+		var circuit string
+		_ = e.srv.Pool.QueryRow(context.Background(), `SELECT in_flight, circuit_state FROM subscriptions WHERE id = $1`,
+			d.SubscriptionID).Scan(&inFlight, &circuit)
+		return fmt.Sprintf("delivery %s is %s after %d attempts (next at %v, now %s; subscription in flight %d, circuit %s), want one of %v",
+			id, d.State, d.TotalAttempts, d.NextAttemptAt, time.Now().UTC().Format(time.RFC3339Nano), inFlight, circuit, states)
+	})
+	return d
 }
 
 // client is a person with a browser-like cookie jar, over plain HTTP.
@@ -257,7 +273,10 @@ type client struct {
 
 func (e *env) client() *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{e: e, t: e.t, http: &http.Client{Jar: jar, Timeout: 15 * time.Second}}
+	// A transport of its own, its idle connections closed when the test ends: none outlives the test.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &client{e: e, t: e.t, http: &http.Client{Jar: jar, Timeout: 15 * time.Second, Transport: tr}}
 }
 
 // page is a fetched page, parsed.

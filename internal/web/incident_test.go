@@ -116,6 +116,21 @@ func TestIncidentBannerOnEveryCustomerPage(t *testing.T) {
 		t.Error("the banner uses an inline style (the CSP forbids them)")
 	}
 
+	checkBannerOnlyWhereItBelongs(t, e, tn, other, subID, want)
+
+	// A 2xx ends it: the banner goes.
+	e.failingSince(subID, nil)
+	for name, path := range pages {
+		if lines := banner(t, c.get(path)); lines != nil {
+			t.Errorf("%s after the incident ended: %d banner lines", name, len(lines))
+		}
+	}
+}
+
+// checkBannerOnlyWhereItBelongs checks tn's banner is shown nowhere else: not to another tenant, not on the
+// sign-in page, and to an operator only on tn's pages.
+func checkBannerOnlyWhereItBelongs(t *testing.T, e *env, tn, other tenant, subID uuid.UUID, want string) {
+	t.Helper()
 	// Another tenant's user sees nothing of it.
 	oc := e.client()
 	oc.login(other.Email)
@@ -137,14 +152,6 @@ func TestIncidentBannerOnEveryCustomerPage(t *testing.T) {
 	}
 	if lines := banner(t, ac.get("/admin")); lines != nil {
 		t.Errorf("the operator overview shows %d banner lines", len(lines))
-	}
-
-	// A 2xx ends it: the banner goes.
-	e.failingSince(subID, nil)
-	for name, path := range pages {
-		if lines := banner(t, c.get(path)); lines != nil {
-			t.Errorf("%s after the incident ended: %d banner lines", name, len(lines))
-		}
 	}
 }
 
@@ -204,6 +211,24 @@ func TestSubscriptionPageListsIncidents(t *testing.T) {
 	second := time.Now().UTC().Add(-2*time.Hour - 5*time.Minute)
 	e.failingSince(subID, &second)
 
+	checkIncidentRows(t, c, path)
+
+	// At most the latest 10, newest first.
+	for i := range 10 {
+		at := time.Now().Add(-time.Duration(30+i) * 24 * time.Hour)
+		e.exec(`INSERT INTO incidents (tenant_id, subscription_id, failing_since, opened_at, ended_at)
+			VALUES ($1, $2, $3, $3, $3::timestamptz + interval '1 hour')`, tn.ID, subID, at)
+	}
+	rows := byTestID(one(t, c.get(path).Doc, "incidents"), "incident-row")
+	if len(rows) != 10 || !hasAttr(rows[0], "data-ongoing") {
+		t.Errorf("%d rows (want 10), first ongoing %v", len(rows), len(rows) > 0 && hasAttr(rows[0], "data-ongoing"))
+	}
+}
+
+// checkIncidentRows checks path's page lists the ongoing incident and the ended one, newest first: how long
+// each lasted and, for the ended one, every step told.
+func checkIncidentRows(t *testing.T, c *client, path string) {
+	t.Helper()
 	p := c.get(path)
 	rows := byTestID(one(t, p.Doc, "incidents"), "incident-row")
 	if len(rows) != 2 {
@@ -258,17 +283,6 @@ func TestSubscriptionPageListsIncidents(t *testing.T) {
 	}
 	if got := exact(ended, "Opened"); !strings.Contains(got, "UTC") {
 		t.Errorf("opened %q", got)
-	}
-
-	// At most the latest 10, newest first.
-	for i := range 10 {
-		at := time.Now().Add(-time.Duration(30+i) * 24 * time.Hour)
-		e.exec(`INSERT INTO incidents (tenant_id, subscription_id, failing_since, opened_at, ended_at)
-			VALUES ($1, $2, $3, $3, $3::timestamptz + interval '1 hour')`, tn.ID, subID, at)
-	}
-	rows = byTestID(one(t, c.get(path).Doc, "incidents"), "incident-row")
-	if len(rows) != 10 || !hasAttr(rows[0], "data-ongoing") {
-		t.Errorf("%d rows (want 10), first ongoing %v", len(rows), len(rows) > 0 && hasAttr(rows[0], "data-ongoing"))
 	}
 }
 

@@ -174,7 +174,7 @@ type walkedWebRoute struct{ key, method, pattern string }
 // walkWeb walks the dashboard's router as web.go builds it.
 func walkWeb(t *testing.T, e *env) []walkedWebRoute {
 	t.Helper()
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions,
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions,
 		Deliveries: e.srv.Deliveries, Replays: e.srv.Replays, Publisher: e.srv.Publisher})
 	r, ok := h.Routes().(chi.Routes)
 	if !ok {
@@ -396,104 +396,11 @@ func TestWebIsolationWalk(t *testing.T) {
 	operator := e.client()
 	operator.login(adminEmail)
 	clients := map[string]*client{"A's customer": customer.noFollow(), "an operator": operator.noFollow()}
-	n := 0
-	visit := func(who, method, path string, form url.Values) *page {
-		t.Helper()
-		n++
-		c := clients[who]
-		var p *page
-		if method == http.MethodGet {
-			if len(form) > 0 {
-				path += "?" + form.Encode()
-			}
-			p = c.get(path)
-		} else {
-			p = c.post(path, form)
-		}
-		sent := path + " " + form.Encode()
-		for _, s := range w.b.secrets {
-			if who == "A's customer" && !strings.Contains(sent, s) && !strings.Contains(sent, url.QueryEscape(s)) && strings.Contains(p.Body, s) {
-				t.Errorf("%s %s as %s: the page holds tenant B's %q", method, path, who, s)
-			}
-		}
-		if p.Status >= 500 {
-			t.Errorf("%s %s as %s: %d", method, path, who, p.Status)
-		}
-		return p
-	}
-	want404 := func(who, method, path string, form url.Values) {
-		t.Helper()
-		p := visit(who, method, path, form)
-		if p.Status != http.StatusNotFound || !strings.Contains(p.text(), "Page not found") {
-			t.Errorf("%s %s as %s: want the 404 page, got %d %.200q", method, path, who, p.Status, p.text())
-		}
-	}
+	v := &isoWalker{t: t, w: w, clients: clients}
 
 	routes := walkWeb(t, e)
 	for _, rt := range routes {
-		spec, ok := webIsolationRoutes[rt.key]
-		if !ok {
-			continue // TestWebIsolationWalkCoversEveryRoute reports it
-		}
-		var form url.Values
-		if spec.form != nil {
-			form = spec.form(w)
-		}
-		path := rt.pattern
-		if onlyGlobalParams(spec.params) {
-			ids := map[string]string{}
-			for name := range spec.params {
-				ids[name] = w.eventType
-			}
-			path = fillWeb(rt.pattern, ids)
-		}
-		switch {
-		case spec.access == "portal":
-			// Whoever asks, an unknown link is the 410 page and shows no tenant's data.
-			if p := visit("A's customer", rt.method, "/portal/"+w.b.marker, nil); p.Status != http.StatusGone {
-				t.Errorf("GET /portal/<unknown> as A's customer: %d, want 410", p.Status)
-			}
-		case len(spec.params) > 0 && !onlyGlobalParams(spec.params):
-			for _, c := range webCombos(spec.params, w.a, w.b) {
-				path := fillWeb(rt.pattern, c.ids)
-				switch {
-				case c.owners == "B":
-					// B's objects: the 404 page for A's customer.
-					want404("A's customer", rt.method, path, form)
-				case c.owners == "mixed":
-					// One tenant's object under another's: the 404 page, for an operator too.
-					want404("A's customer", rt.method, path, form)
-					want404("an operator", rt.method, path, form)
-				case c.first && rt.method == http.MethodGet && spec.access == "customer":
-					// A's own object answers (so the 404s are about B's ids, not a broken session).
-					if p := visit("A's customer", rt.method, path, nil); p.Status != http.StatusOK {
-						t.Errorf("GET %s, A's own: %d", path, p.Status)
-					}
-				}
-			}
-		case spec.access == "admin":
-			want404("A's customer", rt.method, rt.pattern, form)
-			want404("A's customer", rt.method, rt.pattern, nil)
-		case spec.access == "customer":
-			want := cmp.Or(spec.status, http.StatusOK)
-			if p := visit("A's customer", rt.method, path, form); p.Status != want {
-				t.Errorf("%s %s as A's customer: %d, want %d", rt.method, path, p.Status, want)
-			}
-		case rt.key == "POST /logout" || rt.key == "POST /login":
-			// Signing in and out: on a client of its own, so the walk's session stays.
-			other := e.client()
-			other.login(w.a.Email)
-			oc := &client{e: e, t: t, http: other.http}
-			form := url.Values{"email": {w.a.Email}, "password": {password}, "next": {"/subscriptions/" + w.b.active.String()}}
-			if p := oc.post(strings.TrimPrefix(rt.key, "POST "), form); p.Status >= 500 ||
-				(rt.key == "POST /login" && (p.Status != http.StatusNotFound || strings.Contains(p.Body, w.b.marker))) {
-				t.Errorf("%s (next=B's subscription): %d at %s", rt.key, p.Status, p.URL)
-			}
-			n++
-		default:
-			path := strings.Replace(rt.pattern, "*", "app.css", 1)
-			visit("A's customer", rt.method, path, form)
-		}
+		v.route(rt)
 	}
 
 	// Nothing of B's changed, no replay was started, nothing was sent to B's endpoints. Nothing is left to
@@ -514,5 +421,117 @@ func TestWebIsolationWalk(t *testing.T) {
 	if s, err := e.srv.Subscriptions.Get(context.Background(), w.b.ID, w.b.paused); err != nil || s.State != "paused" {
 		t.Errorf("B's paused subscription: %v %+v", err, s)
 	}
-	t.Logf("%d dashboard routes walked, %d requests", len(routes), n)
+	t.Logf("%d dashboard routes walked, %d requests", len(routes), v.n)
+}
+
+// isoWalker makes the walk's requests as A's customer or an operator (clients), counting them (n): no page
+// may show A's customer one of tenant B's secrets, and none may fail.
+type isoWalker struct {
+	t       *testing.T
+	w       *webIsoWorld
+	clients map[string]*client
+	n       int
+}
+
+func (v *isoWalker) visit(who, method, path string, form url.Values) *page {
+	v.t.Helper()
+	w := v.w
+	v.n++
+	c := v.clients[who]
+	var p *page
+	if method == http.MethodGet {
+		if len(form) > 0 {
+			path += "?" + form.Encode()
+		}
+		p = c.get(path)
+	} else {
+		p = c.post(path, form)
+	}
+	sent := path + " " + form.Encode()
+	for _, s := range w.b.secrets {
+		if who == "A's customer" && !strings.Contains(sent, s) && !strings.Contains(sent, url.QueryEscape(s)) && strings.Contains(p.Body, s) {
+			v.t.Errorf("%s %s as %s: the page holds tenant B's %q", method, path, who, s)
+		}
+	}
+	if p.Status >= 500 {
+		v.t.Errorf("%s %s as %s: %d", method, path, who, p.Status)
+	}
+	return p
+}
+
+func (v *isoWalker) want404(who, method, path string, form url.Values) {
+	v.t.Helper()
+	p := v.visit(who, method, path, form)
+	if p.Status != http.StatusNotFound || !strings.Contains(p.text(), "Page not found") {
+		v.t.Errorf("%s %s as %s: want the 404 page, got %d %.200q", method, path, who, p.Status, p.text())
+	}
+}
+
+// route makes the requests of one route: with B's ids and mixed ids where it takes ids, as the
+// route's access allows.
+func (v *isoWalker) route(rt walkedWebRoute) {
+	t, w, e := v.t, v.w, v.w.e
+	spec, ok := webIsolationRoutes[rt.key]
+	if !ok {
+		return // TestWebIsolationWalkCoversEveryRoute reports it
+	}
+	var form url.Values
+	if spec.form != nil {
+		form = spec.form(w)
+	}
+	path := rt.pattern
+	if onlyGlobalParams(spec.params) {
+		ids := map[string]string{}
+		for name := range spec.params {
+			ids[name] = w.eventType
+		}
+		path = fillWeb(rt.pattern, ids)
+	}
+	switch {
+	case spec.access == "portal":
+		// Whoever asks, an unknown link is the 410 page and shows no tenant's data.
+		if p := v.visit("A's customer", rt.method, "/portal/"+w.b.marker, nil); p.Status != http.StatusGone {
+			t.Errorf("GET /portal/<unknown> as A's customer: %d, want 410", p.Status)
+		}
+	case len(spec.params) > 0 && !onlyGlobalParams(spec.params):
+		for _, c := range webCombos(spec.params, w.a, w.b) {
+			path := fillWeb(rt.pattern, c.ids)
+			switch {
+			case c.owners == "B":
+				// B's objects: the 404 page for A's customer.
+				v.want404("A's customer", rt.method, path, form)
+			case c.owners == "mixed":
+				// One tenant's object under another's: the 404 page, for an operator too.
+				v.want404("A's customer", rt.method, path, form)
+				v.want404("an operator", rt.method, path, form)
+			case c.first && rt.method == http.MethodGet && spec.access == "customer":
+				// A's own object answers (so the 404s are about B's ids, not a broken session).
+				if p := v.visit("A's customer", rt.method, path, nil); p.Status != http.StatusOK {
+					t.Errorf("GET %s, A's own: %d", path, p.Status)
+				}
+			}
+		}
+	case spec.access == "admin":
+		v.want404("A's customer", rt.method, rt.pattern, form)
+		v.want404("A's customer", rt.method, rt.pattern, nil)
+	case spec.access == "customer":
+		want := cmp.Or(spec.status, http.StatusOK)
+		if p := v.visit("A's customer", rt.method, path, form); p.Status != want {
+			t.Errorf("%s %s as A's customer: %d, want %d", rt.method, path, p.Status, want)
+		}
+	case rt.key == "POST /logout" || rt.key == "POST /login":
+		// Signing in and out: on a client of its own, so the walk's session stays.
+		other := e.client()
+		other.login(w.a.Email)
+		oc := &client{e: e, t: t, http: other.http}
+		form := url.Values{"email": {w.a.Email}, "password": {password}, "next": {"/subscriptions/" + w.b.active.String()}}
+		if p := oc.post(strings.TrimPrefix(rt.key, "POST "), form); p.Status >= 500 ||
+			(rt.key == "POST /login" && (p.Status != http.StatusNotFound || strings.Contains(p.Body, w.b.marker))) {
+			t.Errorf("%s (next=B's subscription): %d at %s", rt.key, p.Status, p.URL)
+		}
+		v.n++
+	default:
+		path := strings.Replace(rt.pattern, "*", "app.css", 1)
+		v.visit("A's customer", rt.method, path, form)
+	}
 }

@@ -18,6 +18,67 @@ import (
 // share (one page took 7 of 16). The test holds the deliveries table
 // locked so that the list's statements pile up in PostgreSQL, on a database of its own (nothing else lists
 // deliveries there), and counts the most of them waiting at once.
+// lockingDB is a test's own database seen from outside the server: it counts what waits for a lock on it
+// (on its watch connection) and takes the deliveries table's lock.
+type lockingDB struct {
+	t     *testing.T
+	ctx   context.Context
+	url   string
+	watch *pgx.Conn
+}
+
+// connect opens a connection of the test's, closed when the test ends.
+func (db *lockingDB) connect() *pgx.Conn {
+	conn, err := pgx.Connect(db.ctx, db.url)
+	if err != nil {
+		db.t.Fatal(err)
+	}
+	db.t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func (db *lockingDB) count(sql string) int {
+	var n int
+	if err := db.watch.QueryRow(db.ctx, sql).Scan(&n); err != nil {
+		db.t.Error(err)
+	}
+	return n
+}
+
+// waiting is how many of the named statements wait for a lock.
+func (db *lockingDB) waiting(names ...string) int {
+	n := 0
+	for _, name := range names {
+		n += db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%name: ` + name + ` %'`)
+	}
+	return n
+}
+
+// lock takes the table on a new connection; queued reports its backend once it waits for the lock.
+func (db *lockingDB) lock(queued chan<- int) chan pgx.Tx {
+	conn := db.connect()
+	var pid int
+	if err := conn.QueryRow(db.ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		db.t.Fatal(err)
+	}
+	got := make(chan pgx.Tx, 1)
+	go func() {
+		tx, err := conn.Begin(db.ctx)
+		if err == nil {
+			_, err = tx.Exec(db.ctx, "LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE")
+		}
+		if err != nil {
+			db.t.Error(err)
+		}
+		got <- tx
+	}()
+	if queued != nil {
+		queued <- pid
+	}
+	return got
+}
+
 func TestDeliveriesPageHoldsOneConnection(t *testing.T) {
 	ctx := context.Background()
 	private, drop, err := testdb.Create(ctx, "web_list_conns")
@@ -32,53 +93,9 @@ func TestDeliveriesPageHoldsOneConnection(t *testing.T) {
 	c := e.client()
 	c.login(tn.Email)
 
-	connect := func() *pgx.Conn {
-		conn, err := pgx.Connect(ctx, private)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close(context.Background()) })
-		return conn
-	}
-	watch := connect()
-	count := func(sql string) int {
-		var n int
-		if err := watch.QueryRow(ctx, sql).Scan(&n); err != nil {
-			t.Error(err)
-		}
-		return n
-	}
-	waiting := func(names ...string) int {
-		n := 0
-		for _, name := range names {
-			n += count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-				AND wait_event_type = 'Lock' AND query LIKE '%name: ` + name + ` %'`)
-		}
-		return n
-	}
-	// lock takes the table on a new connection; queued reports its backend once it waits for the lock.
-	lock := func(queued chan<- int) chan pgx.Tx {
-		conn := connect()
-		var pid int
-		if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan pgx.Tx, 1)
-		go func() {
-			tx, err := conn.Begin(ctx)
-			if err == nil {
-				_, err = tx.Exec(ctx, "LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE")
-			}
-			if err != nil {
-				t.Error(err)
-			}
-			got <- tx
-		}()
-		if queued != nil {
-			queued <- pid
-		}
-		return got
-	}
+	db := &lockingDB{t: t, ctx: ctx, url: private}
+	db.watch = db.connect()
+	count, waiting, lock := db.count, db.waiting, db.lock
 
 	held := <-lock(nil)
 	done := make(chan int, 1)
@@ -137,17 +154,5 @@ func TestDeliveriesPageHoldsOneConnection(t *testing.T) {
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
-	}
-}
-
-// pollUntil checks cond every 5 ms until it holds, failing the test after timeout.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -109,7 +109,7 @@ func TestPageNumbersAreOfOneMoment(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	dels := delivery.NewService(pool, e.srv.Policy, time.Now, e.srv.Config.MaxManualRetries, e.srv.Config.ResendPerMinute)
-	h := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions, Deliveries: dels,
+	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions, Deliveries: dels,
 		Replays: e.srv.Replays, Incidents: e.srv.Incidents, Portal: e.srv.Portal, Catalogue: e.srv.Catalogue,
 		Publisher: e.srv.Publisher, Policy: e.srv.Policy, MaxManualRetries: e.srv.Config.MaxManualRetries})
 	ts := httptest.NewServer(h.Routes())

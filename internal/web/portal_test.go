@@ -16,16 +16,16 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
-	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/web"
 )
 
 // portalLink makes a portal link for tn and returns its path (/portal/<token>).
 func (e *env) portalLink(tn tenant, in portal.LinkRequest) string {
 	e.t.Helper()
-	l, err := e.srv.Portal.CreateLink(setupCtx(), tn.ID, tenants.Principal{Admin: true}, in)
+	l, err := e.srv.Portal.CreateLink(setupCtx(), tn.ID, principal.AdminToken(), in)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})
 	e.waitState(tn, ids[0], delivery.Delivered)
 
-	router, ok := web.New(web.Options{Pool: e.srv.Pool, Tenants: e.srv.Tenants}).Routes().(chi.Routes)
+	router, ok := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants}).Routes().(chi.Routes)
 	if !ok {
 		t.Fatal("the dashboard's router is not a chi router")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/tenants"
 )
 
 // The operator's tenant page lists the tenant's API tokens (name, scopes, created, last used; never the
@@ -87,6 +88,14 @@ func TestAdminTenantPageListsAndRevokesTokens(t *testing.T) {
 		t.Errorf("the other token stopped working: %v", err)
 	}
 
+	checkRevokeRefused(t, e, c, tn, action, ops, foreign)
+}
+
+// checkRevokeRefused checks what may not revoke a token cannot: the revoked one again (action), another
+// tenant's token through tn's page, a garbled id, a customer, another site (CSRF); ops and foreign keep working.
+func checkRevokeRefused(t *testing.T, e *env, c *client, tn tenant, action string, ops, foreign tenants.CreatedToken) {
+	t.Helper()
+	ctx := activity.System(context.Background(), "test setup")
 	// Again, another tenant's token through this tenant's page, or a garbled id: the 404 page.
 	for _, path := range []string{
 		action,

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,18 +32,13 @@ func TestReplayStartedMessageStaysTrue(t *testing.T) {
 		t.Fatalf("confirm: %s to %q: %s", r, loc, r.text())
 	}
 	id := uuid.MustParse(strings.TrimPrefix(loc, "/admin/replays/"))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(25 * time.Millisecond) {
+	eventually(t, 20*time.Second, 25*time.Millisecond, func() bool {
 		rep, err := e.srv.Replays.Get(context.Background(), id, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.State != delivery.ReplayRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay %s still scheduling", id)
-		}
-	}
+		return rep.State != delivery.ReplayRunning
+	}, func() string { return fmt.Sprintf("replay %s still scheduling", id) })
 	p := c.get(loc)
 	if got := attr(one(t, p.Doc, "replay-head"), "data-state"); got != "finished" {
 		t.Fatalf("replay page state %q, want finished", got)

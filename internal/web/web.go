@@ -1,7 +1,11 @@
 // Package web is the customer dashboard: server-rendered pages (templ, web/templates) over the same domain
 // services as the JSON API. Handlers parse, authorize, call a service and render a view model.
 //
-// Safety: sessions live in PostgreSQL (scs, with the store in session.go), renewed at sign-in, with idle and absolute timeouts;
+// This package owns the router, the middleware every page passes (security headers, cookies, forms, the
+// cross-origin check), signing in and out, and portal sessions; the pages themselves live in the area
+// packages (endpoints, deliveries, eventtypes, activitylog, admin) on the shared core.
+//
+// Safety: sessions live in PostgreSQL (scs, with the store in package session), renewed at sign-in, with idle and absolute timeouts;
 // cookies are HttpOnly, SameSite=Lax and Secure under TLS; failed sign-ins are throttled per email and per
 // address; every state-changing form is guarded by http.CrossOriginProtection; each customer sees only
 // their tenant, and another tenant's ids are a 404.
@@ -12,10 +16,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
@@ -26,18 +28,30 @@ import (
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
+	"github.com/hookline/hookline/internal/web/activitylog"
+	"github.com/hookline/hookline/internal/web/admin"
+	"github.com/hookline/hookline/internal/web/core"
+	"github.com/hookline/hookline/internal/web/deliveries"
+	"github.com/hookline/hookline/internal/web/endpoints"
+	"github.com/hookline/hookline/internal/web/eventtypes"
+	"github.com/hookline/hookline/internal/web/session"
 	"github.com/hookline/hookline/web"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Options are the dashboard's dependencies and settings.
+// Options are the dashboard's dependencies and settings. The services are the server's own, built once:
+// the dashboard builds none of its own from a pool.
 type Options struct {
-	Pool          *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *delivery.Service
 	Replays       *delivery.Replays
 	Publisher     *delivery.Publisher
+	// Activity is the activity log the Activity pages read.
+	Activity *activity.Log
+	// LoginThrottle counts failed sign-ins per email and per client address.
+	LoginThrottle *tenants.LoginThrottle
+	// Sessions is the session store (PostgreSQL's sessions table).
+	Sessions *session.Store
 	// Catalogue, when set, is the event catalogue the Event types page shows and the subscription forms
 	// offer (nil: an empty one).
 	Catalogue *catalogue.Service
@@ -57,11 +71,6 @@ type Options struct {
 	// Lifetime after this long in any case (default 12 h).
 	IdleTimeout time.Duration
 	Lifetime    time.Duration
-	// Login throttling: a burst of failed sign-ins per email and per client address, then one more per
-	// interval. Zero values take the defaults (5 per email, 20 per address, one more every 30 s).
-	LoginBurstPerEmail int
-	LoginBurstPerAddr  int
-	LoginInterval      time.Duration
 	// PublicURL is the dashboard's public base URL; with https the session cookie is always Secure and
 	// every answer carries Strict-Transport-Security (the server may sit behind a TLS-terminating proxy).
 	PublicURL string
@@ -75,29 +84,23 @@ type Options struct {
 	FrameAncestors []string
 }
 
-// Handler serves the dashboard.
+// Handler serves the dashboard: sign-in and sessions here, each area's pages in its own package.
 type Handler struct {
-	tenants        *tenants.Service
-	subs           *subscriptions.Service
-	dels           *delivery.Service
-	replays        *delivery.Replays
-	activity       *activity.Log
-	publisher      *delivery.Publisher
-	catalogue      *catalogue.Service
-	incidents      *incidents.Service
-	portal         *portal.Service
-	policy         delivery.RetryPolicy
-	timeout        time.Duration
-	maxManual      int
-	now            func() time.Time
-	log            *slog.Logger
-	sessions       *scs.SessionManager
-	throttle       *tenants.LoginThrottle
-	proxies        []netip.Prefix
-	httpsOnly      bool // the public URL is https
-	brand          brand.Brand
-	frameAncestors []string
+	*core.Handler
+	throttle  *tenants.LoginThrottle
+	proxies   []netip.Prefix
+	httpsOnly bool // the public URL is https
+
+	endpoints   *endpoints.Handler
+	deliveries  *deliveries.Handler
+	eventTypes  *eventtypes.Handler
+	activityLog *activitylog.Handler
+	admin       *admin.Handler
 }
+
+// TestEventType is the event type "Send test event" publishes, to one subscription whatever its event types,
+// without a brand; under a brand it names no product (brand.Brand.TestEventType).
+const TestEventType = brand.DefaultTestEventType
 
 // New builds the dashboard.
 func New(o Options) *Handler {
@@ -113,24 +116,27 @@ func New(o Options) *Handler {
 	if o.Lifetime <= 0 {
 		o.Lifetime = 12 * time.Hour
 	}
-	h := &Handler{
-		tenants: o.Tenants, subs: o.Subscriptions, dels: o.Deliveries, replays: o.Replays, publisher: o.Publisher,
-		policy: o.Policy, timeout: o.AttemptTimeout, maxManual: o.MaxManualRetries, now: o.Now, log: o.Log,
-		incidents: o.Incidents, portal: o.Portal, catalogue: o.Catalogue,
-		activity: activity.NewLog(o.Pool),
-		throttle: tenants.NewLoginThrottle(o.Pool, o.Now, o.LoginBurstPerEmail, o.LoginBurstPerAddr, o.LoginInterval),
-		proxies:  o.TrustedProxies,
-		brand:    o.Brand, frameAncestors: o.FrameAncestors,
+	c := &core.Handler{
+		Tenants: o.Tenants, Subs: o.Subscriptions, Dels: o.Deliveries, Replays: o.Replays, Publisher: o.Publisher,
+		Policy: o.Policy, Timeout: o.AttemptTimeout, MaxManual: o.MaxManualRetries, Now: o.Now, Log: o.Log,
+		Incidents: o.Incidents, Portal: o.Portal, Catalogue: o.Catalogue, Activity: o.Activity,
+		Brand: o.Brand, FrameAncestors: o.FrameAncestors,
 	}
-	if h.brand.Name == "" {
-		h.brand.Name = brand.DefaultName
+	if c.Brand.Name == "" {
+		c.Brand.Name = brand.DefaultName
 	}
+	h := &Handler{Handler: c, throttle: o.LoginThrottle, proxies: o.TrustedProxies}
 	if u, err := url.Parse(o.PublicURL); err == nil && u.Scheme == "https" {
 		h.httpsOnly = true
 	}
-	h.sessions = newSessionManager(newSessionStore(o.Pool), o.IdleTimeout, o.Lifetime, h.sessionError)
-	h.sessions.Cookie.Secure = h.httpsOnly
+	h.Sessions = session.NewManager(o.Sessions, o.IdleTimeout, o.Lifetime, h.sessionError)
+	h.Sessions.Cookie.Secure = h.httpsOnly
 	h.embeddable()
+	h.deliveries = deliveries.New(c)
+	h.endpoints = endpoints.New(c, h.deliveries)
+	h.eventTypes = eventtypes.New(c)
+	h.activityLog = activitylog.New(c)
+	h.admin = admin.New(c, h.endpoints, h.activityLog)
 	return h
 }
 
@@ -152,11 +158,11 @@ func (h *Handler) Routes() http.Handler {
 	r.Get("/favicon.ico", h.favicon)
 
 	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(h.crossOrigin))
+	cop.SetDenyHandler(http.HandlerFunc(h.CrossOrigin))
 
 	r.Group(func(r chi.Router) {
 		// forms bounds and checks every form once, after the cross-origin check (a refused request is not read).
-		r.Use(h.securityHeaders, h.secureCookies, cop.Handler, h.staleSessions, h.sessions.LoadAndSave, h.forms)
+		r.Use(h.securityHeaders, h.secureCookies, cop.Handler, session.Stale, h.Sessions.LoadAndSave, h.forms)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
 		r.Get("/logout", h.logoutPage)
@@ -166,51 +172,12 @@ func (h *Handler) Routes() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
 			r.Use(h.changesAllowed) // a view-only portal session changes nothing (portal.go)
-			r.Get("/", h.home)
-			r.Get("/subscriptions/new", h.newEndpoint)
-			r.Post("/subscriptions", h.createEndpoint)
-			r.Get("/subscriptions/{id}", h.subscription)
-			r.Post("/subscriptions/{id}", h.updateEndpoint)
-			r.Get("/subscriptions/{id}/edit", h.editEndpoint)
-			r.Get("/subscriptions/{id}/delete", h.deleteEndpointPage)
-			r.Post("/subscriptions/{id}/delete", h.deleteEndpoint)
-			r.Post("/subscriptions/{id}/secret", h.revealSecret)
-			r.Post("/subscriptions/{id}/rotate-secret", h.rotateSecret)
-			r.Post("/subscriptions/{id}/pause", h.pause)
-			r.Post("/subscriptions/{id}/resume", h.resume)
-			r.Post("/subscriptions/{id}/test", h.sendTest)
-			r.Get("/find", h.find)
-			r.Get("/events/{id}", h.event)
-			r.Get("/deliveries", h.deliveriesPage)
-			r.Get("/deliveries/{id}", h.delivery)
-			r.Post("/deliveries/{id}/resend", h.resend)
-			r.Post("/deliveries/{id}/retry-now", h.retryNow)
-			r.Post("/subscriptions/{id}/recover", h.recover)
-			r.Get("/recovers/{id}", h.recoverPage)
-			r.Get("/activity", h.tenantActivity)
-			r.Get("/event-types", h.eventTypes)
-			r.Post("/event-types/{name}/send", h.sendExample)
+			h.customerRoutes(r)
 			// The operator pages, for operators only: anyone else gets the 404 page, so a customer cannot even
 			// tell they exist. One middleware, not a check in each handler.
 			r.Group(func(r chi.Router) {
-				r.Use(h.requireAdmin)
-				r.Get("/admin", h.admin)
-				r.Get("/admin/tenants/{id}", h.adminTenant)
-				r.Post("/admin/tenants/{id}/tokens/{token}/revoke", h.revokeToken)
-				r.Get("/admin/tenants/new", h.newTenant)
-				r.Post("/admin/tenants", h.createTenant)
-				r.Get("/admin/tenants/{id}/users", h.tenantUsers)
-				r.Get("/admin/tenants/{id}/activity", h.adminTenantActivity)
-				r.Post("/admin/tenants/{id}/users", h.createUser)
-				r.Post("/admin/tenants/{id}/users/{user}/remove", h.removeUser)
-				r.Post("/admin/tenants/{id}/users/{user}/password", h.resetPassword)
-				r.Get("/admin/tenants/{id}/tokens/new", h.newTokenPage)
-				r.Post("/admin/tenants/{id}/tokens", h.createToken)
-				r.Get("/admin/dead", h.deadLetters)
-				r.Get("/admin/replay", h.bulkReplay)
-				r.Post("/admin/replay", h.bulkReplay)
-				r.Get("/admin/replays", h.replayLog)
-				r.Get("/admin/replays/{id}", h.replayPage)
+				r.Use(h.admin.RequireAdmin)
+				h.adminRoutes(r)
 			})
 		})
 	})
@@ -220,42 +187,63 @@ func (h *Handler) Routes() http.Handler {
 	return r
 }
 
+// customerRoutes are the pages of a signed-in user (a customer's own tenant; an operator may open any).
+func (h *Handler) customerRoutes(r chi.Router) {
+	s, d := h.endpoints, h.deliveries
+	r.Get("/", s.Home)
+	r.Get("/subscriptions/new", s.NewEndpoint)
+	r.Post("/subscriptions", s.CreateEndpoint)
+	r.Get("/subscriptions/{id}", s.Subscription)
+	r.Post("/subscriptions/{id}", s.UpdateEndpoint)
+	r.Get("/subscriptions/{id}/edit", s.EditEndpoint)
+	r.Get("/subscriptions/{id}/delete", s.DeleteEndpointPage)
+	r.Post("/subscriptions/{id}/delete", s.DeleteEndpoint)
+	r.Post("/subscriptions/{id}/secret", s.RevealSecret)
+	r.Post("/subscriptions/{id}/rotate-secret", s.RotateSecret)
+	r.Post("/subscriptions/{id}/pause", s.Pause)
+	r.Post("/subscriptions/{id}/resume", s.Resume)
+	r.Post("/subscriptions/{id}/test", s.SendTest)
+	r.Get("/find", d.Find)
+	r.Get("/events/{id}", d.Event)
+	r.Get("/deliveries", d.DeliveriesPage)
+	r.Get("/deliveries/{id}", d.Delivery)
+	r.Post("/deliveries/{id}/resend", d.Resend)
+	r.Post("/deliveries/{id}/retry-now", d.RetryNow)
+	r.Post("/subscriptions/{id}/recover", s.Recover)
+	r.Get("/recovers/{id}", s.RecoverPage)
+	r.Get("/activity", h.activityLog.TenantActivity)
+	r.Get("/event-types", h.eventTypes.EventTypes)
+	r.Post("/event-types/{name}/send", h.eventTypes.SendExample)
+}
+
+// adminRoutes are the operator console's pages (requireAdmin in front of them).
+func (h *Handler) adminRoutes(r chi.Router) {
+	a := h.admin
+	r.Get("/admin", a.Admin)
+	r.Get("/admin/tenants/{id}", a.AdminTenant)
+	r.Post("/admin/tenants/{id}/tokens/{token}/revoke", a.RevokeToken)
+	r.Get("/admin/tenants/new", a.NewTenant)
+	r.Post("/admin/tenants", a.CreateTenant)
+	r.Get("/admin/tenants/{id}/users", a.TenantUsers)
+	r.Get("/admin/tenants/{id}/activity", a.AdminTenantActivity)
+	r.Post("/admin/tenants/{id}/users", a.CreateUser)
+	r.Post("/admin/tenants/{id}/users/{user}/remove", a.RemoveUser)
+	r.Post("/admin/tenants/{id}/users/{user}/password", a.ResetPassword)
+	r.Get("/admin/tenants/{id}/tokens/new", a.NewTokenPage)
+	r.Post("/admin/tenants/{id}/tokens", a.CreateToken)
+	r.Get("/admin/dead", a.DeadLetters)
+	r.Get("/admin/replay", a.BulkReplay)
+	r.Post("/admin/replay", a.BulkReplay)
+	r.Get("/admin/replays", a.ReplayLog)
+	r.Get("/admin/replays/{id}", a.ReplayPage)
+}
+
 // unknownPage answers a path that is no page: signed out it leads to /login like every page; signed in
 // it is the 404 page.
 func (h *Handler) unknownPage() http.Handler {
-	return chain(http.HandlerFunc(h.notFound), h.securityHeaders, h.secureCookies, h.staleSessions, h.sessions.LoadAndSave, h.requireUser)
+	return chain(http.HandlerFunc(h.NotFound), h.securityHeaders, h.secureCookies, session.Stale, h.Sessions.LoadAndSave, h.requireUser)
 }
 
-func chain(hd http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
-	for i := len(mw) - 1; i >= 0; i-- {
-		hd = mw[i](hd)
-	}
-	return hd
-}
-
-// securityHeaders sets the headers every dashboard page carries: a strict CSP (no inline scripts or
-// styles), no framing (or only by HOOKLINE_PORTAL_FRAME_ANCESTORS), no sniffing, and no caching of pages
-// that show a tenant's data.
-func (h *Handler) securityHeaders(next http.Handler) http.Handler {
-	frame := "'none'"
-	if len(h.frameAncestors) > 0 {
-		frame = strings.Join(h.frameAncestors, " ")
-	}
-	csp := "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; " +
-		"form-action 'self'; frame-ancestors " + frame + "; base-uri 'none'"
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", csp)
-		if len(h.frameAncestors) > 0 {
-			// X-Frame-Options knows no list of origins, and browsers that know CSP ignore it anyway; sent
-			// (by the server's base headers, DENY) it would block the frames CSP allows in older ones.
-			hd.Del("X-Frame-Options")
-		} else {
-			hd.Set("X-Frame-Options", "DENY")
-		}
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
+func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error) {
+	h.Fail(w, r, err)
 }

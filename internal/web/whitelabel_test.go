@@ -81,6 +81,26 @@ func TestWhiteLabelNamesNoHookline(t *testing.T) {
 		}
 	}
 
+	checkPagesNameNoHookline(t, e, tn, sub, c, d)
+
+	// Refusals on forms too: the one subscription allowed is there.
+	if p := c.post("/subscriptions", url.Values{"url": {e.recv.URL + "/good/one-too-many"}}); p.Status != http.StatusBadRequest ||
+		!strings.Contains(text(one(t, p.Doc, "form-error")), "already has 1 subscriptions, the most allowed") || namesHookline(p.Body) != "" {
+		t.Errorf("past the limit: %s %q (%s)", p, text(one(t, p.Doc, "form-error")), namesHookline(p.Body))
+	}
+	// The icon in the browser's tab is not Hookline's mark either: the brand's logo.
+	if !strings.Contains(sp.Body, `<link rel="icon" href="/static/brand-logo">`) {
+		t.Error("the page's icon is not the brand's logo")
+	}
+	if p := c.get("/favicon.ico"); p.Status == http.StatusOK && namesHookline(p.Body) != "" {
+		t.Errorf("/favicon.ico under a brand is Hookline's: %s", namesHookline(p.Body))
+	}
+}
+
+// checkPagesNameNoHookline checks no page a customer sees, signed in with a password (c) or in a portal
+// session, names Hookline under a brand.
+func checkPagesNameNoHookline(t *testing.T, e *env, tn tenant, sub subscriptions.Subscription, c *client, d delivery.Detail) {
+	t.Helper()
 	pc := e.portalClient(e.portalLink(tn, portal.LinkRequest{User: portal.User{Name: "Ann"}}))
 	fill := strings.NewReplacer("{id}", sub.ID.String(), "{token}", "unknown-link")
 	for who, cl := range map[string]*client{"password customer": c, "portal session": pc} {
@@ -109,17 +129,5 @@ func TestWhiteLabelNamesNoHookline(t *testing.T) {
 		if checked < 10 {
 			t.Fatalf("%s: checked only %d pages", who, checked)
 		}
-	}
-	// Refusals on forms too: the one subscription allowed is there.
-	if p := c.post("/subscriptions", url.Values{"url": {e.recv.URL + "/good/one-too-many"}}); p.Status != http.StatusBadRequest ||
-		!strings.Contains(text(one(t, p.Doc, "form-error")), "already has 1 subscriptions, the most allowed") || namesHookline(p.Body) != "" {
-		t.Errorf("past the limit: %s %q (%s)", p, text(one(t, p.Doc, "form-error")), namesHookline(p.Body))
-	}
-	// The icon in the browser's tab is not Hookline's mark either: the brand's logo.
-	if !strings.Contains(sp.Body, `<link rel="icon" href="/static/brand-logo">`) {
-		t.Error("the page's icon is not the brand's logo")
-	}
-	if p := c.get("/favicon.ico"); p.Status == http.StatusOK && namesHookline(p.Body) != "" {
-		t.Errorf("/favicon.ico under a brand is Hookline's: %s", namesHookline(p.Body))
 	}
 }

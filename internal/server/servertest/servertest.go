@@ -18,13 +18,7 @@ import (
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/server"
-	"go.uber.org/goleak"
 )
-
-// SessionStoreCleanup is the goroutine of the dashboard's memory session store (scs memstore) that
-// nothing stops: server.New starts it when it builds the dashboard, whether or not a session is ever
-// made. The TestMain of a package that builds servers passes it to testdb.Main.
-var SessionStoreCleanup = goleak.IgnoreTopFunction("github.com/alexedwards/scs/v2/memstore.(*MemStore).startCleanup")
 
 // Config is the configuration of a test server: the given database, the contract's defaults otherwise,
 // private networks allowed (receivers are httptest servers on 127.0.0.1) and a few workers.

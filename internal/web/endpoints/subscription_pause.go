@@ -1,0 +1,9 @@
+package endpoints
+
+import (
+	"net/http"
+)
+
+func (h *Handler) Pause(w http.ResponseWriter, r *http.Request) {
+	h.setSubscriptionState(w, r, true)
+}
