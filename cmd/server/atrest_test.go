@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,146 +44,152 @@ func (r received) signedWith(secret string) bool {
 	return false
 }
 
-// instance is one run of the real binary on the test's database.
-type instance struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	base string
-	logs *bytes.Buffer
+// startInstance runs the real binary on the test's database with the given HOOKLINE_SECRET_KEY.
+func startInstance(t *testing.T, bin, dbURL, keys string) *process {
+	t.Helper()
+	p := startProcess(t, bin, "DATABASE_URL="+dbURL, "HOOKLINE_ADMIN_TOKEN=t0ken",
+		"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true", "HOOKLINE_SECRET_KEY="+keys, "HOOKLINE_LOG_FORMAT=text")
+	waitReady(t, p.base)
+	return p
 }
 
-func startInstance(t *testing.T, bin, dbURL, keys string) *instance {
+// atRest is the key rotation's database, receiver and subscription.
+type atRest struct {
+	t           *testing.T
+	bin, url    string
+	got         chan received
+	receiver    string
+	tenant, sub string
+}
+
+// stored is what the database holds of the subscription's secrets and custom header.
+func (a *atRest) stored() (secrets []string, header string) {
+	t := a.t
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HOOKLINE_ADDR="+addr, "HOOKLINE_ADMIN_TOKEN=t0ken",
-		"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true", "HOOKLINE_SECRET_KEY="+keys, "HOOKLINE_LOG_FORMAT=text")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	in := &instance{t: t, cmd: cmd, base: "http://" + addr, logs: &logs}
-	waitReady(t, in.base)
-	return in
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT array_agg(secret ORDER BY created_at, id) FROM subscription_secrets`).Scan(&secrets); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT headers->>'X-Api-Key' FROM subscriptions`).Scan(&header); err != nil {
+		t.Fatal(err)
+	}
+	return secrets, header
 }
 
-func (in *instance) stop() {
-	in.t.Helper()
-	_ = in.cmd.Process.Signal(syscall.SIGTERM)
-	if err := in.cmd.Wait(); err != nil {
-		in.t.Fatalf("exit: %v\n%s", err, in.logs)
+// deliver publishes one event and checks what the receiver got: signed with every one of secrets, the
+// custom header in plaintext.
+func (a *atRest) deliver(in *process, secrets ...string) {
+	t := a.t
+	t.Helper()
+	call(t, in.base, "POST", "/api/v1/tenants/"+a.tenant+"/events", `{"event_type":"a.b","payload":{"n":1}}`)
+	select {
+	case r := <-a.got:
+		for _, s := range secrets {
+			if !r.signedWith(s) {
+				t.Fatalf("not signed with %s…: %q\n%s", s[:10], r.header.Get("webhook-signature"), in.logs)
+			}
+		}
+		if v := r.header.Get("X-Api-Key"); v != "k_live_123" {
+			t.Fatalf("custom header X-Api-Key = %q, want the plaintext", v)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("nothing delivered\n%s", in.logs)
 	}
 }
+
+// stop stops an instance with SIGTERM; it must exit 0.
+func (a *atRest) stop(in *process) { a.t.Helper(); in.sigterm(a.t, time.Minute) }
 
 // The whole life of secrets at rest through the real binary: written in plaintext without a key, sealed
 // when a key is configured, readable through a rotation of keys, re-encrypted by `server reencrypt`,
 // and the old key dropped, with every delivery on the way signed with the plaintext secrets and carrying
 // the plaintext custom header.
 func TestSecretsAtRestAcrossKeyRotation(t *testing.T) {
-	bin := buildServer(t)
-	ctx := context.Background()
+	t.Parallel()
+	a := &atRest{t: t, bin: buildServer(t), got: make(chan received, 16)}
 	// A database of its own: every row in it must end up under the expected key.
-	url, drop, err := testdb.Create(ctx, "cmd_atrest")
+	url, drop, err := testdb.Create(context.Background(), "cmd_atrest")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer drop()
-	got := make(chan received, 16)
+	a.url = url
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- received{r.Header.Clone(), b}
+		a.got <- received{r.Header.Clone(), b}
 	}))
 	defer receiver.Close()
-
-	stored := func() (secrets []string, header string) {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		if err := conn.QueryRow(ctx, `SELECT array_agg(secret ORDER BY created_at, id) FROM subscription_secrets`).Scan(&secrets); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.QueryRow(ctx, `SELECT headers->>'X-Api-Key' FROM subscriptions`).Scan(&header); err != nil {
-			t.Fatal(err)
-		}
-		return secrets, header
-	}
-	var tenant, sub string
-	// deliver publishes one event and checks what the receiver got: signed with every one of secrets,
-	// the custom header in plaintext.
-	deliver := func(in *instance, secrets ...string) {
-		t.Helper()
-		call(t, in.base, "POST", "/api/v1/tenants/"+tenant+"/events", `{"event_type":"a.b","payload":{"n":1}}`)
-		select {
-		case r := <-got:
-			for _, s := range secrets {
-				if !r.signedWith(s) {
-					t.Fatalf("not signed with %s…: %q\n%s", s[:10], r.header.Get("webhook-signature"), in.logs)
-				}
-			}
-			if v := r.header.Get("X-Api-Key"); v != "k_live_123" {
-				t.Fatalf("custom header X-Api-Key = %q, want the plaintext", v)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("nothing delivered\n%s", in.logs)
-		}
-	}
+	a.receiver = receiver.URL
 	k1, k2 := secretbox.NewKey(), secretbox.NewKey()
+	secret1, secret2 := a.sealAndRotate(k1, k2)
+	a.reencryptAndDrop(k1, k2, secret1, secret2)
+}
+
+// sealAndRotate runs without a key, then with k1, then with k2 before k1 (rotating the secret), and
+// returns the two secrets.
+func (a *atRest) sealAndRotate(k1, k2 string) (secret1, secret2 string) {
+	t := a.t
 	box1, _ := secretbox.Parse(k1)
 	box2, _ := secretbox.Parse(k2)
-
 	// 1. No key: plaintext in the table, a loud warning.
-	in := startInstance(t, bin, url, "")
-	tenant = call(t, in.base, "POST", "/api/v1/tenants", `{"name":"at rest"}`)["id"].(string)
-	created := call(t, in.base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions",
-		fmt.Sprintf(`{"url":%q,"headers":{"X-Api-Key":"k_live_123"}}`, receiver.URL))
-	sub = created["id"].(string)
-	secret1 := created["secret"].(string)
-	if ss, h := stored(); len(ss) != 1 || ss[0] != secret1 || h != "k_live_123" {
+	in := startInstance(t, a.bin, a.url, "")
+	a.tenant = call(t, in.base, "POST", "/api/v1/tenants", `{"name":"at rest"}`)["id"].(string)
+	created := call(t, in.base, "POST", "/api/v1/tenants/"+a.tenant+"/subscriptions",
+		fmt.Sprintf(`{"url":%q,"headers":{"X-Api-Key":"k_live_123"}}`, a.receiver))
+	a.sub = created["id"].(string)
+	secret1 = created["secret"].(string)
+	if ss, h := a.stored(); len(ss) != 1 || ss[0] != secret1 || h != "k_live_123" {
 		t.Fatalf("without a key: %v %q", ss, h)
 	}
-	deliver(in, secret1)
-	in.stop()
+	a.deliver(in, secret1)
+	a.stop(in)
 	if !strings.Contains(in.logs.String(), "UNENCRYPTED") {
 		t.Fatalf("no warning without a key:\n%s", in.logs)
 	}
 
 	// 2. A key: the plaintext rows are sealed at start; deliveries unchanged.
-	in = startInstance(t, bin, url, k1)
-	if ss, h := stored(); !strings.HasPrefix(ss[0], "enc:v1:"+box1.KeyIDs()[0]+":") || !strings.HasPrefix(h, box1.CurrentPrefix()) {
+	in = startInstance(t, a.bin, a.url, k1)
+	if ss, h := a.stored(); !strings.HasPrefix(ss[0], "enc:v1:"+box1.KeyIDs()[0]+":") || !strings.HasPrefix(h, box1.CurrentPrefix()) {
 		t.Fatalf("not sealed at start: %v %q", ss, h)
 	}
-	deliver(in, secret1)
-	in.stop()
+	a.deliver(in, secret1)
+	a.stop(in)
 	if strings.Contains(in.logs.String(), "UNENCRYPTED") {
 		t.Fatal("warned although a key is configured")
 	}
 
 	// 3. Rotation: new key first, old second. Old values still open; a rotated secret is sealed under the
 	// new key and both secrets sign.
-	in = startInstance(t, bin, url, k2+","+k1)
-	deliver(in, secret1)
-	secret2 := call(t, in.base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions/"+sub+"/rotate-secret", "")["secret"].(string)
+	in = startInstance(t, a.bin, a.url, k2+","+k1)
+	a.deliver(in, secret1)
+	secret2 = call(t, in.base, "POST", "/api/v1/tenants/"+a.tenant+"/subscriptions/"+a.sub+"/rotate-secret", "")["secret"].(string)
 	if !strings.HasPrefix(secret2, "whsec_") {
 		t.Fatalf("rotate answered %q, want the plaintext secret", secret2)
 	}
-	if ss, _ := stored(); len(ss) != 2 || !strings.HasPrefix(ss[0], box1.CurrentPrefix()) || !strings.HasPrefix(ss[1], box2.CurrentPrefix()) {
+	if ss, _ := a.stored(); len(ss) != 2 || !strings.HasPrefix(ss[0], box1.CurrentPrefix()) || !strings.HasPrefix(ss[1], box2.CurrentPrefix()) {
 		t.Fatalf("after rotation: %v", ss)
 	}
-	deliver(in, secret1, secret2)
-	in.stop()
+	a.deliver(in, secret1, secret2)
+	a.stop(in)
+	return secret1, secret2
+}
 
+// reencryptAndDrop re-encrypts under k2, runs with k2 alone, then with a key that sealed nothing.
+func (a *atRest) reencryptAndDrop(k1, k2, secret1, secret2 string) {
+	t := a.t
+	box2, _ := secretbox.Parse(k2)
 	// 4. reencrypt: every row under the new key.
-	cmd := exec.Command(bin, "reencrypt")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "HOOKLINE_SECRET_KEY="+k2+","+k1, "HOOKLINE_LOG_FORMAT=text")
+	cmd := exec.Command(a.bin, "reencrypt")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.url, "HOOKLINE_SECRET_KEY="+k2+","+k1, "HOOKLINE_LOG_FORMAT=text")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("reencrypt: %v\n%s", err, out)
 	}
-	ss, h := stored()
+	ss, h := a.stored()
 	for _, v := range append(ss, h) {
 		if !strings.HasPrefix(v, box2.CurrentPrefix()) {
 			t.Fatalf("after reencrypt, %q is not under the new key", v)
@@ -193,22 +197,22 @@ func TestSecretsAtRestAcrossKeyRotation(t *testing.T) {
 	}
 
 	// 5. Only the new key: everything still works, and nothing is reported unreadable.
-	in = startInstance(t, bin, url, k2)
-	deliver(in, secret1, secret2)
-	in.stop()
+	in := startInstance(t, a.bin, a.url, k2)
+	a.deliver(in, secret1, secret2)
+	a.stop(in)
 	if strings.Contains(in.logs.String(), "missing from HOOKLINE_SECRET_KEY") || strings.Contains(in.logs.String(), "cannot decrypt") {
 		t.Fatalf("values unreadable with the new key alone:\n%s", in.logs)
 	}
 
 	// 6. A key that sealed nothing: start is fine, the unreadable values are reported, nothing is sent.
-	in = startInstance(t, bin, url, secretbox.NewKey())
-	call(t, in.base, "POST", "/api/v1/tenants/"+tenant+"/events", `{"event_type":"a.b","payload":{}}`)
+	in = startInstance(t, a.bin, a.url, secretbox.NewKey())
+	call(t, in.base, "POST", "/api/v1/tenants/"+a.tenant+"/events", `{"event_type":"a.b","payload":{}}`)
 	select {
-	case r := <-got:
+	case r := <-a.got:
 		t.Fatalf("delivered without the key: %v", r.header)
 	case <-time.After(2 * time.Second):
 	}
-	in.stop()
+	a.stop(in)
 	if !strings.Contains(in.logs.String(), "missing from HOOKLINE_SECRET_KEY") || !strings.Contains(in.logs.String(), "cannot decrypt") {
 		t.Fatalf("unreadable values not reported:\n%s", in.logs)
 	}

@@ -63,23 +63,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	var handler slog.Handler = slog.NewJSONHandler(os.Stderr, nil)
-	if cfg.LogFormat == "text" {
-		handler = slog.NewTextHandler(os.Stderr, nil)
-	}
-	log := slog.New(handler)
-	slog.SetDefault(log)
-
+	log := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
 	if cfg.DatabaseURL == "" {
-		dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "postgres"))
-		if err != nil {
-			return err
-		}
-		log.Info("DATABASE_URL is empty: starting the project-managed PostgreSQL", "dir", dir)
-		if cfg.DatabaseURL, err = pgdev.Ensure(ctx, dir, log); err != nil {
+		if cfg.DatabaseURL, err = projectDatabase(ctx, cfg, log); err != nil {
 			return err
 		}
 	}
@@ -93,7 +81,6 @@ func run(args []string) error {
 	case config.CommandReencrypt:
 		return reencrypt(ctx, cfg, log)
 	}
-
 	// The server keeps little alive (tens of MiB) and allocates with every request and attempt, so at
 	// Go's default (GOGC=100) it collected garbage many times a second: 400 took ingest from 1,913-2,021 to
 	// 2,276-2,476 events/s on 2 cores, for a peak of about 60 MiB instead of 45. GOGC set in the
@@ -101,38 +88,50 @@ func run(args []string) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+	return serve(ctx, cfg, log)
+}
+
+// newLogger is the process's logger (HOOKLINE_LOG_FORMAT), also slog's default.
+func newLogger(cfg config.Config) *slog.Logger {
+	var handler slog.Handler = slog.NewJSONHandler(os.Stderr, nil)
+	if cfg.LogFormat == "text" {
+		handler = slog.NewTextHandler(os.Stderr, nil)
+	}
+	log := slog.New(handler)
+	slog.SetDefault(log)
+	return log
+}
+
+// projectDatabase starts (or finds running) the project-managed PostgreSQL under the data directory and
+// returns its URL: DATABASE_URL was left empty.
+func projectDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (string, error) {
+	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "postgres"))
+	if err != nil {
+		return "", err
+	}
+	log.Info("DATABASE_URL is empty: starting the project-managed PostgreSQL", "dir", dir)
+	return pgdev.Ensure(ctx, dir, log)
+}
+
+// serve runs the server (with the demo, under HOOKLINE_DEMO) until ctx ends or it fails, then stops it.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	var opts server.Options
 	var receiver *demo.Receiver
 	if cfg.Demo {
-		if receiver, err = demo.StartReceiver(demo.ReceiverOptions{Addr: cfg.DemoReceiverAddr}); err != nil {
+		var err error
+		if receiver, err = startDemoReceiver(&cfg, &opts, log); err != nil {
 			return err
 		}
 		defer receiver.Close()
-		// The SSRF guard lets the sender reach this exact loopback address and nothing else, which is why
-		// the receiver has a listener of its own rather than a path on HOOKLINE_ADDR: the guard refuses
-		// the server's own addresses, and an exception for them would let any subscription call the API.
-		opts.AllowAddrs = []string{receiver.Addr()}
-		if err := demo.PrepareCredentials(&cfg); err != nil {
-			return err
-		}
-		receiver.ConfigureOperator(&cfg, log.With("component", "demo-operator"))
-		demo.UseBrand(&cfg)
 	}
 	srv, err := newServer(ctx, cfg, log, opts)
 	if err != nil {
 		return err
 	}
-	var seeded demo.Seeded
-	var outage demo.Outage
+	var d *demoRun
 	if cfg.Demo {
 		// Seeded before the workers start: the outage is played back on yesterday's clock.
-		if seeded, err = demo.Seed(ctx, srv, receiver); err != nil {
-			return err
-		}
-		if err := demo.SeedOutage(ctx, srv, receiver, seeded); err != nil {
-			return err
-		}
-		if outage, err = demo.OutageNow(ctx, srv); err != nil {
+		if d, err = seedDemo(ctx, srv, receiver); err != nil {
 			return err
 		}
 	}
@@ -140,16 +139,9 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("hookline serving", "addr", cfg.Addr)
-	if cfg.Demo {
-		demo.PrintWelcome(os.Stdout, cfg, seeded, receiver.URL(""), outage)
-		embedErr := demo.StartEmbed(ctx, srv, seeded, demo.LocalBase(cfg), log)
-		if embedErr != nil {
-			log.Warn("embedding demo not started", "err", embedErr)
-		}
-		demo.PrintPortalWelcome(os.Stdout, cfg, seeded, embedErr == nil)
-		go demo.Trickle(ctx, srv, seeded, log)
+	if d != nil {
+		d.welcome(ctx, cfg, log)
 	}
-
 	select {
 	case <-ctx.Done():
 	case err := <-srv.Err():
@@ -167,6 +159,68 @@ func run(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startDemoReceiver starts the demo receiver and prepares the configuration and options for the demo:
+// its credentials, its operator endpoint, its brand, and the receiver let through the SSRF guard.
+func startDemoReceiver(cfg *config.Config, opts *server.Options, log *slog.Logger) (*demo.Receiver, error) {
+	receiver, err := demo.StartReceiver(demo.ReceiverOptions{Addr: cfg.DemoReceiverAddr})
+	if err != nil {
+		return nil, err
+	}
+	// The SSRF guard lets the sender reach this exact loopback address and nothing else, which is why
+	// the receiver has a listener of its own rather than a path on HOOKLINE_ADDR: the guard refuses
+	// the server's own addresses, and an exception for them would let any subscription call the API.
+	opts.AllowAddrs = []string{receiver.Addr()}
+	if err := demo.PrepareCredentials(cfg); err != nil {
+		receiver.Close()
+		return nil, err
+	}
+	receiver.ConfigureOperator(cfg, log.With("component", "demo-operator"))
+	demo.UseBrand(cfg)
+	return receiver, nil
+}
+
+// demoRun is the demo as seeded at this start.
+type demoRun struct {
+	svc      demo.Services
+	receiver *demo.Receiver
+	seeded   demo.Seeded
+	outage   demo.Outage
+}
+
+// seedDemo seeds the demo tenant and plays the outage back (once per database).
+func seedDemo(ctx context.Context, srv *server.Server, receiver *demo.Receiver) (_ *demoRun, err error) {
+	d := &demoRun{svc: demoServices(srv), receiver: receiver}
+	if d.seeded, err = demo.Seed(ctx, d.svc, receiver); err != nil {
+		return nil, err
+	}
+	if err := demo.SeedOutage(ctx, d.svc, receiver, d.seeded); err != nil {
+		return nil, err
+	}
+	if d.outage, err = demo.OutageNow(ctx, d.svc); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// welcome prints where to go, and starts the embedding demo and the trickle of events, which run until
+// ctx ends.
+func (d *demoRun) welcome(ctx context.Context, cfg config.Config, log *slog.Logger) {
+	demo.PrintWelcome(os.Stdout, cfg, d.seeded, d.receiver.URL(""), d.outage)
+	embedErr := demo.StartEmbed(ctx, d.svc, d.seeded, cfg, log)
+	if embedErr != nil {
+		log.Warn("embedding demo not started", "err", embedErr)
+	}
+	demo.PrintPortalWelcome(os.Stdout, cfg, d.seeded, embedErr == nil)
+	go demo.Trickle(ctx, d.svc.Publisher, d.seeded, log)
+}
+
+// demoServices are the server's services the demo works through.
+func demoServices(srv *server.Server) demo.Services {
+	return demo.Services{Tenants: srv.Tenants, Subscriptions: srv.Subscriptions, Deliveries: srv.Deliveries,
+		Publisher: srv.Publisher, Catalogue: srv.Catalogue, Portal: srv.Portal,
+		EnginePool: srv.EnginePool, Policy: srv.Policy, Open: srv.Keys.Open, Brand: srv.Brand.Name}
 }
 
 // startRetry is the pause between tries at starting while no database host accepts writes.

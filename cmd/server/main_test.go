@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +49,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestHelpListsFlags(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(buildServer(t), "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("server -h: %v\n%s", err, out)
@@ -63,6 +63,7 @@ func TestHelpListsFlags(t *testing.T) {
 
 // Several instances migrating one database at once must all succeed: the advisory lock serialises them.
 func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	fresh, drop, err := testdb.CreateEmpty(t.Context(), "migrate_race")
 	if err != nil {
@@ -89,70 +90,61 @@ func TestConcurrentMigrate(t *testing.T) {
 
 // SIGTERM while an attempt is in flight: the attempt finishes, the delivery is recorded, exit code 0.
 func TestSIGTERMFinishesInFlightAndExitsZero(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
-	addr := freeAddr(t)
-	arrived := make(chan struct{}, 1)
+	// A database of its own: no other test's server claims its delivery.
+	own, drop, err := testdb.Create(t.Context(), "cmd_sigterm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop()
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		time.Sleep(700 * time.Millisecond) // still running when SIGTERM comes
+		<-release // still running when SIGTERM comes: released once the server is shutting down
 		w.WriteHeader(200)
 	}))
 	defer receiver.Close()
 
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HOOKLINE_ADDR="+addr, "HOOKLINE_ADMIN_TOKEN=t0ken",
+	p := startProcess(t, bin, "DATABASE_URL="+own, "HOOKLINE_ADMIN_TOKEN=t0ken",
 		"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true", "HOOKLINE_ATTEMPT_TIMEOUT=5s")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	base := "http://" + addr
-	waitReady(t, base)
-
-	tenant := call(t, base, "POST", "/api/v1/tenants", `{"name":"sigterm"}`)["id"].(string)
-	call(t, base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions", fmt.Sprintf(`{"url":%q}`, receiver.URL))
-	ev := call(t, base, "POST", "/api/v1/tenants/"+tenant+"/events", `{"event_type":"a.b","payload":{}}`)
+	waitReady(t, p.base)
+	tenant := call(t, p.base, "POST", "/api/v1/tenants", `{"name":"sigterm"}`)["id"].(string)
+	call(t, p.base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions", fmt.Sprintf(`{"url":%q}`, receiver.URL))
+	ev := call(t, p.base, "POST", "/api/v1/tenants/"+tenant+"/events", `{"event_type":"a.b","payload":{}}`)
 	did := ev["deliveries"].([]any)[0].(map[string]any)["id"].(string)
 
 	select {
 	case <-arrived:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the attempt never reached the receiver\n%s", logs.String())
+		t.Fatalf("the attempt never reached the receiver\n%s", p.logs)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	go func() {
+		defer close(release)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
+			if strings.Contains(p.logs.String(), "shutting down") {
+				return
+			}
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no exit within 20 s of SIGTERM\n%s", logs.String())
-	}
-	state := queryState(t, tenant, did)
-	if state != "delivered" {
-		t.Fatalf("in-flight delivery after shutdown is %q, want delivered\n%s", state, logs.String())
+	}()
+	p.sigterm(t, 20*time.Second)
+	if state := queryState(t, own, tenant, did); state != "delivered" {
+		t.Fatalf("in-flight delivery after shutdown is %q, want delivered\n%s", state, p.logs)
 	}
 }
 
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := http.Get(base + "/readyz"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return
-			}
+	eventually(t, 30*time.Second, func() string { return "server never became ready" }, func() bool {
+		r, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("server never became ready")
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
 }
 
 func call(t *testing.T, base, method, path, body string) map[string]any {
@@ -176,9 +168,9 @@ func call(t *testing.T, base, method, path, body string) map[string]any {
 	return out
 }
 
-func queryState(t *testing.T, tenantID, deliveryID string) string {
+func queryState(t *testing.T, url, tenantID, deliveryID string) string {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -149,6 +145,7 @@ func (p *freezeProxy) URL(t *testing.T, dbURL string) string {
 // timeout + 10 s), and nothing accepted is lost: every published event has its deliveries, and the ones
 // left in flight go back to the queue when the rescuer finds their lease run out.
 func TestSIGTERMWithDatabaseFrozenExitsInTimeAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	const attemptTimeout, shutdownTimeout = time.Second, time.Second + 10*time.Second
 	bin := buildServer(t)
 	direct, drop, err := testdb.CreateEmpty(t.Context(), "frozen_shutdown")
@@ -175,56 +172,35 @@ func TestSIGTERMWithDatabaseFrozenExitsInTimeAndLosesNothing(t *testing.T) {
 	defer receiver.Close()
 	defer close(release)
 
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+proxy.URL(t, direct), "HOOKLINE_ADDR="+addr, "HOOKLINE_ADMIN_TOKEN=t0ken",
+	p := startProcess(t, bin, "DATABASE_URL="+proxy.URL(t, direct), "HOOKLINE_ADMIN_TOKEN=t0ken",
 		"HOOKLINE_ALLOW_PRIVATE_NETWORKS=true", "HOOKLINE_ATTEMPT_TIMEOUT="+attemptTimeout.String(), "HOOKLINE_ENDPOINT_CONCURRENCY=4")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	base := "http://" + addr
-	waitReady(t, base)
+	waitReady(t, p.base)
 
 	// 4 deliveries in flight (the endpoint's cap), 6 waiting behind them.
 	const events = 10
-	tenant := call(t, base, "POST", "/api/v1/tenants", `{"name":"frozen"}`)["id"].(string)
-	call(t, base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions", fmt.Sprintf(`{"url":%q}`, receiver.URL))
+	tenant := call(t, p.base, "POST", "/api/v1/tenants", `{"name":"frozen"}`)["id"].(string)
+	call(t, p.base, "POST", "/api/v1/tenants/"+tenant+"/subscriptions", fmt.Sprintf(`{"url":%q}`, receiver.URL))
 	for i := range events {
-		call(t, base, "POST", "/api/v1/tenants/"+tenant+"/events", fmt.Sprintf(`{"event_type":"a.b","payload":{"i":%d}}`, i))
+		call(t, p.base, "POST", "/api/v1/tenants/"+tenant+"/events", fmt.Sprintf(`{"event_type":"a.b","payload":{"i":%d}}`, i))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for arrived.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := arrived.Load(); n < 4 {
-		t.Fatalf("%d attempts reached the receiver, want 4\n%s", n, logs.String())
-	}
+	eventually(t, 10*time.Second, func() string {
+		return fmt.Sprintf("%d attempts reached the receiver, want 4\n%s", arrived.Load(), p.logs)
+	}, func() bool { return arrived.Load() >= 4 })
 
 	proxy.Freeze()
-	stopAt := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
-		}
-	case <-time.After(shutdownTimeout + 5*time.Second):
-		t.Fatalf("no exit within %s of SIGTERM with the database frozen\n%s", shutdownTimeout+5*time.Second, logs.String())
-	}
-	took := time.Since(stopAt)
+	took := p.sigterm(t, shutdownTimeout+5*time.Second)
 	t.Logf("exited %s after SIGTERM with the database frozen", took.Round(10*time.Millisecond))
 	if took > shutdownTimeout+time.Second {
 		t.Errorf("exit took %s, more than the shutdown timeout %s", took, shutdownTimeout)
 	}
-
 	proxy.Close() // PostgreSQL ends the dead process's sessions, as it would after a crash
+	checkNothingLost(t, direct, events, attemptTimeout, p.logs)
+}
+
+// checkNothingLost checks that each of the accepted events has its delivery, and that the ones left in
+// flight go back to the queue when the rescuer finds their lease run out.
+func checkNothingLost(t *testing.T, direct string, events int, attemptTimeout time.Duration, logs *syncBuffer) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, direct)
 	if err != nil {
@@ -240,7 +216,7 @@ func TestSIGTERMWithDatabaseFrozenExitsInTimeAndLosesNothing(t *testing.T) {
 		return n
 	}
 	if n := count("SELECT count(*) FROM events e JOIN webhook_deliveries d ON d.event_id = e.id"); n != events {
-		t.Fatalf("%d deliveries stored, want one for each of %d accepted events\n%s", n, events, logs.String())
+		t.Fatalf("%d deliveries stored, want one for each of %d accepted events\n%s", n, events, logs)
 	}
 	inFlight := count("SELECT count(*) FROM webhook_deliveries WHERE state = 'in_flight'")
 	t.Logf("after shutdown: %d in flight (lease held), %d pending", inFlight, count("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"))
@@ -253,6 +229,6 @@ func TestSIGTERMWithDatabaseFrozenExitsInTimeAndLosesNothing(t *testing.T) {
 		t.Errorf("the rescuer re-queued %d of %d in-flight deliveries", len(rescued), inFlight)
 	}
 	if n := count("SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'delivered')"); n != events {
-		t.Errorf("%d of %d deliveries pending or delivered after the rescue\n%s", n, events, logs.String())
+		t.Errorf("%d of %d deliveries pending or delivered after the rescue\n%s", n, events, logs)
 	}
 }

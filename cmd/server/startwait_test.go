@@ -1,13 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -16,6 +16,7 @@ import (
 // tries again instead of exiting, and serves once the database answers. A database that answers but
 // refuses the settings (here a database that does not exist) still ends the start at once.
 func TestStartWaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {
@@ -28,37 +29,15 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 	q.Set("sslmode", "disable")
 	u.RawQuery = q.Encode()
 
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+u.String(), "HOOKLINE_ADDR="+addr, "HOOKLINE_LOG_FORMAT=text")
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}()
+	p := startProcess(t, bin, "DATABASE_URL="+u.String(), "HOOKLINE_LOG_FORMAT=text")
+	defer p.stop()
 	// Two refusals: it tried, waited and tried again, and is still running.
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(logs.String(), "database unavailable at start") < 2 {
-		select {
-		case err := <-exited:
-			exited <- err // for the deferred stop
-			t.Fatalf("the server exited while the database was away: %v\n%s", err, logs.Tail(20))
-		case <-time.After(50 * time.Millisecond):
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("no second try within 20 s\n%s", p.logs.Tail(20)) }, func() bool {
+		if exited, err := p.exited(); exited {
+			t.Fatalf("the server exited while the database was away: %v\n%s", err, p.logs.Tail(20))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no second try within 20 s\n%s", logs.Tail(20))
-		}
-	}
+		return strings.Count(p.logs.String(), "database unavailable at start") >= 2
+	})
 
 	// The database comes up at its address.
 	ln, err := net.Listen("tcp", dbAddr)
@@ -66,25 +45,8 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(up, c); up.Close() }()
-				_, _ = io.Copy(c, up)
-			}()
-		}
-	}()
-	waitReady(t, "http://"+addr)
+	go forward(ln, target)
+	waitReady(t, p.base)
 
 	// A database that does not exist is a setting to fix: no waiting.
 	u.Host = target
@@ -103,5 +65,25 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		_ = bad.Process.Kill()
 		t.Fatal("with a missing database the server did not exit")
+	}
+}
+
+// forward passes every connection ln accepts on to target, until ln is closed.
+func forward(ln net.Listener, target string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			_, _ = io.Copy(c, up)
+		}()
 	}
 }

@@ -17,6 +17,7 @@ import (
 // `server version` and `server -version` print the stamped version and commit, need no database and read
 // no settings (a malformed one must not stop them).
 func TestVersionStamped(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "server")
 	pkg := "github.com/hookline/hookline/internal/version"
 	out, err := exec.Command("go", "build", "-o", bin,
@@ -41,6 +42,7 @@ func TestVersionStamped(t *testing.T) {
 // Unstamped, the commit comes from the VCS information the toolchain records (GOFLAGS may turn it off,
 // hence -buildvcs=true), and it is the checkout's HEAD.
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout: %v", err)
@@ -75,6 +77,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 
 // `server healthcheck` passes only on a 200 from /readyz, at HOOKLINE_ADDR's port on loopback by default.
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	ready := true
 	var paths []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

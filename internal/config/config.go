@@ -94,48 +94,92 @@ type field struct {
 // Load reads the environment and then args (flags override variables). It returns flag.ErrHelp for -h.
 func Load(args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
-	dur := func(p *time.Duration) func(string) error {
-		return func(v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return fmt.Errorf("not a Go duration such as 5s or 6h: %q", v)
-			}
-			*p = d
-			return nil
-		}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	if flagOutput != nil {
+		fs.SetOutput(flagOutput)
 	}
-	num := func(p *int, lo int) func(string) error {
-		return func(v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo {
-				return fmt.Errorf("not a whole number of at least %d: %q", lo, v)
-			}
-			*p = n
-			return nil
-		}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate|reencrypt]\n       server version\n       server healthcheck [URL]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n  reencrypt     migrate, re-encrypt every signing secret and custom header under the first HOOKLINE_SECRET_KEY key (so older keys can be dropped), then exit\n  version       print the version, commit and Go version of this build (also -version), then exit\n  healthcheck   exit 0 if the server on HOOKLINE_ADDR (or URL) answers 200 on /readyz, else 1 (a container health check)\n\nEvery flag mirrors an environment variable; flags win.\n\n")
+		fs.PrintDefaults()
 	}
-	rate := func(p *float64) func(string) error {
-		return func(v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-				return fmt.Errorf("not a number of at least 0 (per second, fractions allowed): %q", v)
-			}
-			*p = f
-			return nil
+	for _, f := range fields(&c) {
+		if err := f.set(f.def); err != nil {
+			return c, err
 		}
-	}
-	boolean := func(p *bool) func(string) error {
-		return func(v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("not true or false: %q", v)
+		if v := getenv(f.env); v != "" {
+			if err := f.set(v); err != nil {
+				return c, fmt.Errorf("%s: %w", f.env, err)
 			}
-			*p = b
-			return nil
 		}
+		fs.Func(flagName(f.env), f.help+" ("+f.env+")", f.set)
 	}
-	fields := []field{
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != CommandMigrate && fs.Arg(0) != CommandReencrypt) {
+		return c, fmt.Errorf("unknown command %q; the commands are migrate and reencrypt", fs.Arg(0))
+	}
+	c.Command = fs.Arg(0)
+	if err := c.checkSettings(); err != nil {
+		return c, err
+	}
+	if c.APIBurst == 0 {
+		c.APIBurst = DefaultBurst(c.APIRatePerSecond)
+	}
+	return c, c.checkWeb()
+}
+
+// Setters of a field from its text.
+
+func str(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
+
+func dur(p *time.Duration) func(string) error {
+	return func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("not a Go duration such as 5s or 6h: %q", v)
+		}
+		*p = d
+		return nil
+	}
+}
+
+func num(p *int, lo int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo {
+			return fmt.Errorf("not a whole number of at least %d: %q", lo, v)
+		}
+		*p = n
+		return nil
+	}
+}
+
+func rate(p *float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("not a number of at least 0 (per second, fractions allowed): %q", v)
+		}
+		*p = f
+		return nil
+	}
+}
+
+func boolean(p *bool) func(string) error {
+	return func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not true or false: %q", v)
+		}
+		*p = b
+		return nil
+	}
+}
+
+// fields are the variables, each with its help, its default and where it goes in c.
+func fields(c *Config) []field {
+	return []field{
 		{"DATABASE_URL", "PostgreSQL URL; empty: a project-managed PostgreSQL under ./.data/", "", str(&c.DatabaseURL)},
 		{"HOOKLINE_ADDR", "listen address (dashboard, API, metrics)", ":8080", str(&c.Addr)},
 		{"HOOKLINE_ADMIN_TOKEN", "bearer token with the admin scope", "", str(&c.AdminToken)},
@@ -182,100 +226,80 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		{"HOOKLINE_BRAND_COLOR", "the platform's accent colour, #rrggbb, shaded for WCAG AA contrast", "", str(&c.BrandColor)},
 		{"HOOKLINE_EVENT_TYPES", "any: events of any type are accepted; registered: only types in the event catalogue (and subscriptions may name only those)", EventTypesAny, str(&c.EventTypes)},
 	}
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	if flagOutput != nil {
-		fs.SetOutput(flagOutput)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: server [flags] [migrate|reencrypt]\n       server version\n       server healthcheck [URL]\n\n  (no command)  migrate, then serve API, dashboard, metrics and workers\n  migrate       only migrate the database, then exit\n  reencrypt     migrate, re-encrypt every signing secret and custom header under the first HOOKLINE_SECRET_KEY key (so older keys can be dropped), then exit\n  version       print the version, commit and Go version of this build (also -version), then exit\n  healthcheck   exit 0 if the server on HOOKLINE_ADDR (or URL) answers 200 on /readyz, else 1 (a container health check)\n\nEvery flag mirrors an environment variable; flags win.\n\n")
-		fs.PrintDefaults()
-	}
-	for _, f := range fields {
-		if err := f.set(f.def); err != nil {
-			return c, err
-		}
-		if v := getenv(f.env); v != "" {
-			if err := f.set(v); err != nil {
-				return c, fmt.Errorf("%s: %w", f.env, err)
-			}
-		}
-		fs.Func(flagName(f.env), f.help+" ("+f.env+")", f.set)
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != CommandMigrate && fs.Arg(0) != CommandReencrypt) {
-		return c, fmt.Errorf("unknown command %q; the commands are migrate and reencrypt", fs.Arg(0))
-	}
-	c.Command = fs.Arg(0)
+}
+
+// checkSettings refuses a malformed key, URL or choice at start.
+func (c *Config) checkSettings() error {
 	// Parsed here only to refuse a malformed key at start; the server parses it again where it is used.
 	if _, err := secretbox.Parse(c.SecretKey); err != nil {
-		return c, fmt.Errorf("HOOKLINE_SECRET_KEY: %w", err)
+		return fmt.Errorf("HOOKLINE_SECRET_KEY: %w", err)
 	}
 	if c.Command == CommandReencrypt && c.SecretKey == "" {
-		return c, fmt.Errorf("reencrypt needs HOOKLINE_SECRET_KEY: it re-encrypts every stored secret under its first key")
+		return fmt.Errorf("reencrypt needs HOOKLINE_SECRET_KEY: it re-encrypts every stored secret under its first key")
 	}
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
-			return c, fmt.Errorf("DATABASE_URL: %w", urlError(err))
+			return fmt.Errorf("DATABASE_URL: %w", urlError(err))
 		}
 	}
 	if c.RetentionInterval <= 0 {
-		return c, fmt.Errorf("HOOKLINE_RETENTION_INTERVAL must be more than zero")
+		return fmt.Errorf("HOOKLINE_RETENTION_INTERVAL must be more than zero")
 	}
 	if c.OperatorWebhookURL != "" {
 		if u, err := url.Parse(c.OperatorWebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL must be an absolute http:// or https:// URL")
+			return fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_URL must be an absolute http:// or https:// URL")
 		}
 		if !strings.HasPrefix(c.OperatorWebhookSecret, "whsec_") {
-			return c, fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_SECRET must be set to a whsec_ secret with HOOKLINE_OPERATOR_WEBHOOK_URL")
+			return fmt.Errorf("HOOKLINE_OPERATOR_WEBHOOK_SECRET must be set to a whsec_ secret with HOOKLINE_OPERATOR_WEBHOOK_URL")
 		}
 	}
 	if c.SMTPURL != "" {
 		// Parsed here only to refuse a malformed URL at start; the server parses it again where it is used.
 		if _, err := smtpurl.Parse(c.SMTPURL); err != nil {
-			return c, fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
+			return fmt.Errorf("HOOKLINE_SMTP_URL: %w", err)
 		}
 	}
 	if c.EventTypes != EventTypesAny && c.EventTypes != EventTypesRegistered {
-		return c, fmt.Errorf("HOOKLINE_EVENT_TYPES must be %s or %s, not %q", EventTypesAny, EventTypesRegistered, c.EventTypes)
+		return fmt.Errorf("HOOKLINE_EVENT_TYPES must be %s or %s, not %q", EventTypesAny, EventTypesRegistered, c.EventTypes)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
-		return c, fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")
+		return fmt.Errorf("HOOKLINE_LOG_FORMAT must be json or text")
 	}
+	return nil
+}
+
+// checkWeb refuses a bad public URL, proxy list, demo receiver address, frame ancestors or brand at start.
+func (c *Config) checkWeb() error {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return c, fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", httpx.RedactURL(c.PublicURL))
+			return fmt.Errorf("HOOKLINE_PUBLIC_URL must be an absolute http:// or https:// URL without a user or password, such as https://hooks.example.com: %q", httpx.RedactURL(c.PublicURL))
 		}
 	}
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
-		return c, fmt.Errorf("HOOKLINE_TRUSTED_PROXIES: %w", err)
+		return fmt.Errorf("HOOKLINE_TRUSTED_PROXIES: %w", err)
 	}
 	if c.Demo {
 		if err := checkLoopback(c.DemoReceiverAddr); err != nil {
-			return c, fmt.Errorf("HOOKLINE_DEMO_RECEIVER_ADDR: %w", err)
+			return fmt.Errorf("HOOKLINE_DEMO_RECEIVER_ADDR: %w", err)
 		}
-	}
-	if c.APIBurst == 0 {
-		c.APIBurst = DefaultBurst(c.APIRatePerSecond)
 	}
 	origins, err := ParseFrameAncestors(c.PortalFrameAncestors)
 	if err != nil {
-		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS: %w", err)
+		return fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS: %w", err)
 	}
 	// A framed dashboard's session cookie must be SameSite=None, which browsers accept only when Secure:
 	// over plain http the portal could never keep its session inside another site's frame.
 	if len(origins) > 0 && !strings.HasPrefix(strings.ToLower(c.PublicURL), "https://") {
-		return c, fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS needs an https HOOKLINE_PUBLIC_URL (now %q): "+
+		return fmt.Errorf("HOOKLINE_PORTAL_FRAME_ANCESTORS needs an https HOOKLINE_PUBLIC_URL (now %q): "+
 			"a dashboard inside another site's frame keeps its session only in a SameSite=None; Secure cookie, "+
 			"which browsers send only over https", httpx.RedactURL(c.PublicURL))
 	}
 	// Read here (the logo file too) to refuse a bad brand at start; the server loads it again where it is used.
 	if _, err := brand.Load(c.BrandName, c.BrandLogo, c.BrandColor); err != nil {
-		return c, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // urlError is a url.Parse error without the URL it quotes, which may hold a password.

@@ -7,11 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestDefaultsMatchTheContract(t *testing.T) {
+	t.Parallel()
 	c, err := Load(nil, env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +49,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 }
 
 func TestEnvironmentAndFlags(t *testing.T) {
+	t.Parallel()
 	c, err := Load([]string{"-retry-max-attempts", "7"}, env(map[string]string{
 		"HOOKLINE_RETRY_BASE": "200ms", "HOOKLINE_RETRY_MAX_ATTEMPTS": "4", "HOOKLINE_ALLOW_PRIVATE_NETWORKS": "true",
 		"DATABASE_URL": "postgres://x@localhost/y",
@@ -60,6 +66,7 @@ func TestEnvironmentAndFlags(t *testing.T) {
 }
 
 func TestBadValuesAreClearErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []map[string]string{
 		{"HOOKLINE_RETRY_BASE": "five seconds"},
 		{"HOOKLINE_RETRY_MAX_ATTEMPTS": "0"},
@@ -79,6 +86,7 @@ func TestBadValuesAreClearErrors(t *testing.T) {
 // The API limit: off by default, the burst twice the rate unless set, flags mirroring the variables, and
 // a negative or non-numeric rate refused.
 func TestAPIRateLimitSettings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env   map[string]string
 		args  []string
@@ -111,6 +119,7 @@ func TestAPIRateLimitSettings(t *testing.T) {
 
 // The demo receiver listens on loopback only (the SSRF guard lets the sender reach exactly that address).
 func TestDemoReceiverAddr(t *testing.T) {
+	t.Parallel()
 	for addr, ok := range map[string]bool{"127.0.0.1:8081": true, "[::1]:9000": true, "127.0.0.1:0": true,
 		"0.0.0.0:8081": false, "localhost:8081": false, "10.0.0.1:8081": false, ":8081": false} {
 		_, err := Load(nil, env(map[string]string{"HOOKLINE_DEMO": "true", "HOOKLINE_DEMO_RECEIVER_ADDR": addr}))
@@ -126,7 +135,7 @@ func TestDemoReceiverAddr(t *testing.T) {
 	}
 }
 
-func TestMigrateCommandAndHelp(t *testing.T) {
+func TestMigrateCommandAndHelp(t *testing.T) { // not parallel: it sets flagOutput
 	if _, err := Load([]string{"migrate"}, env(nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +150,7 @@ func TestMigrateCommandAndHelp(t *testing.T) {
 }
 
 func TestSecretKeyIsValidated(t *testing.T) {
+	t.Parallel()
 	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // 32 bytes
 	other := "HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA="
 	for _, ok := range []string{"", good, good + "," + other, good + ", " + other} {
@@ -162,6 +172,7 @@ func TestSecretKeyIsValidated(t *testing.T) {
 }
 
 func TestReencryptCommand(t *testing.T) {
+	t.Parallel()
 	c, err := Load([]string{"reencrypt"}, env(map[string]string{"HOOKLINE_SECRET_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}))
 	if err != nil || c.Command != CommandReencrypt {
 		t.Fatalf("reencrypt: %q, %v", c.Command, err)
@@ -175,6 +186,7 @@ func TestReencryptCommand(t *testing.T) {
 }
 
 func TestEventTypesMode(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]string{"": EventTypesAny, "any": EventTypesAny, "registered": EventTypesRegistered} {
 		c, err := Load(nil, env(map[string]string{"HOOKLINE_EVENT_TYPES": v}))
 		if err != nil || c.EventTypes != want {

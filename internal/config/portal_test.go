@@ -10,6 +10,7 @@ import (
 
 // Framing needs an https public URL; the origins are scheme, host and port only.
 func TestPortalFrameAncestorsAreValidated(t *testing.T) {
+	t.Parallel()
 	c, err := Load(nil, env(map[string]string{"HOOKLINE_PUBLIC_URL": "https://hooks.example.com",
 		"HOOKLINE_PORTAL_FRAME_ANCESTORS": " https://app.example.com  http://localhost:8090 https://EU.example.com:8443/"}))
 	if err != nil {
@@ -36,6 +37,7 @@ func TestPortalFrameAncestorsAreValidated(t *testing.T) {
 
 // A brand that cannot work is refused at start, naming the variable.
 func TestBrandIsValidated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	txt := filepath.Join(dir, "logo.png")
 	_ = os.WriteFile(txt, []byte("not an image"), 0o600)

@@ -8,6 +8,7 @@ import (
 // A malformed HOOKLINE_SMTP_URL stops the start with an error that says what is wrong, and never repeats
 // the password.
 func TestSMTPURLIsValidated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ url, want string }{
 		{"http://mail.example.com:587?from=a@example.com", "scheme must be smtp or smtps"},
 		{"smtp://:587?from=a@example.com", "host is missing"},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPublicURLIsValidated(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"https://hooks.example.com", "http://localhost:8080/", "https://example.com/hookline"} {
 		if _, err := Load(nil, env(map[string]string{"HOOKLINE_PUBLIC_URL": ok})); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
@@ -22,6 +23,7 @@ func TestPublicURLIsValidated(t *testing.T) {
 }
 
 func TestTrustedProxiesAreValidated(t *testing.T) {
+	t.Parallel()
 	c, err := Load(nil, env(map[string]string{"HOOKLINE_TRUSTED_PROXIES": " 10.0.0.0/8, 192.168.1.7 ,fd00::/8,"}))
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +43,7 @@ func TestTrustedProxiesAreValidated(t *testing.T) {
 
 // A URL with credentials that Load refuses must not print them back: start-up errors end up in logs.
 func TestURLErrorsNeverPrintCredentials(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret-pw"
 	for _, tc := range []struct{ env, value string }{
 		{"HOOKLINE_PUBLIC_URL", "https://admin:" + secret + "@hooks.example.com"},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/fault"
-	"github.com/hookline/hookline/internal/server"
 )
 
 // The demo's event catalogue: the types the demo publishes (Trickle and the played-back outage), each with
@@ -84,20 +83,20 @@ var outdated = map[string]json.RawMessage{
 
 // RegisterEventTypes adds the demo's types to the catalogue when they are missing, and replaces an earlier
 // demo's outdated ones (an admin's changes to them, and archived ones, are left alone).
-func RegisterEventTypes(ctx context.Context, srv *server.Server) error {
+func RegisterEventTypes(ctx context.Context, cat *catalogue.Service) error {
 	for _, in := range demoCatalogue {
-		if t, err := srv.Catalogue.Get(ctx, in.Name); !fault.Is(err, fault.NotFound) {
+		if t, err := cat.Get(ctx, in.Name); !fault.Is(err, fault.NotFound) {
 			if err != nil {
 				return err
 			}
 			if old, ok := outdated[in.Name]; ok && !t.Archived && sameJSON(t.Schema, old) {
-				if _, err := srv.Catalogue.Update(ctx, in.Name, catalogue.Input{Description: in.Description, Schema: in.Schema, Example: in.Example}); err != nil {
+				if _, err := cat.Update(ctx, in.Name, catalogue.Input{Description: in.Description, Schema: in.Schema, Example: in.Example}); err != nil {
 					return fmt.Errorf("demo event type %s: %w", in.Name, err)
 				}
 			}
 			continue
 		}
-		if _, err := srv.Catalogue.Create(ctx, in); err != nil && !fault.Is(err, fault.InvalidState) {
+		if _, err := cat.Create(ctx, in); err != nil && !fault.Is(err, fault.InvalidState) {
 			return fmt.Errorf("demo event type %s: %w", in.Name, err)
 		}
 	}

@@ -12,11 +12,13 @@ import (
 	"github.com/hookline/hookline/internal/demo"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
+	"github.com/hookline/hookline/internal/testdb"
 )
 
 // The demo registers every type it publishes, with a schema its payloads satisfy: with
 // HOOKLINE_EVENT_TYPES=registered, not one demo event is refused.
 func TestDemoEventsSatisfyTheDemoCatalogue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := servertest.Config(t, dbURL)
 	cfg.EventTypes = config.EventTypesRegistered
@@ -26,7 +28,7 @@ func TestDemoEventsSatisfyTheDemoCatalogue(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Stop(ctx) })
 	for range 2 { // a second start finds them
-		if err := demo.RegisterEventTypes(ctx, srv); err != nil {
+		if err := demo.RegisterEventTypes(ctx, srv.Catalogue); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,14 +74,22 @@ func TestDemoEventsSatisfyTheDemoCatalogue(t *testing.T) {
 // of it carry a customer's fields and no amount or currency; a catalogue an earlier demo filled with the
 // invoice-shaped schema gets the customer one at the next start.
 func TestDemoCustomerUpdatedIsACustomerEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	cfg := servertest.Config(t, dbURL)
+	// A database of its own: it puts an earlier demo's customer.updated in the catalogue, which the other
+	// tests' demo catalogue must never show.
+	own, drop, err := testdb.Create(ctx, "demo_catalogue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	cfg := servertest.Config(t, own)
 	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(ctx) })
-	if err := demo.RegisterEventTypes(ctx, srv); err != nil {
+	if err := demo.RegisterEventTypes(ctx, srv.Catalogue); err != nil {
 		t.Fatal(err)
 	}
 	invoiceFields := func(what string, doc []byte) {
@@ -124,7 +134,7 @@ func TestDemoCustomerUpdatedIsACustomerEvent(t *testing.T) {
 		Example: json.RawMessage(`{"id":"demo_1700000000_4","amount":0,"currency":"EUR","customer":{"email":"customer1@example.com"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := demo.RegisterEventTypes(ctx, srv); err != nil {
+	if err := demo.RegisterEventTypes(ctx, srv.Catalogue); err != nil {
 		t.Fatal(err)
 	}
 	check()

@@ -30,7 +30,6 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/secretbox"
-	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -116,24 +115,15 @@ func StartReceiver(o ReceiverOptions) (*Receiver, error) {
 	if o.NoLatency {
 		r.latency = func(int, int) {}
 	}
-	mux.HandleFunc("POST /healthy", func(w http.ResponseWriter, req *http.Request) {
-		_, _ = io.Copy(io.Discard, req.Body)
-		r.latency(5, 60)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"received":true}`))
-	})
-	mux.HandleFunc("POST /flaky", func(w http.ResponseWriter, req *http.Request) {
-		_, _ = io.Copy(io.Discard, req.Body)
-		r.latency(20, 200)
-		switch flakyStatus(r.intN(100)) {
-		case http.StatusBadRequest:
-			http.Error(w, `{"error":"unknown order id"}`, http.StatusBadRequest)
-		case http.StatusInternalServerError:
-			http.Error(w, `{"error":"database timeout"}`, http.StatusInternalServerError)
-		default:
-			_, _ = w.Write([]byte(`{"ok":true}`))
-		}
-	})
+	r.routes(mux)
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// routes adds the receiver's endpoints to mux.
+func (r *Receiver) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /healthy", r.healthy)
+	mux.HandleFunc("POST /flaky", r.flaky)
 	// /hang never answers (until the sender gives up): point a demo subscription at it to watch the circuit
 	// breaker open while the other endpoints keep their pace.
 	mux.HandleFunc("POST /hang", func(w http.ResponseWriter, r *http.Request) {
@@ -146,41 +136,65 @@ func StartReceiver(o ReceiverOptions) (*Receiver, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		http.Error(w, `{"error":"maintenance"}`, http.StatusServiceUnavailable)
 	})
-	// /operator is the demo's operator endpoint (HOOKLINE_OPERATOR_WEBHOOK_URL under make run): it checks
-	// each notification's Standard Webhooks signature and prints it.
-	mux.HandleFunc("POST /operator", func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
-		secret, _ := r.operatorSecret.Load().(string)
-		verified := verifySignature(secret, req.Header, body)
-		var msg struct {
-			Type string          `json:"type"`
-			Data json.RawMessage `json:"data"`
-		}
-		_ = json.Unmarshal(body, &msg)
-		if log := r.log.Load(); log != nil {
-			log.Warn("operator notification received", "type", msg.Type, "signature_verified", verified, "data", string(msg.Data))
-		}
-		if !verified {
-			http.Error(w, "bad signature", http.StatusBadRequest)
-		}
-	})
-	// /shipping answers 200, except during the played-back outage: 503 to a first attempt, then 404 (a
-	// broken deploy that lost the route), so each delivery shows a retry and then a permanent failure.
-	mux.HandleFunc("POST /shipping", func(w http.ResponseWriter, req *http.Request) {
-		_, _ = io.Copy(io.Discard, req.Body)
-		if r.shippingDown.Load() {
-			if _, again := r.seen.LoadOrStore(req.Header.Get("webhook-id"), true); again {
-				http.Error(w, `{"error":"no route for POST /shipping"}`, http.StatusNotFound)
-				return
-			}
-			http.Error(w, `{"error":"upstream unavailable"}`, http.StatusServiceUnavailable)
+	mux.HandleFunc("POST /operator", r.operator)
+	mux.HandleFunc("POST /shipping", r.shipping)
+	r.serveInspect(mux)
+}
+
+// healthy always answers 200, after a short delay.
+func (r *Receiver) healthy(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	r.latency(5, 60)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"received":true}`))
+}
+
+// flaky answers as flakyStatus draws, after a longer delay.
+func (r *Receiver) flaky(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	r.latency(20, 200)
+	switch flakyStatus(r.intN(100)) {
+	case http.StatusBadRequest:
+		http.Error(w, `{"error":"unknown order id"}`, http.StatusBadRequest)
+	case http.StatusInternalServerError:
+		http.Error(w, `{"error":"database timeout"}`, http.StatusInternalServerError)
+	default:
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+}
+
+// operator is the demo's operator endpoint (HOOKLINE_OPERATOR_WEBHOOK_URL under make run): it checks
+// each notification's Standard Webhooks signature and prints it.
+func (r *Receiver) operator(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+	secret, _ := r.operatorSecret.Load().(string)
+	verified := verifySignature(secret, req.Header, body)
+	var msg struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	if log := r.log.Load(); log != nil {
+		log.Warn("operator notification received", "type", msg.Type, "signature_verified", verified, "data", string(msg.Data))
+	}
+	if !verified {
+		http.Error(w, "bad signature", http.StatusBadRequest)
+	}
+}
+
+// shipping answers 200, except during the played-back outage: 503 to a first attempt, then 404 (a
+// broken deploy that lost the route), so each delivery shows a retry and then a permanent failure.
+func (r *Receiver) shipping(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	if r.shippingDown.Load() {
+		if _, again := r.seen.LoadOrStore(req.Header.Get("webhook-id"), true); again {
+			http.Error(w, `{"error":"no route for POST /shipping"}`, http.StatusNotFound)
 			return
 		}
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	})
-	r.serveInspect(mux)
-	go func() { _ = r.srv.Serve(ln) }()
-	return r, nil
+		http.Error(w, `{"error":"upstream unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte(`{"ok":true}`))
 }
 
 // ConfigureOperator points HOOKLINE_OPERATOR_WEBHOOK_URL at the receiver's /operator endpoint with a fresh
@@ -330,11 +344,11 @@ type Seeded struct {
 
 // Seed makes (or finds, on later runs) the demo's event types, the demo tenant, its login and two
 // subscriptions, pointing them at this run's receiver.
-func Seed(ctx context.Context, srv *server.Server, rcv *Receiver) (Seeded, error) {
+func Seed(ctx context.Context, srv Services, rcv *Receiver) (Seeded, error) {
 	ctx = activity.System(ctx, "demo seed") // its subscriptions' creation and changes are recorded as the demo's
 	var out Seeded
 	// First: with HOOKLINE_EVENT_TYPES=registered, the subscriptions may name only catalogue types.
-	if err := RegisterEventTypes(ctx, srv); err != nil {
+	if err := RegisterEventTypes(ctx, srv.Catalogue); err != nil {
 		return out, err
 	}
 	t, err := srv.Tenants.TenantByName(ctx, DemoTenant)
@@ -395,103 +409,136 @@ func OutageWindow(now time.Time) (from, to time.Time) {
 // (the endpoints are back). It runs once per database, before the server's own workers start (they would
 // otherwise claim the played-back rows on today's clock). The shipping endpoints answer 200 afterwards, so
 // a replay of the outage succeeds.
-func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded) error {
+func SeedOutage(ctx context.Context, srv Services, rcv *Receiver, s Seeded) error {
 	ctx = activity.System(ctx, "demo seed")
-	tenantIDs := []uuid.UUID{s.TenantID}
+	tenantIDs, played, err := outageSubscriptions(ctx, srv, rcv, s)
+	if err != nil || played {
+		return err
+	}
+	from, to := OutageWindow(time.Now())
+	p := newPlayback(srv, rcv, from)
+	if err := p.publishOutage(ctx, tenantIDs, to); err != nil {
+		return err
+	}
+	rcv.shippingDown.Store(true)
+	defer rcv.shippingDown.Store(false)
+	// Rewind to the outage's start and let the worker catch up on its clock, 5 s at a time: first attempts
+	// (503), then, after the backoff, the second attempts (404) that dead-letter them.
+	p.set(from)
+	for p.now().Before(to.Add(10 * time.Minute)) {
+		if err := p.drain(ctx); err != nil {
+			return err
+		}
+		p.advance(5 * time.Second)
+	}
+	// At 14:45 the endpoints are back: one event each goes through. Without a success after the outage the
+	// subscriptions would read as failing since 14:00 yesterday, and HOOKLINE_AUTO_DISABLE_AFTER (24 h)
+	// would disable them at the first start after 14:00 today, so the replay the demo invites would wait.
+	rcv.shippingDown.Store(false)
+	p.set(to.Add(15 * time.Minute))
+	for i, tid := range tenantIDs {
+		payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_back", i), "carrier": "DHL", "status": "delivered"})
+		if _, err := p.pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: outageTypes[1], Payload: payload}); err != nil {
+			return err
+		}
+	}
+	return p.drain(ctx)
+}
+
+// outageTypes are the event types of the played-back outage.
+var outageTypes = []string{"shipment.created", "shipment.delivered"}
+
+// outageSubscriptions makes (or finds, pointing them at this run's receiver) the shipping subscriptions
+// of the demo tenant and of OutageTenant, and returns the two tenants; played says the outage was played
+// back on an earlier run (its subscriptions have deliveries).
+func outageSubscriptions(ctx context.Context, srv Services, rcv *Receiver, s Seeded) (tenantIDs []uuid.UUID, played bool, err error) {
+	tenantIDs = []uuid.UUID{s.TenantID}
 	t, err := srv.Tenants.TenantByName(ctx, OutageTenant)
 	if fault.Is(err, fault.NotFound) {
 		nt, err := srv.Tenants.CreateTenant(ctx, OutageTenant)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		t.ID = nt.ID
 	} else if err != nil {
-		return err
+		return nil, false, err
 	}
 	tenantIDs = append(tenantIDs, t.ID)
 	url := rcv.URL("/shipping")
-	types := []string{"shipment.created", "shipment.delivered"}
 	for _, tid := range tenantIDs {
 		subs, err := srv.Subscriptions.List(ctx, tid)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		found := false
 		for _, sub := range subs {
 			if sub.Description == outageDescription {
 				found = true
 				if _, err := srv.Subscriptions.Update(ctx, tid, sub.ID, subscriptions.Input{URL: &url}); err != nil {
-					return err
+					return nil, false, err
 				}
 				page, err := srv.Deliveries.List(ctx, tid, delivery.Filter{SubscriptionID: &sub.ID, Limit: 1})
-				if err != nil {
-					return err
-				}
-				if len(page.Items) > 0 {
-					return nil // played back on an earlier run
+				if err != nil || len(page.Items) > 0 {
+					return nil, err == nil, err // with deliveries: played back on an earlier run
 				}
 			}
 		}
 		if !found {
-			desc := outageDescription
+			desc, types := outageDescription, outageTypes
 			if _, _, err := srv.Subscriptions.Create(ctx, tid, subscriptions.Input{URL: &url, Description: &desc, EventTypes: &types}); err != nil {
-				return err
+				return nil, false, err
 			}
 		}
 	}
+	return tenantIDs, false, nil
+}
 
-	from, to := OutageWindow(time.Now())
-	var mu sync.Mutex
-	clock := from
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
-	pub := delivery.NewPublisher(srv.EnginePool, srv.Policy, now)
-	pub.CheckEvent = srv.Catalogue.CheckEvent // its payloads satisfy the demo catalogue, like every publish's
-	for i := 0; now().Before(to); i++ {
+// playback is the engine the outage is played back through: a publisher and a worker of its own on a
+// clock that the playback moves.
+type playback struct {
+	mu    sync.Mutex
+	clock time.Time
+	pub   *delivery.Publisher
+	w     *delivery.Worker
+}
+
+func newPlayback(srv Services, rcv *Receiver, from time.Time) *playback {
+	p := &playback{clock: from}
+	p.pub = delivery.NewPublisher(srv.EnginePool, srv.Policy, p.now)
+	p.pub.CheckEvent = srv.Catalogue.CheckEvent // its payloads satisfy the demo catalogue, like every publish's
+	sender := delivery.NewSender(delivery.SenderOptions{Timeout: 5 * time.Second, AllowAddrs: []string{rcv.Addr()}})
+	p.w = delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: p.now, Logger: slog.New(slog.DiscardHandler), Open: srv.Open})
+	return p
+}
+
+func (p *playback) now() time.Time { p.mu.Lock(); defer p.mu.Unlock(); return p.clock }
+
+func (p *playback) set(t time.Time) { p.mu.Lock(); defer p.mu.Unlock(); p.clock = t }
+
+func (p *playback) advance(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clock = p.clock.Add(d)
+}
+
+// publishOutage publishes one event a minute to each tenant until to.
+func (p *playback) publishOutage(ctx context.Context, tenantIDs []uuid.UUID, to time.Time) error {
+	for i := 0; p.now().Before(to); i++ {
 		for j, tid := range tenantIDs {
 			payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_%d", j, i), "carrier": "DHL", "status": "label_created"})
-			if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[i%2], Payload: payload}); err != nil {
+			if _, err := p.pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: outageTypes[i%2], Payload: payload}); err != nil {
 				return err
 			}
 		}
-		advance(time.Minute)
+		p.advance(time.Minute)
 	}
-	sender := delivery.NewSender(delivery.SenderOptions{Timeout: 5 * time.Second, AllowAddrs: []string{rcv.Addr()}})
-	w := delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: now, Logger: slog.New(slog.DiscardHandler), Open: srv.Keys.Open})
-	rcv.shippingDown.Store(true)
-	defer rcv.shippingDown.Store(false)
-	// Rewind to the outage's start and let the worker catch up on its clock, 5 s at a time: first attempts
-	// (503), then, after the backoff, the second attempts (404) that dead-letter them.
-	mu.Lock()
-	clock = from
-	mu.Unlock()
-	for now().Before(to.Add(10 * time.Minute)) {
-		for {
-			n, err := w.RunOnce(ctx)
-			if err != nil {
-				return fmt.Errorf("demo outage: %w", err)
-			}
-			if n == 0 {
-				break
-			}
-		}
-		advance(5 * time.Second)
-	}
-	// At 14:45 the endpoints are back: one event each goes through. Without a success after the outage the
-	// subscriptions would read as failing since 14:00 yesterday, and HOOKLINE_AUTO_DISABLE_AFTER (24 h)
-	// would disable them at the first start after 14:00 today, so the replay the demo invites would wait.
-	rcv.shippingDown.Store(false)
-	mu.Lock()
-	clock = to.Add(15 * time.Minute)
-	mu.Unlock()
-	for i, tid := range tenantIDs {
-		payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_back", i), "carrier": "DHL", "status": "delivered"})
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[1], Payload: payload}); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// drain runs the worker until nothing is due at the playback's time.
+func (p *playback) drain(ctx context.Context) error {
 	for {
-		n, err := w.RunOnce(ctx)
+		n, err := p.w.RunOnce(ctx)
 		if err != nil {
 			return fmt.Errorf("demo outage: %w", err)
 		}
@@ -516,7 +563,7 @@ type Outage struct {
 }
 
 // OutageNow reads the played-back outage's deliveries in both demo tenants.
-func OutageNow(ctx context.Context, srv *server.Server) (Outage, error) {
+func OutageNow(ctx context.Context, srv Services) (Outage, error) {
 	var o Outage
 	for _, name := range []string{DemoTenant, OutageTenant} {
 		t, err := srv.Tenants.TenantByName(ctx, name)
@@ -594,12 +641,12 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, 
 }
 
 // Trickle publishes a demo event every few seconds until ctx ends.
-func Trickle(ctx context.Context, srv *server.Server, s Seeded, log *slog.Logger) {
+func Trickle(ctx context.Context, pub *delivery.Publisher, s Seeded, log *slog.Logger) {
 	n := 0
 	for {
 		n++
 		typ, payload := trickleEvent(n)
-		if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
+		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
 			log.Warn("demo publish", "err", err)
 		}
 		select {

@@ -24,7 +24,9 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "demo", func(u string) { dbURL = u }) }
+func TestMain(m *testing.M) {
+	testdb.Main(m, "demo", func(u string) { dbURL = u })
+}
 
 // sharedKey is the tests' HOOKLINE_SECRET_KEY: they share one database (and its demo tenants, sealed
 // under the key of whichever test seeded them) but not a data directory, whose secret-key file would
@@ -34,6 +36,7 @@ var sharedKey = secretbox.NewKey()
 // make run's secret key: made once under the data directory, kept across runs, never overriding a
 // configured one, and a damaged file is an error rather than a new key (the old one sealed the database).
 func TestPrepareCredentialsKeepsOneSecretKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var first, second config.Config
 	first.DataDir, second.DataDir = dir, dir
@@ -62,8 +65,30 @@ func TestPrepareCredentialsKeepsOneSecretKey(t *testing.T) {
 	}
 }
 
+// services are the server's services the demo works through, as cmd/server hands them over.
+func services(srv *server.Server) demo.Services {
+	return demo.Services{Tenants: srv.Tenants, Subscriptions: srv.Subscriptions, Deliveries: srv.Deliveries,
+		Publisher: srv.Publisher, Catalogue: srv.Catalogue, Portal: srv.Portal,
+		EnginePool: srv.EnginePool, Policy: srv.Policy, Open: srv.Keys.Open, Brand: srv.Brand.Name}
+}
+
+// eventually polls cond until it holds, failing the test after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
 // make run's path: credentials prepared, the demo receiver allowed through the SSRF guard (private
 // networks stay refused), the tenant seeded twice without duplicates, and demo events really delivered.
+// Not parallel: the demo's credentials are the package's (PrepareCredentials), as are its tenants' names.
 func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{})
 	if err != nil {
@@ -83,27 +108,57 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	}
 	srv, base := servertest.Start(t, cfg, nil, server.Options{AllowAddrs: []string{rcv.Addr()}})
 	ctx := context.Background()
+	first := seedTwice(t, srv, rcv)
+	checkSeeded(t, srv, first)
 
-	first, err := demo.Seed(ctx, srv, rcv)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go demo.Trickle(tctx, srv.Publisher, first, slog.New(slog.DiscardHandler))
+	eventually(t, 20*time.Second, "a demo event delivered to the healthy demo endpoint", func() bool {
+		page, err := srv.Deliveries.List(ctx, first.TenantID, delivery.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items) > 0
+	})
+	if r, err := http.Get(base + "/login"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("dashboard login page: %v %v", r, err)
+	} else {
+		r.Body.Close()
+	}
+}
+
+// seedTwice seeds the demo twice and checks that the second found what the first made.
+func seedTwice(t *testing.T, srv *server.Server, rcv *demo.Receiver) demo.Seeded {
+	t.Helper()
+	ctx := context.Background()
+	first, err := demo.Seed(ctx, services(srv), rcv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := demo.Seed(ctx, srv, rcv)
+	again, err := demo.Seed(ctx, services(srv), rcv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first != again {
 		t.Fatalf("seeding twice made new objects: %+v then %+v", first, again)
 	}
-	subs, err := srv.Subscriptions.List(ctx, first.TenantID)
+	return first
+}
+
+// checkSeeded checks the seeded tenant: two subscriptions, the printed login working, and every change
+// recorded, the seed's (made outside any request) as the system's.
+func checkSeeded(t *testing.T, srv *server.Server, s demo.Seeded) {
+	t.Helper()
+	ctx := context.Background()
+	subs, err := srv.Subscriptions.List(ctx, s.TenantID)
 	if err != nil || len(subs) != 2 {
 		t.Fatalf("demo subscriptions: %d, %v", len(subs), err)
 	}
 	if _, err := srv.Tenants.CheckLogin(ctx, "demo@hookline.localhost", demo.DemoPassword()); err != nil {
 		t.Fatalf("the printed demo login does not work: %v", err)
 	}
-	// Every change is recorded: the seed's, made outside any request, as the system's.
-	created, err := srv.Activity.List(ctx, first.TenantID, activity.Filter{Action: activity.SubscriptionCreated})
+	created, err := srv.Activity.List(ctx, s.TenantID, activity.Filter{Action: activity.SubscriptionCreated})
 	if err != nil || len(created.Items) != 2 {
 		t.Fatalf("the seed's subscription.created entries: %d (%v), want 2", len(created.Items), err)
 	}
@@ -112,32 +167,11 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 			t.Errorf("seeded subscription %s recorded as made by %+v, want the system's demo seed", e.Object.ID, e.Actor)
 		}
 	}
-
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go demo.Trickle(tctx, srv, first, srv.Log)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		page, err := srv.Deliveries.List(ctx, first.TenantID, delivery.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no demo event was delivered to the healthy demo endpoint")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if r, err := http.Get(base + "/login"); err != nil || r.StatusCode != 200 {
-		t.Fatalf("dashboard login page: %v %v", r, err)
-	}
 }
 
 // The played-back outage: two tenants' shipping endpoints, every delivery in yesterday's window dead with
 // real attempts (503, then 404) at yesterday's times; once per database; and a replay of the window
-// delivers them, because the endpoints answer 200 now.
+// delivers them, because the endpoints answer 200 now. Not parallel, as TestSeedDeliversThroughTheGuardedSender.
 func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{})
 	if err != nil {
@@ -158,16 +192,50 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop(ctx)
-	seeded, err := demo.Seed(ctx, srv, rcv)
+	seeded, err := demo.Seed(ctx, services(srv), rcv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := demo.SeedOutage(ctx, srv, rcv, seeded); err != nil {
+		if err := demo.SeedOutage(ctx, services(srv), rcv, seeded); err != nil {
 			t.Fatal(err)
 		}
 	}
 	from, to := demo.OutageWindow(time.Now())
+	checkOutageDeadLetters(t, srv, from, to)
+	// The banner invites the replay while the outage's dead letters are dead, naming the day it happened.
+	o, err := demo.OutageNow(ctx, services(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Dead != 60 || o.Queued != 0 || !o.Played || !o.Day.Equal(from.Truncate(24*time.Hour)) {
+		t.Fatalf("outage before the replay: %+v, want 60 dead on %s", o, from.Format(time.DateOnly))
+	}
+	banner := welcome(cfg, seeded, o)
+	for _, want := range []string{"on " + from.Format("Mon 2 Jan 2006") + " from 14:00 to 14:30 UTC", "60 of the deliveries it hit are still dead letters", "/admin/dead and replay them"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner before the replay lacks %q:\n%s", want, banner)
+		}
+	}
+	replayOutage(t, srv, from, to)
+	// At the next start the replay has been done: the banner says so and invites nothing.
+	if o, err = demo.OutageNow(ctx, services(srv)); err != nil {
+		t.Fatal(err)
+	}
+	if o.Dead != 0 || o.Queued != 0 || !o.Played {
+		t.Fatalf("outage after the replay: %+v, want nothing dead or queued", o)
+	}
+	banner = welcome(cfg, seeded, o)
+	if strings.Contains(banner, "replay them") || strings.Contains(banner, "/admin/dead") || !strings.Contains(banner, "no dead letters left") {
+		t.Errorf("banner after the replay:\n%s", banner)
+	}
+}
+
+// checkOutageDeadLetters checks the outage window's dead letters: 60, in both tenants, each failed for a
+// permanent status after a 503 and a 404 at the outage's times.
+func checkOutageDeadLetters(t *testing.T, srv *server.Server, from, to time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	page, err := srv.Replays.DeadLetters(ctx, delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -197,21 +265,13 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	if !tenants[demo.DemoTenant] || !tenants[demo.OutageTenant] {
 		t.Fatalf("outage tenants: %v", tenants)
 	}
-	// The banner invites the replay while the outage's dead letters are dead, naming the day it happened.
-	o, err := demo.OutageNow(ctx, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Dead != 60 || o.Queued != 0 || !o.Played || !o.Day.Equal(from.Truncate(24*time.Hour)) {
-		t.Fatalf("outage before the replay: %+v, want 60 dead on %s", o, from.Format(time.DateOnly))
-	}
-	banner := welcome(cfg, seeded, o)
-	for _, want := range []string{"on " + from.Format("Mon 2 Jan 2006") + " from 14:00 to 14:30 UTC", "60 of the deliveries it hit are still dead letters", "/admin/dead and replay them"} {
-		if !strings.Contains(banner, want) {
-			t.Errorf("banner before the replay lacks %q:\n%s", want, banner)
-		}
-	}
+}
 
+// replayOutage replays the outage window, starts the server and waits for the 60 replayed deliveries to
+// be delivered.
+func replayOutage(t *testing.T, srv *server.Server, from, to time.Time) {
+	t.Helper()
+	ctx := activity.System(context.Background(), "test setup")
 	r, err := srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: "test"})
 	if err != nil || r.Matched != 60 {
@@ -224,37 +284,20 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 	if err := srv.Serve(ctx, ln); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	delivered := 0
+	eventually(t, 30*time.Second, "the 60 replayed outage deliveries delivered", func() bool {
 		p, err := srv.Replays.Deliveries(ctx, r.ID, 100, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		delivered := 0
+		delivered = 0
 		for _, d := range p.Items {
 			if d.State == delivery.Delivered {
 				delivered++
 			}
 		}
-		if delivered == 60 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 60 replayed outage deliveries delivered", delivered)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// At the next start the replay has been done: the banner says so and invites nothing.
-	if o, err = demo.OutageNow(ctx, srv); err != nil {
-		t.Fatal(err)
-	}
-	if o.Dead != 0 || o.Queued != 0 || !o.Played {
-		t.Fatalf("outage after the replay: %+v, want nothing dead or queued", o)
-	}
-	banner = welcome(cfg, seeded, o)
-	if strings.Contains(banner, "replay them") || strings.Contains(banner, "/admin/dead") || !strings.Contains(banner, "no dead letters left") {
-		t.Errorf("banner after the replay:\n%s", banner)
-	}
+		return delivered == 60
+	})
 }
 
 // welcome is the start-up banner as make run prints it.
@@ -267,6 +310,7 @@ func welcome(cfg config.Config, s demo.Seeded, o demo.Outage) string {
 // The banner in each state of the outage: dead letters (invite the replay), a replay under way (follow
 // it), all done (where to see it), and no outage deliveries at all (retention deleted them: say nothing).
 func TestWelcomeFollowsTheOutage(t *testing.T) {
+	t.Parallel()
 	cfg := config.Config{Addr: ":8080", DataDir: ".data", AdminToken: "hl_admin_x"}
 	day := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -288,6 +332,7 @@ func TestWelcomeFollowsTheOutage(t *testing.T) {
 // The receiver listens where it is told, the same address at every start, so a subscription pointed at it
 // survives a restart; a port already taken is a clear error naming the setting that moves it.
 func TestReceiverKeepsItsAddress(t *testing.T) {
+	t.Parallel()
 	// A free port, found by listening and closing: another process may take it in between, so a few tries.
 	var first *demo.Receiver
 	var addr string
@@ -326,6 +371,7 @@ func TestReceiverKeepsItsAddress(t *testing.T) {
 // and ended by a 200 or a 400, as the engine does, on a seeded source. The README's sentence about it is
 // written from these figures: a quarter of attempts 500, about 1 in 25 a 400, about 1 delivery in 19 dead.
 func TestFlakySplit(t *testing.T) {
+	t.Parallel()
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{Rand: rand.New(rand.NewPCG(16, 2026)), NoLatency: true})
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +420,7 @@ func TestFlakySplit(t *testing.T) {
 
 // The demo receiver's /hang never answers, so an operator can watch a circuit open with `make run`.
 func TestReceiverHangs(t *testing.T) {
+	t.Parallel()
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +437,7 @@ func TestReceiverHangs(t *testing.T) {
 // The demo's operator endpoint accepts notifications signed with the secret ConfigureOperator chose, and
 // refuses a tampered one; /always-fail always fails.
 func TestReceiverOperatorEndpoint(t *testing.T) {
+	t.Parallel()
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // /inspect shows what it received, exactly, and checks each signature with the secret a person pastes: valid
 // with the subscription's secret, not with another.
 func TestReceiverInspect(t *testing.T) {
+	t.Parallel()
 	rcv, err := demo.StartReceiver(demo.ReceiverOptions{NoLatency: true})
 	if err != nil {
 		t.Fatal(err)

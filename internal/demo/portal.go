@@ -18,7 +18,6 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/principal"
-	"github.com/hookline/hookline/internal/server"
 )
 
 // EmbedAddr is where `make run` serves the embedding demo: a page of a made-up platform, on another origin
@@ -77,11 +76,12 @@ var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
 </script>
 </body></html>`))
 
-// StartEmbed serves the embedding demo on EmbedAddr until ctx ends. hooklineBase is how a browser on this
-// machine reaches the dashboard (http://localhost:<port>): the frame opens the link's path there, since
+// StartEmbed serves the embedding demo on EmbedAddr until ctx ends. The frame opens the link's path at
+// LocalBase, how a browser on this machine reaches the dashboard (http://localhost:<port>), since
 // HOOKLINE_PUBLIC_URL may name an https address nothing serves locally.
-func StartEmbed(ctx context.Context, srv *server.Server, s Seeded, hooklineBase string, log *slog.Logger) error {
-	origins, _ := config.ParseFrameAncestors(srv.Config.PortalFrameAncestors)
+func StartEmbed(ctx context.Context, srv Services, s Seeded, cfg config.Config, log *slog.Logger) error {
+	hooklineBase := LocalBase(cfg)
+	origins, _ := config.ParseFrameAncestors(cfg.PortalFrameAncestors)
 	_, port, _ := net.SplitHostPort(hooklineBase[len("http://"):])
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -101,7 +101,7 @@ func StartEmbed(ctx context.Context, srv *server.Server, s Seeded, hooklineBase 
 		u, _ := url.Parse(l.URL)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = embedPage.Execute(w, map[string]any{"Brand": srv.Brand.Name, "Origin": EmbedOrigin, "Port": port,
+		_ = embedPage.Execute(w, map[string]any{"Brand": srv.Brand, "Origin": EmbedOrigin, "Port": port,
 			"Framing": slices.Contains(origins, EmbedOrigin), "Src": template.URL(hooklineBase + u.Path),
 			"HooklineOrigin": hooklineBase})
 	})

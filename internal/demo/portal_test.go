@@ -11,6 +11,7 @@ import (
 // The embedding demo's parent page lays itself out for the device's width, like the dashboard it frames:
 // without a viewport meta a phone draws it 980 px wide and shrinks it, portal and all.
 func TestEmbedPageHasAViewport(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	err := demo.EmbedPage.Execute(&b, map[string]any{"Brand": "Acme Cloud", "Origin": demo.EmbedOrigin, "Port": "8080",
 		"Framing": true, "Src": "http://localhost:8080/portal/x", "HooklineOrigin": "http://localhost:8080"})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -70,6 +71,10 @@ type Options struct {
 	// Batch is the most steps of one kind claimed and told in one transaction (default StepBatch).
 	Batch int
 }
+
+// Statement is how each of a check's transactions runs (bounded.Do): within 30 s a try, three counted
+// failures. A failed transaction has claimed nothing, so trying it again is safe.
+var Statement = bounded.Policy{PerTry: 30 * time.Second, Tries: 3}
 
 // StepBatch is how many steps of one kind one transaction claims and tells at most; a check goes on,
 // batch after batch, until none is left. One shared receiver's outage makes thousands of incidents at
@@ -138,7 +143,7 @@ func fromRow(r db.Incident) Incident {
 // processes at once (each step is claimed in SQL), though the maintenance leader is the one that runs it.
 func (s *Service) Check(ctx context.Context) error {
 	now := s.o.Now()
-	if err := s.step(ctx, KindOpened, func(q *db.Queries, batch int32) ([]toldStep, error) {
+	if err := s.step(ctx, KindOpened, func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error) {
 		rows, err := q.OpenIncidents(ctx, db.OpenIncidentsParams{Now: now, Cutoff: now.Add(-s.o.After), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
@@ -148,7 +153,7 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("open incidents: %w", err)
 	}
-	if err := s.step(ctx, KindEnded, func(q *db.Queries, batch int32) ([]toldStep, error) {
+	if err := s.step(ctx, KindEnded, func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error) {
 		rows, err := q.EndIncidents(ctx, db.EndIncidentsParams{Now: now, MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
@@ -158,7 +163,7 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("end incidents: %w", err)
 	}
-	if err := s.step(ctx, KindDay, func(q *db.Queries, batch int32) ([]toldStep, error) {
+	if err := s.step(ctx, KindDay, func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error) {
 		rows, err := q.ClaimIncidentDaySteps(ctx, db.ClaimIncidentDayStepsParams{Now: now, DayAgo: now.Add(-DayAfter), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
@@ -168,7 +173,7 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("incident day steps: %w", err)
 	}
-	if err := s.step(ctx, KindExpiring, func(q *db.Queries, batch int32) ([]toldStep, error) {
+	if err := s.step(ctx, KindExpiring, func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error) {
 		rows, err := q.ClaimIncidentExpiringSteps(ctx, db.ClaimIncidentExpiringStepsParams{Now: now, WarnBefore: now.Add(ExpiryWarning), MaxRows: batch})
 		out := make([]toldStep, 0, len(rows))
 		for _, r := range rows {
@@ -181,7 +186,7 @@ func (s *Service) Check(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("incident expiring steps: %w", err)
 	}
-	if err := s.step(ctx, KindExpired, func(q *db.Queries, batch int32) ([]toldStep, error) {
+	if err := s.step(ctx, KindExpired, func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error) {
 		rows, err := q.ClaimIncidentExpiredSteps(ctx, db.ClaimIncidentExpiredStepsParams{Now: now, SettledBefore: now.Add(-ExpiredSettle), MaxRows: batch})
 		if err != nil {
 			return nil, err
@@ -223,7 +228,7 @@ type toldStep struct {
 // step claims steps of one kind and queues what they tell, Batch at a time: each batch in one transaction,
 // all of which commits, or none of it and its steps are claimed again by the next check. It goes on while
 // a batch comes back full.
-func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Queries, batch int32) ([]toldStep, error)) error {
+func (s *Service) step(ctx context.Context, kind string, claim func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error)) error {
 	for {
 		n, err := s.stepBatch(ctx, kind, claim)
 		if err != nil || n < s.o.Batch {
@@ -233,26 +238,28 @@ func (s *Service) step(ctx context.Context, kind string, claim func(q *db.Querie
 }
 
 // stepBatch is one batch of step: it returns how many steps it claimed and told.
-func (s *Service) stepBatch(ctx context.Context, kind string, claim func(q *db.Queries, batch int32) ([]toldStep, error)) (int, error) {
+func (s *Service) stepBatch(ctx context.Context, kind string, claim func(ctx context.Context, q *db.Queries, batch int32) ([]toldStep, error)) (int, error) {
 	var told []toldStep
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		steps, err := claim(q, int32(s.o.Batch))
-		if err != nil {
-			return err
-		}
-		if s.afterClaim != nil && len(steps) > 0 {
-			if err := s.afterClaim(ctx, kind, len(steps)); err != nil {
+	err := bounded.Do(ctx, Statement, func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			q := s.q.WithTx(tx)
+			steps, err := claim(ctx, q, int32(s.o.Batch))
+			if err != nil {
 				return err
 			}
-		}
-		for _, st := range steps {
-			if err := s.tell(ctx, tx, q, st); err != nil {
-				return err
+			if s.afterClaim != nil && len(steps) > 0 {
+				if err := s.afterClaim(ctx, kind, len(steps)); err != nil {
+					return err
+				}
 			}
-		}
-		told = steps
-		return nil
+			for _, st := range steps {
+				if err := s.tell(ctx, tx, q, st); err != nil {
+					return err
+				}
+			}
+			told = steps
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -269,24 +276,26 @@ func (s *Service) stepBatch(ctx context.Context, kind string, claim func(q *db.Q
 // and its notifications commit together.
 func (s *Service) operatorChecks(ctx context.Context, now time.Time) error {
 	for claimed := s.o.Batch; claimed == s.o.Batch; { // Batch at a time, while a batch comes back full
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			disabled, err := s.q.WithTx(tx).ClaimDisabledNotices(ctx, db.ClaimDisabledNoticesParams{Now: now, MaxRows: int32(s.o.Batch)})
-			if err != nil {
-				return err
-			}
-			if s.afterClaim != nil && len(disabled) > 0 {
-				if err := s.afterClaim(ctx, EventDisabled, len(disabled)); err != nil {
+		err := bounded.Do(ctx, Statement, func(ctx context.Context) error {
+			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				disabled, err := s.q.WithTx(tx).ClaimDisabledNotices(ctx, db.ClaimDisabledNoticesParams{Now: now, MaxRows: int32(s.o.Batch)})
+				if err != nil {
 					return err
 				}
-			}
-			for _, d := range disabled {
-				if _, err := s.o.Operator.NotifyTx(ctx, tx, EventDisabled, map[string]any{"tenant_id": d.TenantID,
-					"subscription_id": d.ID, "url": d.URL, "reason": d.DisabledReason}); err != nil {
-					return err
+				if s.afterClaim != nil && len(disabled) > 0 {
+					if err := s.afterClaim(ctx, EventDisabled, len(disabled)); err != nil {
+						return err
+					}
 				}
-			}
-			claimed = len(disabled)
-			return nil
+				for _, d := range disabled {
+					if _, err := s.o.Operator.NotifyTx(ctx, tx, EventDisabled, map[string]any{"tenant_id": d.TenantID,
+						"subscription_id": d.ID, "url": d.URL, "reason": d.DisabledReason}); err != nil {
+						return err
+					}
+				}
+				claimed = len(disabled)
+				return nil
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("disabled subscriptions: %w", err)
@@ -312,7 +321,15 @@ const exhaustedWatermark = "deliveries.exhausted"
 // window, in one transaction with the watermark's move, and says how many it told. A window starts when the
 // last one is done and until is past it; it ends with the batch that comes back short.
 func (s *Service) reportExhausted(ctx context.Context, until time.Time) (told int, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = bounded.Do(ctx, Statement, func(ctx context.Context) error {
+		return s.reportExhaustedTx(ctx, until, &told)
+	})
+	return told, err
+}
+
+// reportExhaustedTx is one try of reportExhausted.
+func (s *Service) reportExhaustedTx(ctx context.Context, until time.Time, told *int) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		w, err := q.LockOperatorWatermark(ctx, db.LockOperatorWatermarkParams{Name: exhaustedWatermark, Until: until})
 		if err != nil {
@@ -347,10 +364,9 @@ func (s *Service) reportExhausted(ctx context.Context, until time.Time) (told in
 			last := rows[len(rows)-1].SubscriptionID
 			next = db.SetOperatorWatermarkParams{Name: exhaustedWatermark, Until: from, ReportingUntil: to, ReportingAfter: &last}
 		}
-		told = len(rows)
+		*told = len(rows)
 		return q.SetOperatorWatermark(ctx, next)
 	})
-	return told, err
 }
 
 // tell queues a claimed step in its transaction: an email to every dashboard user of the tenant, and (for

@@ -15,9 +15,9 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
-	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The operator notifications' subscription is never disabled: a 410 from the operator's endpoint fails that
@@ -25,12 +25,9 @@ import (
 // disabled). One disabled by an older version is enabled again at start-up, with a warning in the log.
 // Its state, last error and dead deliveries are what OperatorStatus (the /admin card) shows.
 func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
+	t.Parallel()
 	ctx := activity.System(context.Background(), "test setup")
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
 	pub := delivery.NewPublisher(pool, policy, time.Now)
@@ -74,7 +71,19 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 		t.Fatalf("operator status %+v, %v; want active, 1 dead, last error HTTP 410", st, err)
 	}
 
-	// Auto-disable: failing for two hours, an hour allowed. A customer's subscription in the same state is disabled.
+	autoDisableSparesTheOperator(ctx, t, pool, subs, opSub)
+	startUpEnablesTheOperator(ctx, t, pool, subs, pub, opSrv.URL+"/ops", secret, opSub)
+
+	// Off without HOOKLINE_OPERATOR_WEBHOOK_URL.
+	if st, err := incidents.New(pool, incidents.Options{}).OperatorStatus(ctx); st != nil || err != nil {
+		t.Fatalf("operator status without an operator: %+v, %v", st, err)
+	}
+}
+
+// autoDisableSparesTheOperator: failing for two hours, an hour allowed, a customer's subscription is
+// disabled and the operator's is not.
+func autoDisableSparesTheOperator(ctx context.Context, t *testing.T, pool *pgxpool.Pool, subs *subscriptions.Service, opSub func() subscriptions.Subscription) {
+	t.Helper()
 	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "failing customer")
 	if err != nil {
 		t.Fatal(err)
@@ -95,13 +104,18 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 	if s := opSub(); s.State != subscriptions.Active {
 		t.Fatalf("after auto-disable the operator subscription is %s (%s), want active", s.State, s.DisabledReason)
 	}
+}
 
-	// Disabled by an older version: the next start-up enables it again, and says so.
+// startUpEnablesTheOperator: an operator subscription disabled by an older version is enabled again at
+// the next start-up, which says so.
+func startUpEnablesTheOperator(ctx context.Context, t *testing.T, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher,
+	url, secret string, opSub func() subscriptions.Subscription) {
+	t.Helper()
 	if _, err := pool.Exec(ctx, "UPDATE subscriptions SET state = 'disabled', disabled_reason = 'The endpoint answered 410 Gone' WHERE id = $1", opSub().ID); err != nil {
 		t.Fatal(err)
 	}
 	var logged bytes.Buffer
-	if _, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", secret, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+	if _, err := incidents.EnsureOperator(ctx, pool, subs, pub, url, secret, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
 		t.Fatal(err)
 	}
 	if s := opSub(); s.State != subscriptions.Active || s.DisabledReason != "" {
@@ -110,22 +124,14 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "enabled again") {
 		t.Fatalf("start-up re-enabled the operator subscription without a warning: %q", logged.String())
 	}
-
-	// Off without HOOKLINE_OPERATOR_WEBHOOK_URL.
-	if st, err := incidents.New(pool, incidents.Options{}).OperatorStatus(ctx); st != nil || err != nil {
-		t.Fatalf("operator status without an operator: %+v, %v", st, err)
-	}
 }
 
 // Setting the operator notifications' subscription up happens at start, outside any request; it is a
 // change like any other, recorded with the system as its actor (a change with no actor is refused).
 func TestOperatorSetupIsRecordedAsTheSystem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	pool, err := server.Connect(ctx, dbURL, 4, server.PlanPerCall)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := ownPool(t, 4)
 	subs := subscriptions.NewService(pool, time.Now, true)
 	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
 	// A URL of its own, so the subscription is created or changed now whatever other tests set up.

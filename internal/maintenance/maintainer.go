@@ -38,8 +38,23 @@ type Task struct {
 	// Interval is the pause between the end of one run and the start of the next. A task first runs as
 	// soon as its process becomes leader, so work left by a dead leader is picked up at once.
 	Interval time.Duration
-	// Run does one round of work. Its context is cancelled when leadership is lost or on Stop.
+	// Run does one round of work. Its context is cancelled when leadership is lost, on Stop, or when the
+	// run has taken Timeout.
 	Run func(ctx context.Context) error
+	// Timeout bounds one run (default the larger of Interval and DefaultTimeout): a run stuck on a
+	// database that stopped answering, or on a mail server, ends, and the task runs again at its next turn.
+	// Every task resumes where a cut-off run stopped: their work is committed in batches or claimed in SQL.
+	Timeout time.Duration
+}
+
+// DefaultTimeout is the least default Task.Timeout.
+const DefaultTimeout = time.Minute
+
+func (t Task) timeout() time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	return max(t.Interval, DefaultTimeout)
 }
 
 // Options tune a Maintainer. Zero values take the defaults noted.
@@ -243,6 +258,8 @@ func (m *Maintainer) run(ctx context.Context, t Task) {
 }
 
 func (m *Maintainer) runOnce(ctx context.Context, t Task) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)

@@ -82,17 +82,20 @@ func newMaintainer(t *testing.T, key int64, tasks ...maintenance.Task) *maintena
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 
 // Two processes on one database: exactly one leads and runs tasks; stopping it hands leadership to the
 // other, whose tasks then run, and the stopped one's do not.
 func TestOneLeaderAndHandover(t *testing.T) {
+	t.Parallel()
 	const key = 101
 	var a, b counter
 	ma := newMaintainer(t, key, a.task("a"))
@@ -123,6 +126,7 @@ func TestOneLeaderAndHandover(t *testing.T) {
 // A leader whose connection dies (here the server ends it) loses leadership: its running tasks are
 // cancelled, and leadership is taken again (by whoever gets the lock first) on a fresh connection.
 func TestLostConnectionCancelsTasks(t *testing.T) {
+	t.Parallel()
 	const key = 102
 	c := counter{block: true}
 	m := newMaintainer(t, key, c.task("blocking"))
@@ -141,6 +145,7 @@ func TestLostConnectionCancelsTasks(t *testing.T) {
 
 // A failing or panicking task is logged and runs again at its next turn; other tasks are unaffected.
 func TestTaskErrorsAreLoggedAndRetried(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var fails, panics, ok atomic.Int64
@@ -167,6 +172,32 @@ func TestTaskErrorsAreLoggedAndRetried(t *testing.T) {
 	}
 }
 
+// A run that takes longer than its Timeout (here one stuck until its context ends, as on a database that
+// stopped answering) is cut off, logged, and the task runs again at its next turn.
+func TestRunEndsAtItsTimeout(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	var runs, cut atomic.Int64
+	m := maintenance.New(maintenance.Options{ConnConfig: connConfig(t), LockKey: 105, ElectInterval: electEvery,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	m.Register(maintenance.Task{Name: "stuck", Interval: time.Millisecond, Timeout: 20 * time.Millisecond, Run: func(ctx context.Context) error {
+		runs.Add(1)
+		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cut.Add(1)
+		}
+		return ctx.Err()
+	}})
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	eventually(t, "two runs cut off at their timeout", func() bool { return cut.Load() >= 2 && runs.Load() >= 3 })
+	if out := logs.String(); !bytes.Contains([]byte(out), []byte("task=stuck")) || !bytes.Contains([]byte(out), []byte("deadline exceeded")) {
+		t.Errorf("the cut-off run is not logged:\n%s", out)
+	}
+}
+
 // Stop ends the election loop, the tasks and the connection: nothing is left running, whether the
 // maintainer led or followed.
 func TestStopLeavesNoGoroutines(t *testing.T) {
@@ -183,7 +214,9 @@ func TestStopLeavesNoGoroutines(t *testing.T) {
 	}
 	ma, mb := start(&a), start(&b)
 	eventually(t, "a leader running its task", func() bool { return a.runs.Load()+b.runs.Load() > 3 })
-	time.Sleep(2 * electEvery) // let the follower be mid-election too
+	// The follower mid-election too: the leader's task has run over two election intervals since.
+	ran := a.runs.Load() + b.runs.Load()
+	eventually(t, "two election intervals", func() bool { return a.runs.Load()+b.runs.Load() >= ran+2*int64(electEvery/(5*time.Millisecond)) })
 	ma.Stop(context.Background())
 	mb.Stop(context.Background())
 	mb.Stop(context.Background()) // twice is fine

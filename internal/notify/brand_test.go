@@ -12,6 +12,7 @@ import (
 
 // Customer emails name the platform's brand (HOOKLINE_BRAND_NAME), not Hookline.
 func TestEmailsUseTheBrandName(t *testing.T) {
+	t.Parallel()
 	raw, _ := json.Marshal(map[string]any{"url": "https://example.com/hook", "description": "Orders",
 		"failing_since": time.Now().Add(-time.Hour), "opened_at": time.Now(), "waiting": 3, "link": "https://hooks.acme.example/subscriptions/x"})
 	for _, kind := range []string{incidents.KindOpened, incidents.KindDay} {

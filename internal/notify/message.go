@@ -65,105 +65,132 @@ func compose(ctx context.Context, kind string, raw []byte, brand string) (messag
 // view words one step. The endpoint is named by its description when it has one, its URL otherwise;
 // brand is the product's name (HOOKLINE_BRAND_NAME).
 func view(kind string, d stepData, brand string) (templates.Email, error) {
-	endpoint := safeURL(d.URL)
-	name := strings.TrimSpace(d.Description)
-	if name == "" {
-		name = endpoint
-	}
-	since := when(d.FailingSince)
 	v := templates.Email{LinkLabel: "Open the endpoint in " + brand,
 		Footer: "You get this email because you are a user of this " + brand + " account. " + brand + " sends one email per step of an " +
 			"incident (it opens, a day later, before deliveries expire, when they expired, when the endpoint recovers), " +
 			"never one per event."}
-	facts := []templates.EmailFact{{Label: "Endpoint", Value: endpoint}}
+	v.Facts = []templates.EmailFact{{Label: "Endpoint", Value: d.endpoint()}}
 	if d.Description != "" {
-		facts = append(facts, templates.EmailFact{Label: "Description", Value: d.Description})
+		v.Facts = append(v.Facts, templates.EmailFact{Label: "Description", Value: d.Description})
 	}
-	facts = append(facts, templates.EmailFact{Label: "Failing since", Value: since})
-	waiting := func() string {
-		switch d.Waiting {
-		case 0:
-			return "No deliveries are waiting right now."
-		case 1:
-			return "1 delivery is waiting and is retried automatically."
-		default:
-			return fmt.Sprintf("%d deliveries are waiting and are retried automatically.", d.Waiting)
-		}
-	}
-	expiry := func() string {
-		if d.FirstExpiry == nil || d.Waiting == 0 {
-			return ""
-		}
-		return "If the endpoint still fails, the first of them expires at " + when(*d.FirstExpiry) +
-			" and is then dead-lettered: no longer retried, but kept so you can resend it."
-	}
-	switch kind {
-	case incidents.KindOpened:
-		v.Subject = "Webhook endpoint failing: " + name
-		v.Heading = "Your webhook endpoint is failing"
-		v.Paragraphs = []string{"Every delivery attempt to " + endpoint + " has failed since " + since + ".", waiting(), expiry()}
-	case incidents.KindDay:
-		v.Subject = "Webhook endpoint still failing after 24 hours: " + name
-		v.Heading = "Your webhook endpoint has been failing for more than 24 hours"
-		v.Paragraphs = []string{"Every delivery attempt to " + endpoint + " has failed since " + since + ".", waiting(), expiry()}
-	case incidents.KindExpiring:
-		v.Subject = "Webhook deliveries expiring soon: " + name
-		v.Heading = "Deliveries to your failing endpoint expire soon"
-		v.Paragraphs = []string{"Every delivery attempt to " + endpoint + " has failed since " + since + ".", waiting(), expiry(),
-			"Fix the endpoint before then to receive them."}
-	case incidents.KindExpired:
-		v.Subject = "Webhook deliveries lost: " + name
-		v.Heading = "Deliveries to your failing endpoint expired"
-		n := "deliveries have"
-		if d.Expired == 1 {
-			n = "delivery has"
-		}
-		v.Paragraphs = []string{
-			fmt.Sprintf("%d %s expired without reaching %s, which has failed since %s.", d.Expired, n, endpoint, since),
-			"They are dead-lettered: no longer retried, but kept. Once the endpoint works, you can resend them from the " +
-				"dashboard (Recover on the endpoint's page).",
-			waiting(),
-		}
-		if len(d.LastEvents) > 0 {
-			v.Paragraphs = append(v.Paragraphs, "The last events that were not delivered:")
-		}
-		for _, e := range d.LastEvents {
-			v.Lost = append(v.Lost, templates.EmailEvent{ID: e.EventID, Type: e.EventType})
-		}
-		v.LostMore = max(d.Expired-len(d.LastEvents), 0)
-	case incidents.KindEnded:
-		v.Subject = "Webhook endpoint recovered: " + name
-		v.Heading = "Your webhook endpoint works again"
-		ended := "now"
-		if d.EndedAt != nil {
-			ended = when(*d.EndedAt)
-		}
-		p := "No deliveries were waiting."
-		switch {
-		case d.Waiting == 1:
-			p = "The delivery that waited is being sent now."
-		case d.Waiting > 1:
-			p = fmt.Sprintf("The %d deliveries that waited are being sent now.", d.Waiting)
-		}
-		v.Paragraphs = []string{endpoint + " answered successfully (" + ended + ") after failing since " + since + ".", p}
-		facts = append(facts, templates.EmailFact{Label: "Recovered", Value: ended})
-	default:
-		return v, fmt.Errorf("unknown notification kind %q", kind)
+	v.Facts = append(v.Facts, templates.EmailFact{Label: "Failing since", Value: when(d.FailingSince)})
+	if err := d.words(kind, &v); err != nil {
+		return v, err
 	}
 	v.Paragraphs = nonEmpty(v.Paragraphs)
 	if kind != incidents.KindEnded {
-		facts = append(facts, templates.EmailFact{Label: "Waiting deliveries", Value: fmt.Sprint(d.Waiting)})
+		v.Facts = append(v.Facts, templates.EmailFact{Label: "Waiting deliveries", Value: fmt.Sprint(d.Waiting)})
 		if d.FirstExpiry != nil && d.Waiting > 0 {
-			facts = append(facts, templates.EmailFact{Label: "First expiry", Value: when(*d.FirstExpiry)})
+			v.Facts = append(v.Facts, templates.EmailFact{Label: "First expiry", Value: when(*d.FirstExpiry)})
 		}
 	}
-	v.Facts = facts
 	// The link comes from HOOKLINE_PUBLIC_URL (checked to be http or https at start); anything else is
 	// dropped rather than put in an href.
 	if u, err := url.Parse(d.Link); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		v.Link = d.Link
 	}
 	return v, nil
+}
+
+// endpoint is the endpoint's URL as an email may show it.
+func (d stepData) endpoint() string { return safeURL(d.URL) }
+
+// name is the endpoint's description, else its URL.
+func (d stepData) name() string {
+	if name := strings.TrimSpace(d.Description); name != "" {
+		return name
+	}
+	return d.endpoint()
+}
+
+// words sets the subject, heading and paragraphs of a step (and the facts only some steps have).
+func (d stepData) words(kind string, v *templates.Email) error {
+	endpoint, name, since := d.endpoint(), d.name(), when(d.FailingSince)
+	failing := "Every delivery attempt to " + endpoint + " has failed since " + since + "."
+	switch kind {
+	case incidents.KindOpened:
+		v.Subject = "Webhook endpoint failing: " + name
+		v.Heading = "Your webhook endpoint is failing"
+		v.Paragraphs = []string{failing, d.waiting(), d.expiry()}
+	case incidents.KindDay:
+		v.Subject = "Webhook endpoint still failing after 24 hours: " + name
+		v.Heading = "Your webhook endpoint has been failing for more than 24 hours"
+		v.Paragraphs = []string{failing, d.waiting(), d.expiry()}
+	case incidents.KindExpiring:
+		v.Subject = "Webhook deliveries expiring soon: " + name
+		v.Heading = "Deliveries to your failing endpoint expire soon"
+		v.Paragraphs = []string{failing, d.waiting(), d.expiry(), "Fix the endpoint before then to receive them."}
+	case incidents.KindExpired:
+		v.Subject = "Webhook deliveries lost: " + name
+		v.Heading = "Deliveries to your failing endpoint expired"
+		d.expired(v)
+	case incidents.KindEnded:
+		v.Subject = "Webhook endpoint recovered: " + name
+		v.Heading = "Your webhook endpoint works again"
+		d.ended(v)
+	default:
+		return fmt.Errorf("unknown notification kind %q", kind)
+	}
+	return nil
+}
+
+// waiting says how many deliveries wait.
+func (d stepData) waiting() string {
+	switch d.Waiting {
+	case 0:
+		return "No deliveries are waiting right now."
+	case 1:
+		return "1 delivery is waiting and is retried automatically."
+	default:
+		return fmt.Sprintf("%d deliveries are waiting and are retried automatically.", d.Waiting)
+	}
+}
+
+// expiry says when the first waiting delivery expires, if one waits.
+func (d stepData) expiry() string {
+	if d.FirstExpiry == nil || d.Waiting == 0 {
+		return ""
+	}
+	return "If the endpoint still fails, the first of them expires at " + when(*d.FirstExpiry) +
+		" and is then dead-lettered: no longer retried, but kept so you can resend it."
+}
+
+// expired words the summary of what expired, with the last events lost.
+func (d stepData) expired(v *templates.Email) {
+	n := "deliveries have"
+	if d.Expired == 1 {
+		n = "delivery has"
+	}
+	v.Paragraphs = []string{
+		fmt.Sprintf("%d %s expired without reaching %s, which has failed since %s.", d.Expired, n, d.endpoint(), when(d.FailingSince)),
+		"They are dead-lettered: no longer retried, but kept. Once the endpoint works, you can resend them from the " +
+			"dashboard (Recover on the endpoint's page).",
+		d.waiting(),
+	}
+	if len(d.LastEvents) > 0 {
+		v.Paragraphs = append(v.Paragraphs, "The last events that were not delivered:")
+	}
+	for _, e := range d.LastEvents {
+		v.Lost = append(v.Lost, templates.EmailEvent{ID: e.EventID, Type: e.EventType})
+	}
+	v.LostMore = max(d.Expired-len(d.LastEvents), 0)
+}
+
+// ended words the recovery.
+func (d stepData) ended(v *templates.Email) {
+	ended := "now"
+	if d.EndedAt != nil {
+		ended = when(*d.EndedAt)
+	}
+	p := "No deliveries were waiting."
+	switch {
+	case d.Waiting == 1:
+		p = "The delivery that waited is being sent now."
+	case d.Waiting > 1:
+		p = fmt.Sprintf("The %d deliveries that waited are being sent now.", d.Waiting)
+	}
+	v.Paragraphs = []string{d.endpoint() + " answered successfully (" + ended + ") after failing since " + when(d.FailingSince) + ".", p}
+	v.Facts = append(v.Facts, templates.EmailFact{Label: "Recovered", Value: ended})
 }
 
 // plainText lays the view out as the text/plain part.

@@ -119,7 +119,9 @@ func New(pool *pgxpool.Pool, o Options) *Notifier {
 
 // Task is the Notifier as a maintenance task.
 func (n *Notifier) Task() maintenance.Task {
-	return maintenance.Task{Name: "notify", Interval: n.o.Interval, Run: n.Run}
+	// A run sends at most maxBatches batches, each message within SendTimeout: that bounds it.
+	return maintenance.Task{Name: "notify", Interval: n.o.Interval, Run: n.Run,
+		Timeout: time.Duration(maxBatches*n.o.Batch)*n.o.SendTimeout + time.Minute}
 }
 
 // Run sends what is due, then prunes old finished rows now and then. The maintenance leader calls it
@@ -127,7 +129,9 @@ func (n *Notifier) Task() maintenance.Task {
 func (n *Notifier) Run(ctx context.Context) error {
 	if n.o.SMTP == nil {
 		// Kept queued, they would pile up, and be sent stale the day SMTP is configured.
-		skipped, err := n.q.SkipDueNotifications(ctx, db.SkipDueNotificationsParams{Now: n.o.Now(), LastError: NoSMTP})
+		skipped, err := maintenance.Do(ctx, func(ctx context.Context) (int64, error) {
+			return n.q.SkipDueNotifications(ctx, db.SkipDueNotificationsParams{Now: n.o.Now(), LastError: NoSMTP})
+		})
 		if err != nil {
 			return fmt.Errorf("notifications: set aside: %w", err)
 		}
@@ -153,7 +157,9 @@ func (n *Notifier) sendBatch(ctx context.Context) (int, error) {
 	now := n.o.Now()
 	// The lease covers the whole batch sent one after another, each within SendTimeout.
 	lease := time.Duration(n.o.Batch)*n.o.SendTimeout + time.Minute
-	rows, err := n.q.ClaimNotifications(ctx, db.ClaimNotificationsParams{Now: now, LeaseUntil: now.Add(lease), MaxRows: int32(n.o.Batch)})
+	rows, err := maintenance.Do(ctx, func(ctx context.Context) ([]db.Notification, error) {
+		return n.q.ClaimNotifications(ctx, db.ClaimNotificationsParams{Now: now, LeaseUntil: now.Add(lease), MaxRows: int32(n.o.Batch)})
+	})
 	if err != nil {
 		return 0, fmt.Errorf("notifications: claim: %w", err)
 	}
@@ -299,7 +305,9 @@ func (n *Notifier) prune(ctx context.Context) error {
 	if now.Sub(time.Unix(0, last)) < time.Hour || !n.lastPrune.CompareAndSwap(last, now.UnixNano()) {
 		return nil
 	}
-	if _, err := n.q.PruneNotifications(ctx, db.PruneNotificationsParams{Before: now.Add(-n.o.Keep), MaxRows: 10000}); err != nil {
+	if _, err := maintenance.Do(ctx, func(ctx context.Context) (int64, error) {
+		return n.q.PruneNotifications(ctx, db.PruneNotificationsParams{Before: now.Add(-n.o.Keep), MaxRows: 10000})
+	}); err != nil {
 		n.lastPrune.Store(last) // try again next run
 		return fmt.Errorf("notifications: prune: %w", err)
 	}

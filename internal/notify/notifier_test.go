@@ -39,9 +39,22 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-func connect(t *testing.T) *pgxpool.Pool {
+// ownDatabase is a database of the test's own, dropped when it ends: a notifier takes every due row of
+// its database, so each test has its own and the tests run in parallel.
+func ownDatabase(t *testing.T) string {
 	t.Helper()
-	pool, err := pgxuuid.NewPool(context.Background(), dbURL)
+	own, drop, err := testdb.Create(context.Background(), "notify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return own
+}
+
+// connect opens a pool on url, closed when the test ends.
+func connect(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxuuid.NewPool(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +229,8 @@ func subjectOf(t *testing.T, p parsed) string {
 // Every step becomes one email to its recipient, with a subject naming the endpoint, the same words in a
 // text and an HTML part, the dashboard link, and nothing secret: no payload, no credentials of the URL.
 func TestSendsEachStep(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	clk := &clock{t: time.Now()}
@@ -260,34 +274,7 @@ func TestSendsEachStep(t *testing.T) {
 		if m.From != "alerts@hookline.example.com" {
 			t.Errorf("%s: envelope from %q", kind, m.From)
 		}
-		p := parse(t, m.Data)
-		if got := subjectOf(t, p); got != w.subject {
-			t.Errorf("%s: subject %q, want %q", kind, got, w.subject)
-		}
-		if got := p.Header.Get("To"); !strings.Contains(got, m.To[0]) {
-			t.Errorf("%s: To %q", kind, got)
-		}
-		if got := p.Header.Get("Message-Id"); got != "<"+ids[kind].String()+"@hookline.example.com>" {
-			t.Errorf("%s: Message-ID %q, want one made from the row id", kind, got)
-		}
-		if p.Header.Get("Auto-Submitted") != "auto-generated" {
-			t.Errorf("%s: no Auto-Submitted header", kind)
-		}
-		for part, body := range map[string]string{"text": p.Text, "html": p.HTML} {
-			for _, s := range append(w.says, "https://hookline.example.com/subscriptions/abc", "https://hooks.example.com/in/orders?…") {
-				if !strings.Contains(body, s) {
-					t.Errorf("%s %s part does not say %q:\n%s", kind, part, s, body)
-				}
-			}
-			for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_"} {
-				if strings.Contains(body, secret) || strings.Contains(string(m.Data), secret) {
-					t.Errorf("%s %s part shows %q", kind, part, secret)
-				}
-			}
-		}
-		if !strings.Contains(p.HTML, `href="https://hookline.example.com/subscriptions/abc"`) {
-			t.Errorf("%s: the HTML part has no link:\n%s", kind, p.HTML)
-		}
+		checkStepMessage(t, kind, m, ids[kind], w.subject, w.says)
 		if r := readRow(t, pool, ids[kind]); r.SentAt == nil || r.Attempts != 1 || r.LastError != "" {
 			t.Errorf("%s: row after sending %+v", kind, r)
 		}
@@ -301,10 +288,45 @@ func TestSendsEachStep(t *testing.T) {
 	}
 }
 
+// checkStepMessage checks one step's email: its subject, headers, what both parts say, and that neither
+// shows a secret.
+func checkStepMessage(t *testing.T, kind string, m received, id uuid.UUID, subject string, says []string) {
+	t.Helper()
+	p := parse(t, m.Data)
+	if got := subjectOf(t, p); got != subject {
+		t.Errorf("%s: subject %q, want %q", kind, got, subject)
+	}
+	if got := p.Header.Get("To"); !strings.Contains(got, m.To[0]) {
+		t.Errorf("%s: To %q", kind, got)
+	}
+	if got := p.Header.Get("Message-Id"); got != "<"+id.String()+"@hookline.example.com>" {
+		t.Errorf("%s: Message-ID %q, want one made from the row id", kind, got)
+	}
+	if p.Header.Get("Auto-Submitted") != "auto-generated" {
+		t.Errorf("%s: no Auto-Submitted header", kind)
+	}
+	for part, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, s := range append(says, "https://hookline.example.com/subscriptions/abc", "https://hooks.example.com/in/orders?…") {
+			if !strings.Contains(body, s) {
+				t.Errorf("%s %s part does not say %q:\n%s", kind, part, s, body)
+			}
+		}
+		for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_"} {
+			if strings.Contains(body, secret) || strings.Contains(string(m.Data), secret) {
+				t.Errorf("%s %s part shows %q", kind, part, secret)
+			}
+		}
+	}
+	if !strings.Contains(p.HTML, `href="https://hookline.example.com/subscriptions/abc"`) {
+		t.Errorf("%s: the HTML part has no link:\n%s", kind, p.HTML)
+	}
+}
+
 // A 4xx from the server schedules a retry a minute later (counted, the error kept); the next due run sends
 // it. Delays double, and after MaxAttempts the message is given up with the reason.
 func TestRetriesAfterTemporaryFailureThenGivesUp(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	clk := &clock{t: time.Now()}
@@ -372,6 +394,7 @@ func TestRetriesAfterTemporaryFailureThenGivesUp(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	n := New(nil, Options{})
 	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute,
 		32 * time.Minute, time.Hour, time.Hour}
@@ -390,7 +413,8 @@ func TestBackoff(t *testing.T) {
 
 // Without HOOKLINE_SMTP_URL, due messages are set aside with the reason instead of piling up.
 func TestWithoutSMTPMessagesAreSetAside(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	clk := &clock{t: time.Now()}
 	id := enqueue(t, pool, tenant, incidents.KindOpened, "ops@customer.example.com", clk.Now())
@@ -422,7 +446,8 @@ func TestWithoutSMTPMessagesAreSetAside(t *testing.T) {
 // smtp:// uses STARTTLS when the server offers it and sends in clear when it does not; tls=required then
 // refuses to send; smtps:// is TLS from the start; a user authenticates (over TLS only).
 func TestTLSModes(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	cert, roots := testCert(t)
 	trust := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	for _, tc := range []struct {
@@ -487,7 +512,8 @@ func TestTLSModes(t *testing.T) {
 // A mail server that accepts the connection and then says nothing costs one SendTimeout, and the message
 // is retried later: sending never hangs.
 func TestHangingServerTimesOut(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -533,7 +559,9 @@ func TestHangingServerTimesOut(t *testing.T) {
 
 // Several notifiers at once, on separate pools like separate processes, send each message exactly once.
 func TestConcurrentRunsSendEachOnce(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	own := ownDatabase(t)
+	pool := connect(t, own)
 	tenant := fresh(t, pool)
 	srv := startSMTP(t, serverOpts{})
 	const total = 40
@@ -544,7 +572,7 @@ func TestConcurrentRunsSendEachOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 2 {
-		p := connect(t)
+		p := connect(t, own)
 		n := New(p, Options{SMTP: smtpFor(srv, ""), Log: quietLog(t), Batch: 3, SendTimeout: 10 * time.Second})
 		for range 2 {
 			wg.Go(func() {
@@ -580,7 +608,8 @@ func TestConcurrentRunsSendEachOnce(t *testing.T) {
 // incident whose step is queued for every user of the tenant by incidents.Service.Check, and the notifier
 // sends those rows; a 2xx (failing_since cleared) ends it and the recovery is emailed too.
 func TestIncidentStepsFromTheIncidentsService(t *testing.T) {
-	pool := connect(t)
+	t.Parallel()
+	pool := connect(t, ownDatabase(t))
 	tenant := fresh(t, pool)
 	ctx := context.Background()
 	for _, email := range []string{"alice@customer.example.com", "bob@customer.example.com"} {

@@ -41,9 +41,6 @@ func BenchmarkRetentionSweep(b *testing.B) {
 	if v, err := strconv.ParseFloat(os.Getenv("RETENTION_BENCH_RATE"), 64); err == nil && v >= 0 {
 		pace = v
 	}
-	// The worker needs pending rows for every phase (7 of RETENTION_BENCH_PHASE): 3/8 of the table.
-	old, recent := total/2, total/8
-	pending := total - old - recent
 	b.StopTimer()
 	for range b.N {
 		e := setup(b)
@@ -52,94 +49,117 @@ func BenchmarkRetentionSweep(b *testing.B) {
 		// Without a signing secret every attempt fails, the circuit opens after the first batch and the
 		// worker claims nothing more: its rate would measure nothing.
 		e.exec("INSERT INTO subscription_secrets (subscription_id, secret) VALUES ($1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')", e.sub)
-		oldAt := e.now.Add(-keepDelivered - time.Hour)
-		fill := time.Now()
-		e.bulk(old, "delivered", oldAt, true)
-		e.bulk(recent, "delivered", e.now.Add(-time.Hour), false)
-		e.bulk(pending, "pending", e.now.Add(-time.Minute), false)
-		e.exec("VACUUM ANALYZE webhook_deliveries, webhook_attempts, events")
-		// Write the fill out now rather than during the worker's measurement (superuser only; best effort).
-		_, _ = e.pool.Exec(e.ctx, "CHECKPOINT")
-		b.Logf("filled %d deliveries (%d old, %d attempts) in %s", total, old, old, time.Since(fill).Round(time.Second))
+		e.fillForBench(b, total)
+		r := e.benchPhases(b, pace)
+		rc.Close()
+		r.report(b, pace)
+	}
+}
 
-		clock := func() time.Time { return e.now }
-		policy := delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}
-		w := delivery.NewWorker(e.pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true, Timeout: 5 * time.Second}),
-			policy, delivery.WorkerOptions{Now: clock, Logger: quietLog, EndpointConcurrency: 100})
-		// drain runs the worker until stop says so. It is never cancelled mid-batch: a batch claimed but not
-		// recorded would hold its slots under the endpoint cap until its lease ran out, which on this fixed
-		// clock is never, and the worker would claim nothing more.
-		drain := func(stop func() bool) (int, time.Duration) {
-			start, n := time.Now(), 0
-			for !stop() {
-				k, err := w.RunOnce(e.ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if k == 0 {
-					b.Log("the worker ran out of pending deliveries: its rate covers only the time it had work")
-					break
-				}
-				n += k
+// fillForBench fills the table: half old delivered deliveries with their attempts, an eighth recent ones,
+// and the rest pending, as the worker needs pending rows for every phase (7 of RETENTION_BENCH_PHASE).
+func (e *env) fillForBench(b *testing.B, total int) {
+	old, recent := total/2, total/8
+	pending := total - old - recent
+	oldAt := e.now.Add(-keepDelivered - time.Hour)
+	fill := time.Now()
+	e.bulk(old, "delivered", oldAt, true)
+	e.bulk(recent, "delivered", e.now.Add(-time.Hour), false)
+	e.bulk(pending, "pending", e.now.Add(-time.Minute), false)
+	e.exec("VACUUM ANALYZE webhook_deliveries, webhook_attempts, events")
+	// Write the fill out now rather than during the worker's measurement (superuser only; best effort).
+	_, _ = e.pool.Exec(e.ctx, "CHECKPOINT")
+	b.Logf("filled %d deliveries (%d old, %d attempts) in %s", total, old, old, time.Since(fill).Round(time.Second))
+}
+
+// benchRun is what the phases measured.
+type benchRun struct {
+	alone, during []float64
+	deleted       int64
+	sweepTime     time.Duration
+}
+
+// benchPhases runs the worker alone and during the sweep, alternately.
+func (e *env) benchPhases(b *testing.B, pace float64) benchRun {
+	clock := func() time.Time { return e.now }
+	policy := delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}
+	w := delivery.NewWorker(e.pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true, Timeout: 5 * time.Second}),
+		policy, delivery.WorkerOptions{Now: clock, Logger: quietLog, EndpointConcurrency: 100})
+	// drain runs the worker until stop says so. It is never cancelled mid-batch: a batch claimed but not
+	// recorded would hold its slots under the endpoint cap until its lease ran out, which on this fixed
+	// clock is never, and the worker would claim nothing more.
+	drain := func(stop func() bool) (int, time.Duration) {
+		start, n := time.Now(), 0
+		for !stop() {
+			k, err := w.RunOnce(e.ctx)
+			if err != nil {
+				b.Fatal(err)
 			}
-			return n, time.Since(start)
-		}
-		// Alone and during alternate, alone first and last, so that each phase during the sweep is compared
-		// with the phases on either side of it: a shared machine's load drifts over minutes, and comparing
-		// one early "alone" with one later "during" measured the drift as much as the sweep. The sweep is
-		// stopped (its context cancelled: the open batch rolls back) between its phases and started again.
-		phase := 10 * time.Second
-		if v, err := time.ParseDuration(os.Getenv("RETENTION_BENCH_PHASE")); err == nil && v > 0 {
-			phase = v
-		}
-		const rounds = 3
-		s := retention.New(e.pool, retention.Options{Delivered: keepDelivered, Dead: keepDead, Now: clock, Logger: quietLog, Rate: pace})
-		var alone, during []float64
-		var deleted int64
-		var sweepTime time.Duration
-		for i := 0; ; i++ {
-			until := time.Now().Add(phase)
-			n, d := drain(func() bool { return time.Now().After(until) })
-			alone = append(alone, float64(n)/d.Seconds())
-			if i == rounds {
+			if k == 0 {
+				b.Log("the worker ran out of pending deliveries: its rate covers only the time it had work")
 				break
 			}
-			ctx, cancel := context.WithCancel(e.ctx)
-			type swept struct {
-				res retention.Result
-				err error
-			}
-			done := make(chan swept, 1)
-			b.StartTimer()
-			go func() { res, err := s.Sweep(ctx); done <- swept{res, err} }()
-			until = time.Now().Add(phase)
-			n, d = drain(func() bool { return time.Now().After(until) })
-			cancel()
-			got := <-done
-			b.StopTimer()
-			if got.err != nil && !errors.Is(got.err, context.Canceled) {
-				b.Fatalf("sweep: %v", got.err)
-			}
-			deleted += got.res.Delivered
-			sweepTime += got.res.Duration
-			during = append(during, float64(n)/d.Seconds())
+			n += k
 		}
-		rc.Close()
-		// Each phase during the sweep over the mean of the alone phases before and after it.
-		each := make([]float64, len(during))
-		for i, r := range during {
-			each[i] = r / ((alone[i] + alone[i+1]) / 2)
-		}
-		sorted := slices.Clone(each)
-		slices.Sort(sorted)
-		median := sorted[len(sorted)/2]
-		b.ReportMetric(float64(deleted)/sweepTime.Seconds(), "deleted/s")
-		b.ReportMetric(mean(alone), "worker-alone/s")
-		b.ReportMetric(mean(during), "worker-during/s")
-		b.ReportMetric(median, "worker-ratio")
-		b.Logf("sweep paced at %g deliveries/s (0: unpaced) deleted %d deliveries in %s of sweeping (%.0f/s); worker alone %.0f/s (phases %.0f), during %.0f/s (phases %.0f); each during phase over the alone phases around it: %.2f, median %.2f×",
-			pace, deleted, sweepTime.Round(time.Millisecond), float64(deleted)/sweepTime.Seconds(), mean(alone), alone, mean(during), during, each, median)
+		return n, time.Since(start)
 	}
+	// Alone and during alternate, alone first and last, so that each phase during the sweep is compared
+	// with the phases on either side of it: a shared machine's load drifts over minutes, and comparing
+	// one early "alone" with one later "during" measured the drift as much as the sweep. The sweep is
+	// stopped (its context cancelled: the open batch rolls back) between its phases and started again.
+	phase := 10 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("RETENTION_BENCH_PHASE")); err == nil && v > 0 {
+		phase = v
+	}
+	const rounds = 3
+	s := retention.New(e.pool, retention.Options{Delivered: keepDelivered, Dead: keepDead, Now: clock, Logger: quietLog, Rate: pace})
+	var r benchRun
+	for i := 0; ; i++ {
+		until := time.Now().Add(phase)
+		n, d := drain(func() bool { return time.Now().After(until) })
+		r.alone = append(r.alone, float64(n)/d.Seconds())
+		if i == rounds {
+			break
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		type swept struct {
+			res retention.Result
+			err error
+		}
+		done := make(chan swept, 1)
+		b.StartTimer()
+		go func() { res, err := s.Sweep(ctx); done <- swept{res, err} }()
+		until = time.Now().Add(phase)
+		n, d = drain(func() bool { return time.Now().After(until) })
+		cancel()
+		got := <-done
+		b.StopTimer()
+		if got.err != nil && !errors.Is(got.err, context.Canceled) {
+			b.Fatalf("sweep: %v", got.err)
+		}
+		r.deleted += got.res.Delivered
+		r.sweepTime += got.res.Duration
+		r.during = append(r.during, float64(n)/d.Seconds())
+	}
+	return r
+}
+
+// report reports each phase during the sweep over the mean of the alone phases before and after it.
+func (r benchRun) report(b *testing.B, pace float64) {
+	alone, during, deleted, sweepTime := r.alone, r.during, r.deleted, r.sweepTime
+	each := make([]float64, len(during))
+	for i, r := range during {
+		each[i] = r / ((alone[i] + alone[i+1]) / 2)
+	}
+	sorted := slices.Clone(each)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	b.ReportMetric(float64(deleted)/sweepTime.Seconds(), "deleted/s")
+	b.ReportMetric(mean(alone), "worker-alone/s")
+	b.ReportMetric(mean(during), "worker-during/s")
+	b.ReportMetric(median, "worker-ratio")
+	b.Logf("sweep paced at %g deliveries/s (0: unpaced) deleted %d deliveries in %s of sweeping (%.0f/s); worker alone %.0f/s (phases %.0f), during %.0f/s (phases %.0f); each during phase over the alone phases around it: %.2f, median %.2f×",
+		pace, deleted, sweepTime.Round(time.Millisecond), float64(deleted)/sweepTime.Seconds(), mean(alone), alone, mean(during), during, each, median)
 }
 
 func mean(xs []float64) float64 {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
+
+// Statement is how each of a sweep's batches runs (bounded.Do): within 30 s a try, three counted
+// failures. A failed batch's transaction deleted nothing, so trying it again is safe.
+var Statement = bounded.Policy{PerTry: 30 * time.Second, Tries: 3}
 
 // LockKey is the advisory lock a sweep holds ("hookrete"), distinct from the maintenance leader's and
 // goose's keys.
@@ -192,7 +197,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 
 	// Every statement runs on the locked connection: one connection, whatever the sweep's size.
 	if s.o.Delivered > 0 {
-		if err := s.deleteBatches(ctx, conn, &res.Delivered, &res.Events, "delivered", func(q *db.Queries) ([]uuid.UUID, error) {
+		if err := s.deleteBatches(ctx, conn, &res.Delivered, &res.Events, "delivered", func(ctx context.Context, q *db.Queries) ([]uuid.UUID, error) {
 			return q.DeleteDeliveredBefore(ctx, db.DeleteDeliveredBeforeParams{Cutoff: now.Add(-s.o.Delivered), Max: int32(s.o.BatchSize)})
 		}); err != nil {
 			return s.done(res, started, err)
@@ -203,7 +208,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 		if s.o.ArchiveDir != "" {
 			err = s.archiveDead(ctx, conn, cutoff, now, &res)
 		} else {
-			err = s.deleteBatches(ctx, conn, &res.Dead, &res.Events, "dead", func(q *db.Queries) ([]uuid.UUID, error) {
+			err = s.deleteBatches(ctx, conn, &res.Dead, &res.Events, "dead", func(ctx context.Context, q *db.Queries) ([]uuid.UUID, error) {
 				return q.DeleteDeadBefore(ctx, db.DeleteDeadBeforeParams{Cutoff: cutoff, Max: int32(s.o.BatchSize)})
 			})
 		}
@@ -250,19 +255,21 @@ func (s *Sweeper) done(res Result, started time.Time, err error) (Result, error)
 // deleteBatches runs del in its own transaction, together with deleting the events it left without
 // deliveries, until a batch comes back short.
 func (s *Sweeper) deleteBatches(ctx context.Context, conn *pgxpool.Conn, deleted, events *int64, kind string,
-	del func(*db.Queries) ([]uuid.UUID, error)) error {
+	del func(context.Context, *db.Queries) ([]uuid.UUID, error)) error {
 	for {
 		var n, ev int64
 		start := time.Now()
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			q := db.New(tx)
-			eventIDs, err := del(q)
-			if err != nil {
-				return fmt.Errorf("delete %s deliveries: %w", kind, err)
-			}
-			n = int64(len(eventIDs))
-			ev, err = deleteEmptiedEvents(ctx, q, eventIDs)
-			return err
+		err := bounded.Do(ctx, Statement, func(ctx context.Context) error {
+			return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				q := db.New(tx)
+				eventIDs, err := del(ctx, q)
+				if err != nil {
+					return fmt.Errorf("delete %s deliveries: %w", kind, err)
+				}
+				n = int64(len(eventIDs))
+				ev, err = deleteEmptiedEvents(ctx, q, eventIDs)
+				return err
+			})
 		})
 		if err != nil {
 			return err
@@ -283,7 +290,11 @@ func (s *Sweeper) deleteOldMinutes(ctx context.Context, conn *pgxpool.Conn, cuto
 	q := db.New(conn)
 	for {
 		start := time.Now()
-		n, err := q.DeleteAttemptMinutesBefore(ctx, db.DeleteAttemptMinutesBeforeParams{Cutoff: cutoff, Max: int32(s.o.BatchSize)})
+		var n int64
+		err := bounded.Do(ctx, Statement, func(ctx context.Context) (err error) {
+			n, err = q.DeleteAttemptMinutesBefore(ctx, db.DeleteAttemptMinutesBeforeParams{Cutoff: cutoff, Max: int32(s.o.BatchSize)})
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("delete old attempt minutes: %w", err)
 		}

@@ -48,12 +48,17 @@ type env struct {
 	sub    uuid.UUID
 }
 
-// setup empties the tables (the tests share one database and run one at a time) and makes a tenant with
-// one subscription.
+// setup makes a database of the test's own (a sweep deletes what is old in the whole database, and the
+// tests count what is left), with a tenant and one subscription.
 func setup(t testing.TB) *env {
 	t.Helper()
 	ctx := t.Context()
-	pool, err := pgxuuid.NewPool(ctx, dbURL)
+	own, drop, err := testdb.Create(ctx, "retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	pool, err := pgxuuid.NewPool(ctx, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +165,7 @@ func (e *env) sweep(s *retention.Sweeper) retention.Result {
 // Each retention deletes rows just past it and keeps rows just inside it, with their attempts; events go
 // when their last delivery goes or when they never had one, and queued rows are never touched.
 func TestRetentionBoundaries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	second := time.Second
 	oldDelivered, newDelivered := e.now.Add(-keepDelivered-second), e.now.Add(-keepDelivered+second)
@@ -239,6 +245,7 @@ func (e *env) insertMany(n int, state string, at time.Time) uuid.UUID {
 
 // 2,500 rows in batches of 1,000 are all deleted (three batches, the last one short), with their attempts.
 func TestRetentionBatches(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	old := e.now.Add(-keepDead - time.Hour)
 	e.insertMany(2500, "delivered", old)
@@ -263,6 +270,7 @@ func TestRetentionBatches(t *testing.T) {
 // (one batch deep) lets the first batch go at once and then holds each batch to a second, on the injected
 // clock, which only the recorded waits move. The last, short batch of each kind ends its loop unpaced.
 func TestSweepIsPacedBetweenBatches(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	old := e.now.Add(-keepDead - time.Hour)
 	e.insertMany(45, "delivered", old)
@@ -301,6 +309,7 @@ func TestSweepIsPacedBetweenBatches(t *testing.T) {
 // Two sweeps at once (two processes during a leadership handover) neither fail nor double-count: one
 // holds the lock and sweeps, the other sees the lock taken and skips.
 func TestConcurrentSweepsDoNotOverlap(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	old := e.now.Add(-keepDead - time.Hour)
 	e.insertMany(2500, "delivered", old)
@@ -371,8 +380,70 @@ func readArchive(t *testing.T, dir string) []map[string]any {
 // are archived with their event and attempts, and without the header's value or the signing secret,
 // before they are deleted. A directory that does not exist yet is created.
 func TestArchiveDeadDeliveries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
-	const headerValue = "custom-header-value-never-archived"
+	d := e.deadDeliveries()
+	sub, secret, url, events := d.sub, d.secret, d.url, d.events
+	const headerValue = deadHeaderValue
+	dir := filepath.Join(t.TempDir(), "not", "yet")
+	// Still inside the retention: nothing archived, no file.
+	if res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir})); res.Archived != 0 || res.ArchiveFile != "" {
+		t.Fatalf("archived inside the retention: %+v", res)
+	}
+	e.now = e.now.Add(keepDead + time.Second)
+	// Batches of two: the file gets two gzip members, read back as one stream.
+	res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir, BatchSize: 2}))
+	if res.Archived != 3 || res.Dead != 3 || res.Events != 3 {
+		t.Fatalf("result %+v, want 3 archived, 3 dead, 3 events", res)
+	}
+	base := filepath.Base(res.ArchiveFile)
+	if !strings.HasPrefix(base, "dead-"+e.now.Format("20060102-150405")+"-") || !strings.HasSuffix(base, ".jsonl.gz") {
+		t.Errorf("archive file name %q", base)
+	}
+	raw, err := os.ReadFile(res.ArchiveFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, _ := gzip.NewReader(bytes.NewReader(raw))
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secretish := range []string{headerValue, secret, strings.TrimPrefix(secret, "whsec_")} {
+		if bytes.Contains(plain, []byte(secretish)) {
+			t.Errorf("the archive contains %q", secretish)
+		}
+	}
+	recs := readArchive(t, dir)
+	if len(recs) != 3 {
+		t.Fatalf("%d archived lines, want 3", len(recs))
+	}
+	checkArchived(t, recs, events, sub.ID.String(), url)
+	if n := e.count("SELECT count(*) FROM webhook_deliveries") + e.count("SELECT count(*) FROM webhook_attempts") + e.count("SELECT count(*) FROM events"); n != 0 {
+		t.Errorf("%d rows left after archiving", n)
+	}
+	// The next sweep writes no new file.
+	if res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir})); res.ArchiveFile != "" {
+		t.Errorf("an empty sweep made %s", res.ArchiveFile)
+	}
+}
+
+// deadHeaderValue is a custom header value of the dead deliveries' subscription: never archived.
+const deadHeaderValue = "custom-header-value-never-archived"
+
+// deadSet is three dead deliveries (the third discarded) of one subscription with a custom header.
+type deadSet struct {
+	sub         subscriptions.Subscription
+	secret, url string
+	events      []string
+}
+
+// deadDeliveries publishes three events to a subscription whose receiver answers 400, so that all three
+// deliveries are dead after one attempt each, and discards the third.
+func (e *env) deadDeliveries() deadSet {
+	t := e.t
+	t.Helper()
+	const headerValue = deadHeaderValue
 	var got sync.Map
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Store(r.Header.Get("X-Custom"), true)
@@ -410,39 +481,13 @@ func TestArchiveDeadDeliveries(t *testing.T) {
 	}
 	e.exec("UPDATE webhook_deliveries SET discarded_at = dead_at WHERE event_id = $1", events[2])
 
-	dir := filepath.Join(t.TempDir(), "not", "yet")
-	// Still inside the retention: nothing archived, no file.
-	if res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir})); res.Archived != 0 || res.ArchiveFile != "" {
-		t.Fatalf("archived inside the retention: %+v", res)
-	}
-	e.now = e.now.Add(keepDead + time.Second)
-	// Batches of two: the file gets two gzip members, read back as one stream.
-	res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir, BatchSize: 2}))
-	if res.Archived != 3 || res.Dead != 3 || res.Events != 3 {
-		t.Fatalf("result %+v, want 3 archived, 3 dead, 3 events", res)
-	}
-	base := filepath.Base(res.ArchiveFile)
-	if !strings.HasPrefix(base, "dead-"+e.now.Format("20060102-150405")+"-") || !strings.HasSuffix(base, ".jsonl.gz") {
-		t.Errorf("archive file name %q", base)
-	}
-	raw, err := os.ReadFile(res.ArchiveFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, _ := gzip.NewReader(bytes.NewReader(raw))
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, secretish := range []string{headerValue, secret, strings.TrimPrefix(secret, "whsec_")} {
-		if bytes.Contains(plain, []byte(secretish)) {
-			t.Errorf("the archive contains %q", secretish)
-		}
-	}
-	recs := readArchive(t, dir)
-	if len(recs) != 3 {
-		t.Fatalf("%d archived lines, want 3", len(recs))
-	}
+	return deadSet{sub: sub, secret: secret, url: url, events: events}
+}
+
+// checkArchived checks the archived records: each event whole, its one attempt, the delivery's state, and
+// the discarded one marked.
+func checkArchived(t *testing.T, recs []map[string]any, events []string, subID, url string) {
+	t.Helper()
 	byEvent := map[string]map[string]any{}
 	for _, r := range recs {
 		ev := r["event"].(map[string]any)
@@ -459,18 +504,11 @@ func TestArchiveDeadDeliveries(t *testing.T) {
 		if a["status"] != float64(400) || a["outcome"] != "failed" || a["request_url"] != url || a["request_headers"] == nil {
 			t.Errorf("attempt %v", a)
 		}
-		if r["state"] != "failed" || r["dead_at"] == nil || r["subscription_id"] != sub.ID.String() {
+		if r["state"] != "failed" || r["dead_at"] == nil || r["subscription_id"] != subID {
 			t.Errorf("delivery %v", r)
 		}
 	}
 	if r := byEvent[events[2]]; r == nil || r["discarded_at"] == nil {
 		t.Errorf("the discarded delivery is missing or not marked: %v", r)
-	}
-	if n := e.count("SELECT count(*) FROM webhook_deliveries") + e.count("SELECT count(*) FROM webhook_attempts") + e.count("SELECT count(*) FROM events"); n != 0 {
-		t.Errorf("%d rows left after archiving", n)
-	}
-	// The next sweep writes no new file.
-	if res := e.sweep(e.sweeper(retention.Options{ArchiveDir: dir})); res.ArchiveFile != "" {
-		t.Errorf("an empty sweep made %s", res.ArchiveFile)
 	}
 }

@@ -17,6 +17,7 @@ import (
 // partition) is given up after DefaultConnectTimeout, and the next host of a multi-host DATABASE_URL is
 // tried: without the default, the attempt would wait on the silent host for as long as TCP does.
 func TestConnectSkipsASilentHostAfterTheDefaultTimeout(t *testing.T) {
+	t.Parallel()
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,7 @@ func TestConnectSkipsASilentHostAfterTheDefaultTimeout(t *testing.T) {
 // Operators size max_connections from the documented count of connections per process: it must be the
 // code's.
 func TestDocumentedConnectionsPerProcessAreTheCodes(t *testing.T) {
+	t.Parallel()
 	for file, want := range map[string]string{
 		"../../docs/operations.md": fmt.Sprintf("replicas × %d", server.MaxConns),
 		"../../docs/scaling.md":    fmt.Sprintf("at most **%d connections**", server.MaxConns),

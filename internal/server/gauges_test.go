@@ -36,7 +36,8 @@ func gauge(t *testing.T, body, name string) float64 {
 // The queue gauges read the database: a dead delivery, a 410 that disables its subscription, and a due
 // delivery waiting behind a paused subscription (counted as pending, but not as lag: it waits on purpose).
 func TestQueueGauges(t *testing.T) {
-	cfg := servertest.Config(t, dbURL)
+	t.Parallel()
+	cfg := servertest.Config(t, ownDatabase(t)) // the gauges count the whole database
 	cfg.RetryMaxAttempts = 1
 	srv, base := servertest.Start(t, cfg, nil, server.Options{})
 	ctx := activity.System(context.Background(), "test setup")
@@ -61,20 +62,13 @@ func TestQueueGauges(t *testing.T) {
 	if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, 10*time.Second, func() string { return "the 410 did not disable the subscription" }, func() bool {
 		s, err := srv.Subscriptions.Get(ctx, tn.ID, goneSub.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.State == subscriptions.Disabled {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the 410 did not disable the subscription")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s.State == subscriptions.Disabled
+	})
 	_, body := get(t, base+"/metrics")
 	for name, want := range map[string]float64{
 		"webhook_deliveries_dead": 1, "webhook_deliveries_pending": 1, "webhook_subscriptions_disabled": 1,

@@ -11,6 +11,7 @@ import (
 // built on them: config once imported the notifier for its SMTP URL, and through it incidents,
 // subscriptions and the engine; the catalogue imported the engine for one regular expression.
 func TestLeavesImportOnlyLeaves(t *testing.T) {
+	t.Parallel()
 	const module = "github.com/hookline/hookline/internal/"
 	leaves := []string{"bounded", "brand", "config", "eventtype", "fault", "httpx", "secretbox", "service", "sleep", "smtpurl"}
 	above := map[string][]string{ // packages that may import the leaves but not the engine

@@ -13,7 +13,9 @@ import (
 
 var dbURL string
 
-func TestMain(m *testing.M) { testdb.Main(m, "server", func(u string) { dbURL = u }) }
+func TestMain(m *testing.M) {
+	testdb.Main(m, "server", func(u string) { dbURL = u })
+}
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -28,9 +30,10 @@ func get(t *testing.T, url string) (int, string) {
 
 // With HOOKLINE_METRICS_ADDR, /metrics is served there and no longer on the main address.
 func TestMetricsOnTheirOwnAddress(t *testing.T) {
+	t.Parallel()
 	cfg := servertest.Config(t, dbURL)
 	cfg.MetricsAddr = "127.0.0.1:0"
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
+	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
 	if srv.MetricsAddr() == "" {
 		t.Fatal("no metrics listener")
 	}
@@ -58,8 +61,9 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 
 // Without it, /metrics stays on the main address.
 func TestMetricsOnTheMainAddressByDefault(t *testing.T) {
+	t.Parallel()
 	cfg := servertest.Config(t, dbURL)
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
+	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
 	if srv.MetricsAddr() != "" {
 		t.Errorf("a metrics listener without HOOKLINE_METRICS_ADDR: %s", srv.MetricsAddr())
 	}

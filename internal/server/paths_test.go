@@ -69,104 +69,30 @@ var pathParamRE = regexp.MustCompile(`\{[^}]+\}|\*`)
 // NOT_FOUND in the contract's error shape from the API, the 404 page from the dashboard, never a 500.
 // Values that decode to a literal "%00" (sent as %2500) are ordinary text: whatever the answer, not a 500.
 func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
+	t.Parallel()
 	const token, email, password = "paths-admin-token", "paths-admin@example.com", "paths-admin-password"
 	cfg := servertest.Config(t, dbURL)
 	cfg.AdminToken, cfg.AdminEmail, cfg.AdminPassword = token, email, password
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
-	c := newPathClient(t, base)
-
-	// Real objects, so a bad value in one parameter is checked with the others naming what exists.
-	res, b := c.do("POST", "/api/v1/tenants", token, "application/json", `{"name":"paths"}`)
-	var tenant struct{ ID string }
-	if res.StatusCode != http.StatusCreated || json.Unmarshal(b, &tenant) != nil {
-		t.Fatalf("create tenant: %d %s", res.StatusCode, b)
-	}
-	res, b = c.do("POST", "/api/v1/tenants/"+tenant.ID+"/subscriptions", token, "application/json", `{"url":"http://127.0.0.1:9/hook"}`)
-	var sub struct{ ID string }
-	if res.StatusCode != http.StatusCreated || json.Unmarshal(b, &sub) != nil {
-		t.Fatalf("create subscription: %d %s", res.StatusCode, b)
-	}
-	good := map[string]string{
-		"{tenantID}": tenant.ID, "{subscriptionID}": sub.ID, "{id}": tenant.ID,
-		"{eventType}": "order.created", "{name}": "order.created", "{token}": "some-token", "*": "app.css",
-	}
+	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
+	w := &pathWalk{t: t, c: newPathClient(t, base), token: token}
+	w.makeObjects()
 
 	// Signed out, a bad path leads to /login like every dashboard page.
-	if res, _ := c.do("GET", "/subscriptions/%00", "", "", ""); res.StatusCode != http.StatusSeeOther ||
+	if res, _ := w.c.do("GET", "/subscriptions/%00", "", "", ""); res.StatusCode != http.StatusSeeOther ||
 		!strings.HasPrefix(res.Header.Get("Location"), "/login") {
 		t.Errorf("signed out GET /subscriptions/%%00: %d Location %q, want a redirect to /login", res.StatusCode, res.Header.Get("Location"))
 	}
 	form := url.Values{"email": {email}, "password": {password}}.Encode()
-	if res, b := c.do("POST", "/login", "", "application/x-www-form-urlencoded", form); res.StatusCode != http.StatusSeeOther {
+	if res, b := w.c.do("POST", "/login", "", "application/x-www-form-urlencoded", form); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign in: %d %.300s", res.StatusCode, b)
 	}
-
-	refused := []string{"%00", "%FF", "a%C0%80", "a%0Ab", "%7F", "a%2F%00", "%C2%85"}
-	literal := []string{"%2500", "a%2F%2500"}
 
 	routes := map[string]bool{}
 	err := chi.Walk(srv.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes[method+" "+route] = true
 		params := pathParamRE.FindAllStringIndex(route, -1)
 		for i := range params {
-			// route with parameter i set to v and every other one to a good value.
-			with := func(v string) string {
-				var sb strings.Builder
-				last := 0
-				for j, p := range params {
-					sb.WriteString(route[last:p[0]])
-					if j == i {
-						sb.WriteString(v)
-					} else if g, ok := good[route[p[0]:p[1]]]; ok {
-						sb.WriteString(g)
-					} else {
-						sb.WriteString(uuid.NewString()) // an id of nothing: {deliveryID}, {replayID}, {user}...
-					}
-					last = p[1]
-				}
-				sb.WriteString(route[last:])
-				return sb.String()
-			}
-			api := strings.HasPrefix(route, "/api/")
-			send := func(path string) (*http.Response, []byte) {
-				switch {
-				case api && method != "GET" && method != "DELETE":
-					return c.do(method, path, token, "application/json", "{}")
-				case api:
-					return c.do(method, path, token, "", "")
-				case method == "POST":
-					return c.do(method, path, "", "application/x-www-form-urlencoded", "subscription_id="+sub.ID)
-				}
-				return c.do(method, path, "", "", "")
-			}
-			for _, v := range refused {
-				path := with(v)
-				res, b := send(path)
-				if res.StatusCode != http.StatusNotFound {
-					t.Errorf("%s %s: %d %.200s, want 404", method, path, res.StatusCode, b)
-					continue
-				}
-				if api {
-					var e struct {
-						Error struct{ Code, Message, CorrelationID string }
-					}
-					if json.Unmarshal(b, &e) != nil || e.Error.Code != "NOT_FOUND" || e.Error.Message == "" {
-						t.Errorf("%s %s: %.200s, want the contract's NOT_FOUND error", method, path, b)
-					}
-				} else if !bytes.Contains(b, []byte(`data-testid="error-404"`)) {
-					t.Errorf("%s %s: %.300s, want the dashboard's 404 page", method, path, b)
-				}
-			}
-			for _, v := range literal {
-				path := with(v)
-				res, b := send(path)
-				if res.StatusCode >= 500 {
-					t.Errorf("%s %s: %d %.200s", method, path, res.StatusCode, b)
-				}
-				if api && res.StatusCode >= 400 && !bytes.Contains(b, []byte(`"correlation_id"`)) {
-					t.Errorf("%s %s: %d %.200s, not the contract's error shape", method, path, res.StatusCode, b)
-				}
-			}
+			w.checkParam(method, route, params, i)
 		}
 		return nil
 	})
@@ -182,4 +108,107 @@ func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
 		}
 	}
 	t.Logf("walked %d routes", len(routes))
+}
+
+// Values of a path parameter: refused ones are malformed ids; literal ones decode to a literal "%00".
+var (
+	refusedParams = []string{"%00", "%FF", "a%C0%80", "a%0Ab", "%7F", "a%2F%00", "%C2%85"}
+	literalParams = []string{"%2500", "a%2F%2500"}
+)
+
+// pathWalk sends every route bad values in each of its parameters.
+type pathWalk struct {
+	t     *testing.T
+	c     *pathClient
+	token string
+	sub   string
+	// good are values naming what exists, for the parameters not under test.
+	good map[string]string
+}
+
+// makeObjects makes real objects, so a bad value in one parameter is checked with the others naming what
+// exists.
+func (w *pathWalk) makeObjects() {
+	res, b := w.c.do("POST", "/api/v1/tenants", w.token, "application/json", `{"name":"paths"}`)
+	var tenant struct{ ID string }
+	if res.StatusCode != http.StatusCreated || json.Unmarshal(b, &tenant) != nil {
+		w.t.Fatalf("create tenant: %d %s", res.StatusCode, b)
+	}
+	res, b = w.c.do("POST", "/api/v1/tenants/"+tenant.ID+"/subscriptions", w.token, "application/json", `{"url":"http://127.0.0.1:9/hook"}`)
+	var sub struct{ ID string }
+	if res.StatusCode != http.StatusCreated || json.Unmarshal(b, &sub) != nil {
+		w.t.Fatalf("create subscription: %d %s", res.StatusCode, b)
+	}
+	w.sub = sub.ID
+	w.good = map[string]string{
+		"{tenantID}": tenant.ID, "{subscriptionID}": sub.ID, "{id}": tenant.ID,
+		"{eventType}": "order.created", "{name}": "order.created", "{token}": "some-token", "*": "app.css",
+	}
+}
+
+// with is route with parameter i set to v and every other one to a good value.
+func (w *pathWalk) with(route string, params [][]int, i int, v string) string {
+	var sb strings.Builder
+	last := 0
+	for j, p := range params {
+		sb.WriteString(route[last:p[0]])
+		if j == i {
+			sb.WriteString(v)
+		} else if g, ok := w.good[route[p[0]:p[1]]]; ok {
+			sb.WriteString(g)
+		} else {
+			sb.WriteString(uuid.NewString()) // an id of nothing: {deliveryID}, {replayID}, {user}...
+		}
+		last = p[1]
+	}
+	sb.WriteString(route[last:])
+	return sb.String()
+}
+
+// send sends a request to path as the route expects it: the API's with the admin token (and a JSON body
+// when it takes one), the dashboard's signed in (a form for a POST).
+func (w *pathWalk) send(method, path string, api bool) (*http.Response, []byte) {
+	switch {
+	case api && method != "GET" && method != "DELETE":
+		return w.c.do(method, path, w.token, "application/json", "{}")
+	case api:
+		return w.c.do(method, path, w.token, "", "")
+	case method == "POST":
+		return w.c.do(method, path, "", "application/x-www-form-urlencoded", "subscription_id="+w.sub)
+	}
+	return w.c.do(method, path, "", "", "")
+}
+
+// checkParam sends the route's parameter i every refused and literal value.
+func (w *pathWalk) checkParam(method, route string, params [][]int, i int) {
+	t := w.t
+	api := strings.HasPrefix(route, "/api/")
+	for _, v := range refusedParams {
+		path := w.with(route, params, i, v)
+		res, b := w.send(method, path, api)
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s %s: %d %.200s, want 404", method, path, res.StatusCode, b)
+			continue
+		}
+		if api {
+			var e struct {
+				Error struct{ Code, Message, CorrelationID string }
+			}
+			if json.Unmarshal(b, &e) != nil || e.Error.Code != "NOT_FOUND" || e.Error.Message == "" {
+				t.Errorf("%s %s: %.200s, want the contract's NOT_FOUND error", method, path, b)
+			}
+		} else if !bytes.Contains(b, []byte(`data-testid="error-404"`)) {
+			t.Errorf("%s %s: %.300s, want the dashboard's 404 page", method, path, b)
+		}
+	}
+	for _, v := range literalParams {
+		path := w.with(route, params, i, v)
+		res, b := w.send(method, path, api)
+		if res.StatusCode >= 500 {
+			t.Errorf("%s %s: %d %.200s", method, path, res.StatusCode, b)
+		}
+		if api && res.StatusCode >= 400 && !bytes.Contains(b, []byte(`"correlation_id"`)) {
+			t.Errorf("%s %s: %d %.200s, not the contract's error shape", method, path, res.StatusCode, b)
+		}
+	}
 }

@@ -25,9 +25,11 @@ func TestServeUndoesWhatItStartedWhenALaterStepFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Maintainer.Start(ctx); err != nil {
+	if err := server.StartMaintainer(ctx, srv); err != nil {
 		t.Fatal(err)
 	}
+	// Started here, not by Serve: stopped here, before the leak check.
+	defer func() { _ = server.StopMaintainer(ctx, srv) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

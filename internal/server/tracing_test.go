@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,7 +56,13 @@ type traceEnv struct {
 
 func newTraceEnv(t *testing.T, opts server.Options) *traceEnv {
 	t.Helper()
-	cfg := servertest.Config(t, dbURL)
+	url := dbURL
+	if opts.TracerProvider != nil {
+		// The spans are recorded by this server's provider: on a database of its own, no other test's
+		// worker or replay runner takes its deliveries or chunks (and their spans).
+		url = ownDatabase(t)
+	}
+	cfg := servertest.Config(t, url)
 	cfg.AdminToken = traceAdminToken
 	e := &traceEnv{t: t}
 	e.srv, e.base = servertest.Start(t, cfg, nil, opts)
@@ -111,17 +118,11 @@ func (e *traceEnv) call(method, path string, body any, hdr http.Header, want int
 // waitState polls a delivery until it is in state.
 func (e *traceEnv) waitState(id, state string) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d := e.call("GET", "/api/v1/tenants/"+e.tenant+"/deliveries/"+id, nil, nil, 200)
-		if d["state"] == state {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("delivery %s: still %v, want %s", id, d["state"], state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var d map[string]any
+	eventually(e.t, 20*time.Second, func() string { return fmt.Sprintf("delivery %s: still %v, want %s", id, d["state"], state) }, func() bool {
+		d = e.call("GET", "/api/v1/tenants/"+e.tenant+"/deliveries/"+id, nil, nil, 200)
+		return d["state"] == state
+	})
 }
 
 func withTraceparent() http.Header {
@@ -153,22 +154,20 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key string, want any) {
 // goroutines (the replay runner's next chunk, say), which the test does not wait on.
 func spansNamed(t *testing.T, rec *tracetest.SpanRecorder, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var out []sdktrace.ReadOnlySpan
+	var out []sdktrace.ReadOnlySpan
+	eventually(t, 5*time.Second, func() string { return fmt.Sprintf("%d spans %q, want %d", len(out), name, n) }, func() bool {
+		out = out[:0]
 		for _, s := range rec.Ended() {
 			if s.Name() == name {
 				out = append(out, s)
 			}
 		}
-		if len(out) >= n || time.Now().After(deadline) {
-			if len(out) != n {
-				t.Fatalf("%d spans %q, want %d", len(out), name, n)
-			}
-			return out
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(out) >= n
+	})
+	if len(out) != n {
+		t.Fatalf("%d spans %q, want %d", len(out), name, n)
 	}
+	return out
 }
 
 func recordingProvider(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
@@ -182,6 +181,7 @@ func recordingProvider(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanR
 // and every attempt of the event's deliveries is the publish span's child, in the same trace, with its
 // subscription, delivery, attempt number, status and outcome. Receivers get no trace header.
 func TestTracingPublishAndAttemptsShareTheTrace(t *testing.T) {
+	t.Parallel()
 	tp, rec := recordingProvider(t)
 	e := newTraceEnv(t, server.Options{TracerProvider: tp})
 	e.answer = func(path string, n int) int {
@@ -236,7 +236,15 @@ func TestTracingPublishAndAttemptsShareTheTrace(t *testing.T) {
 	wantAttr(t, publish, "hookline.deliveries", int64(2))
 	wantAttr(t, publish, "hookline.event_id", pub["id"])
 
-	attempts := spansNamed(t, rec, "delivery.attempt", 2)
+	checkAttemptSpans(t, spansNamed(t, rec, "delivery.attempt", 2), publish, pub["id"], bySub, okSub, badSub)
+
+	e.checkNoTraceHeaders(2)
+}
+
+// checkAttemptSpans checks the attempts' spans: the publish span's children, in its trace, each with its
+// subscription, delivery, attempt number, status and outcome.
+func checkAttemptSpans(t *testing.T, attempts []sdktrace.ReadOnlySpan, publish sdktrace.ReadOnlySpan, eventID any, bySub map[string]string, okSub, badSub string) {
+	t.Helper()
 	for _, a := range attempts {
 		if a.SpanContext().TraceID().String() != callerTraceID {
 			t.Errorf("attempt span in trace %s, want the publish's %s", a.SpanContext().TraceID(), callerTraceID)
@@ -247,7 +255,7 @@ func TestTracingPublishAndAttemptsShareTheTrace(t *testing.T) {
 		sub, _ := attr(a, "hookline.subscription_id")
 		wantAttr(t, a, "hookline.delivery_id", bySub[sub.AsString()])
 		wantAttr(t, a, "hookline.attempt", int64(1))
-		wantAttr(t, a, "hookline.event_id", pub["id"])
+		wantAttr(t, a, "hookline.event_id", eventID)
 		if _, ok := attr(a, "hookline.duration_ms"); !ok {
 			t.Errorf("attempt span lacks its duration")
 		}
@@ -268,12 +276,16 @@ func TestTracingPublishAndAttemptsShareTheTrace(t *testing.T) {
 			t.Errorf("attempt span of subscription %q", sub.AsString())
 		}
 	}
+}
 
-	// The platform's trace context stays in the platform.
+// checkNoTraceHeaders checks that the receiver got n webhooks, none carrying the platform's trace context.
+func (e *traceEnv) checkNoTraceHeaders(n int) {
+	t := e.t
+	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.received) != 2 {
-		t.Fatalf("receiver got %d requests, want 2", len(e.received))
+	if len(e.received) != n {
+		t.Fatalf("receiver got %d requests, want %d", len(e.received), n)
 	}
 	for _, h := range e.received {
 		for _, name := range []string{"Traceparent", "Tracestate", "Baggage"} {
@@ -289,6 +301,7 @@ func TestTracingPublishAndAttemptsShareTheTrace(t *testing.T) {
 // replayed delivery's next attempt under the chunk that queued it. A manual retry's attempt is traced
 // under the retry's request.
 func TestTracingRecoverAndRetry(t *testing.T) {
+	t.Parallel()
 	tp, rec := recordingProvider(t)
 	e := newTraceEnv(t, server.Options{TracerProvider: tp})
 	e.answer = func(path string, n int) int {
@@ -345,24 +358,17 @@ func TestTracingRecoverAndRetry(t *testing.T) {
 	const retryTrace = "11111111111111111111111111111111"
 	e.call("POST", "/api/v1/tenants/"+e.tenant+"/deliveries/"+id+"/retry", nil,
 		http.Header{"Traceparent": {"00-" + retryTrace + "-2222222222222222-01"}}, 202)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var third sdktrace.ReadOnlySpan
+	var third sdktrace.ReadOnlySpan
+	eventually(t, 20*time.Second, func() string { return "no span of the retried attempt" }, func() bool {
 		for _, a := range rec.Ended() {
 			if v, _ := attr(a, "hookline.attempt"); a.Name() == "delivery.attempt" && v.AsInt64() == 3 {
 				third = a
 			}
 		}
-		if third != nil {
-			if third.SpanContext().TraceID().String() != retryTrace {
-				t.Errorf("retried attempt in trace %s, want the retry request's %s", third.SpanContext().TraceID(), retryTrace)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no span of the retried attempt")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return third != nil
+	})
+	if third.SpanContext().TraceID().String() != retryTrace {
+		t.Errorf("retried attempt in trace %s, want the retry request's %s", third.SpanContext().TraceID(), retryTrace)
 	}
 }
 
@@ -370,6 +376,7 @@ func TestTracingRecoverAndRetry(t *testing.T) {
 // credential until used) appears in no span name or attribute. The dashboard's requests are traced too;
 // probes and scrapes are not.
 func TestTracingRequestSpansNameRoutesNotPaths(t *testing.T) {
+	t.Parallel()
 	tp, rec := recordingProvider(t)
 	e := newTraceEnv(t, server.Options{TracerProvider: tp})
 	token := strings.Repeat("Z", 43)
@@ -421,7 +428,7 @@ func TestTracingOffByDefault(t *testing.T) {
 		t.Setenv(name, "")
 	}
 	e := newTraceEnv(t, server.Options{})
-	if e.srv.Tracing.On() || e.srv.Tracing.Tracer() != nil {
+	if server.TracingOf(e.srv).On() || server.TracingOf(e.srv).Tracer() != nil {
 		t.Fatal("tracing is on with no OTEL_* variable set")
 	}
 	if _, span := otel.Tracer("x").Start(context.Background(), "x"); span.IsRecording() || span.SpanContext().IsValid() {
@@ -565,7 +572,7 @@ func exportThroughOTLP(t *testing.T, endpoint, protocol string, exported func() 
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
 
 	e := newTraceEnv(t, server.Options{})
-	if !e.srv.Tracing.On() {
+	if !server.TracingOf(e.srv).On() {
 		t.Fatal("tracing is off with OTEL_EXPORTER_OTLP_ENDPOINT set")
 	}
 	e.answer = func(string, int) int { return http.StatusNoContent }

@@ -12,19 +12,19 @@ func (s *Server) mountWeb(r chi.Router) {
 	// config.Load has validated the list; a Config built by hand with a bad one trusts no proxy.
 	proxies, err := config.ParseTrustedProxies(s.Config.TrustedProxies)
 	if err != nil {
-		s.Log.Error("HOOKLINE_TRUSTED_PROXIES ignored", "err", err)
+		s.log.Error("HOOKLINE_TRUSTED_PROXIES ignored", "err", err)
 	}
 	// config.Load has validated the origins too.
 	origins, err := config.ParseFrameAncestors(s.Config.PortalFrameAncestors)
 	if err != nil {
-		s.Log.Error("HOOKLINE_PORTAL_FRAME_ANCESTORS ignored", "err", err)
+		s.log.Error("HOOKLINE_PORTAL_FRAME_ANCESTORS ignored", "err", err)
 	}
 	h := web.New(web.Options{
 		Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries,
 		Activity: s.Activity, LoginThrottle: s.LoginThrottle, Sessions: s.Sessions,
 		Replays: s.Replays, Incidents: s.Incidents, Portal: s.Portal, Catalogue: s.Catalogue,
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
-		MaxManualRetries: s.Config.MaxManualRetries, Now: s.Now, Log: s.Log.With("component", "dashboard"),
+		MaxManualRetries: s.Config.MaxManualRetries, Now: s.now, Log: s.log.With("component", "dashboard"),
 		PublicURL: s.Config.PublicURL, TrustedProxies: proxies, Brand: s.Brand, FrameAncestors: origins,
 	})
 	r.Mount("/", h.Routes())

@@ -1,5 +1,12 @@
 // Package servertest starts real Hookline servers for tests in other packages: a whole process's worth
 // (API, dashboard, workers) on a loopback port, stopped when the test ends.
+//
+// Start starts everything a process runs: the HTTP side and the background services (the delivery
+// worker, the maintenance leader, the replay runner, the event catalogue's poller), as cmd/server does.
+// StartHTTP starts the HTTP side only (server.Options.WithoutBackground): for tests that publish nothing
+// to be delivered, or drive the engine by hand, on a database other tests share, where a background
+// service would claim, rescue or sweep their rows and they would wait on its intervals. Either may be
+// asked for with the other's options: Start with opts.WithoutBackground set is StartHTTP.
 package servertest
 
 import (
@@ -26,6 +33,13 @@ func Config(t testing.TB, databaseURL string) config.Config {
 	cfg.AllowPrivateNetworks = true
 	cfg.Workers = 4
 	return cfg
+}
+
+// StartHTTP is Start without the background services.
+func StartHTTP(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
+	t.Helper()
+	opts.WithoutBackground = true
+	return Start(t, cfg, log, opts)
 }
 
 // Start builds a server with cfg, serves it on a free loopback port and stops it when the test ends. It
