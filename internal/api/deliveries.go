@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
 )
 
 // listFilter parses the list's query parameters; any malformed one is INVALID_REQUEST.
-func listFilter(r *http.Request) (delivery.Filter, error) {
+func listFilter(r *http.Request) (deliveries.Filter, error) {
 	q := r.URL.Query()
-	var f delivery.Filter
+	var f deliveries.Filter
 	for key := range q {
 		switch key {
 		case "subscription_id", "event_id", "state", "event_type", "status", "since", "until", "limit", "cursor", "include_totals":
@@ -50,7 +50,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 		f.EventType = v
 	}
 	if v := q.Get("status"); v != "" {
-		if _, _, err := delivery.ParseStatus(v); err != nil {
+		if _, _, err := deliveries.ParseStatus(v); err != nil {
 			return f, err
 		}
 		f.Status = v
@@ -69,7 +69,7 @@ func listFilter(r *http.Request) (delivery.Filter, error) {
 			return f, fault.Invalid("include_totals must be true or false")
 		}
 		f.WithTotal = b
-		f.CountUpTo = delivery.TotalUpTo // any deliveries:read token may ask: never an unbounded count
+		f.CountUpTo = deliveries.TotalUpTo // any deliveries:read token may ask: never an unbounded count
 	}
 	return f, nil
 }
@@ -114,13 +114,13 @@ func (a *API) retryDeliveryNow(w http.ResponseWriter, r *http.Request) {
 
 // manualRetry is /retry and /retry-now: the same path, the same answer, another rule in the service.
 func (a *API) manualRetry(w http.ResponseWriter, r *http.Request,
-	retry func(context.Context, uuid.UUID, uuid.UUID, delivery.Actor) (delivery.Delivery, error)) {
+	retry func(context.Context, uuid.UUID, uuid.UUID, deliveries.Actor) (deliveries.Delivery, error)) {
 	id, err := pathID(r, "deliveryID", "delivery")
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	d, err := retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: principal(r).Admin})
+	d, err := retry(r.Context(), tenantID(r), id, deliveries.Actor{Admin: principal(r).Admin})
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -8,17 +8,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // replayView is a replay as the API shows it: the audit record, its progress and, in a dry run's answer
 // only, a sample of the matching delivery ids (an empty array when nothing matches).
 type replayView struct {
-	delivery.Replay
+	replays.Replay
 	Progress float64      `json:"progress"`
 	Sample   *[]uuid.UUID `json:"sample,omitempty"`
 }
 
-func viewReplay(r delivery.Replay) replayView {
+func viewReplay(r replays.Replay) replayView {
 	v := replayView{Replay: r, Progress: r.Progress()}
 	if r.Sample != nil {
 		s := r.Sample
@@ -65,8 +66,8 @@ func parseTime(field string, s *string) (time.Time, error) {
 	return t, nil
 }
 
-func (b replayBody) request() (delivery.ReplayRequest, error) {
-	var req delivery.ReplayRequest
+func (b replayBody) request() (replays.ReplayRequest, error) {
+	var req replays.ReplayRequest
 	f := &req.Filter
 	var err error
 	if f.TenantID, err = parseID("tenant_id", b.TenantID); err != nil {
@@ -88,16 +89,16 @@ func (b replayBody) request() (delivery.ReplayRequest, error) {
 	for _, s := range b.States {
 		f.States = append(f.States, delivery.State(s))
 	}
-	req.Spread = delivery.DefaultSpread
+	req.Spread = replays.DefaultSpread
 	if b.SpreadSeconds != nil {
-		maxSpread := int(delivery.MaxSpread / time.Second)
+		maxSpread := int(replays.MaxSpread / time.Second)
 		if *b.SpreadSeconds < 1 || *b.SpreadSeconds > maxSpread {
 			return req, fault.Invalid("spread_seconds must be a whole number from 1 to %d", maxSpread)
 		}
 		req.Spread = time.Duration(*b.SpreadSeconds) * time.Second
 	}
 	req.DryRun = b.DryRun
-	return req, delivery.ValidateReplay(req.Filter)
+	return req, replays.ValidateReplay(req.Filter)
 }
 
 // actor names the caller in the audit log.
@@ -143,9 +144,9 @@ func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {
 
 // replayListFilter parses limit, cursor and dry_run (true: dry runs only; false: real replays only; absent:
 // both, the whole audit log); any other or malformed parameter is INVALID_REQUEST.
-func replayListFilter(r *http.Request) (delivery.ReplayListFilter, error) {
+func replayListFilter(r *http.Request) (replays.ReplayListFilter, error) {
 	q := r.URL.Query()
-	var f delivery.ReplayListFilter
+	var f replays.ReplayListFilter
 	for key := range q {
 		if key != "limit" && key != "cursor" && key != "dry_run" {
 			return f, fault.Invalid("unknown query parameter %q", key)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5"
 )
 
 // RescueInterval is how often the maintenance leader calls RescueExpired. With the default lease
@@ -64,4 +66,16 @@ func (w *Worker) DeadLetterDeleted(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// DeadLetterQueued dead-letters a deleted subscription's queued deliveries (reason subscription_deleted), in
+// the caller's transaction, and says how many. In-flight ones finish their attempt; its outcome decides.
+func DeadLetterQueued(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID uuid.UUID, now time.Time) (int64, error) {
+	n, err := db.New(tx).DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{
+		SubscriptionID: subscriptionID, TenantID: tenantID, Now: now,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter queued deliveries: %w", err)
+	}
+	return n, nil
 }

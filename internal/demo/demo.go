@@ -27,8 +27,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -423,7 +425,7 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 				if _, err := srv.Subscriptions.Update(ctx, tid, sub.ID, subscriptions.Input{URL: &url}); err != nil {
 					return err
 				}
-				page, err := srv.Deliveries.List(ctx, tid, delivery.Filter{SubscriptionID: &sub.ID, Limit: 1})
+				page, err := srv.Deliveries.List(ctx, tid, deliveries.Filter{SubscriptionID: &sub.ID, Limit: 1})
 				if err != nil {
 					return err
 				}
@@ -445,12 +447,12 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 	clock := from
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
-	pub := delivery.NewPublisher(srv.EnginePool, srv.Policy, now)
+	pub := publish.NewPublisher(srv.EnginePool, srv.Policy, now)
 	pub.CheckEvent = srv.Catalogue.CheckEvent // its payloads satisfy the demo catalogue, like every publish's
 	for i := 0; now().Before(to); i++ {
 		for j, tid := range tenantIDs {
 			payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_%d", j, i), "carrier": "DHL", "status": "label_created"})
-			if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[i%2], Payload: payload}); err != nil {
+			if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tid, EventType: types[i%2], Payload: payload}); err != nil {
 				return err
 			}
 		}
@@ -486,7 +488,7 @@ func SeedOutage(ctx context.Context, srv *server.Server, rcv *Receiver, s Seeded
 	mu.Unlock()
 	for i, tid := range tenantIDs {
 		payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_back", i), "carrier": "DHL", "status": "delivered"})
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: types[1], Payload: payload}); err != nil {
+		if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tid, EventType: types[1], Payload: payload}); err != nil {
 			return err
 		}
 	}
@@ -534,8 +536,8 @@ func OutageNow(ctx context.Context, srv *server.Server) (Outage, error) {
 			if sub.Description != outageDescription {
 				continue
 			}
-			count := func(states ...string) (delivery.Page, error) {
-				return srv.Deliveries.List(ctx, t.ID, delivery.Filter{SubscriptionID: &sub.ID, States: states, Limit: 1, WithTotal: true})
+			count := func(states ...string) (deliveries.Page, error) {
+				return srv.Deliveries.List(ctx, t.ID, deliveries.Filter{SubscriptionID: &sub.ID, States: states, Limit: 1, WithTotal: true})
 			}
 			dead, err := count("dead")
 			if err != nil {
@@ -599,7 +601,7 @@ func Trickle(ctx context.Context, srv *server.Server, s Seeded, log *slog.Logger
 	for {
 		n++
 		typ, payload := trickleEvent(n)
-		if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
+		if _, err := srv.Publisher.Publish(ctx, publish.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
 			log.Warn("demo publish", "err", err)
 		}
 		select {

@@ -14,8 +14,10 @@ import (
 
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/demo"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
@@ -118,7 +120,7 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	go demo.Trickle(tctx, srv, first, srv.Log)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		page, err := srv.Deliveries.List(ctx, first.TenantID, delivery.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
+		page, err := srv.Deliveries.List(ctx, first.TenantID, deliveries.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 		}
 	}
 	from, to := demo.OutageWindow(time.Now())
-	page, err := srv.Replays.DeadLetters(ctx, delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
+	page, err := srv.Replays.DeadLetters(ctx, replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 		}
 	}
 
-	r, err := srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
+	r, err := srv.Replays.Start(ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: "test"})
 	if err != nil || r.Matched != 60 {
 		t.Fatalf("replay: %+v, %v", r, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -95,7 +96,7 @@ func TestIncidentSteps(t *testing.T) {
 	policy := delivery.RetryPolicy{Base: time.Hour, MaxDelay: 12 * time.Hour, MaxAttempts: 30, Window: 48 * time.Hour}
 	ts := tenants.NewService(pool, "")
 	subs := subscriptions.NewService(pool, clk.Now, true)
-	pub := delivery.NewPublisher(pool, policy, clk.Now)
+	pub := publish.NewPublisher(pool, policy, clk.Now)
 
 	var status atomic.Int32
 	status.Store(500)
@@ -162,7 +163,7 @@ func TestIncidentSteps(t *testing.T) {
 
 	// Three events fail at t0; the first attempts open the run of failures.
 	for range 3 {
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "order.created", Payload: json.RawMessage(`{"secret_field":"do-not-mail"}`)}); err != nil {
+		if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "order.created", Payload: json.RawMessage(`{"secret_field":"do-not-mail"}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +247,7 @@ func TestIncidentSteps(t *testing.T) {
 
 	// The endpoint recovers: a 2xx ends the incident.
 	status.Store(200)
-	if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	drain()
@@ -305,7 +306,7 @@ func TestOperatorToldOfDisabledSubscription(t *testing.T) {
 	defer pool.Close()
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, policy, time.Now)
+	pub := publish.NewPublisher(pool, policy, time.Now)
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()
 	opRecv := &operatorReceiver{secret: delivery.NewSecret()}
@@ -326,7 +327,7 @@ func TestOperatorToldOfDisabledSubscription(t *testing.T) {
 	inc := incidents.New(pool, incidents.Options{Log: slog.New(slog.DiscardHandler), Operator: operator})
 	w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), policy,
 		delivery.WorkerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

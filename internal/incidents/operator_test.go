@@ -15,6 +15,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -33,7 +34,7 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 	defer pool.Close()
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, policy, time.Now)
+	pub := publish.NewPublisher(pool, policy, time.Now)
 	var status atomic.Int32
 	status.Store(http.StatusGone)
 	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
@@ -127,7 +128,7 @@ func TestOperatorSetupIsRecordedAsTheSystem(t *testing.T) {
 	}
 	defer pool.Close()
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
+	pub := publish.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
 	// A URL of its own, so the subscription is created or changed now whatever other tests set up.
 	url := "http://127.0.0.1:9/ops-" + uuid.NewString()
 	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, url, delivery.NewSecret(), slog.New(slog.DiscardHandler))

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
@@ -29,6 +30,8 @@ import (
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/smtpurl"
@@ -66,10 +69,10 @@ type Server struct {
 	GenericPool   *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Replays       *delivery.Replays
-	ReplayRunner  *delivery.ReplayRunner
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Replays       *replays.Replays
+	ReplayRunner  *replays.ReplayRunner
+	Publisher     *publish.Publisher
 	Worker        *delivery.Worker
 	// Maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	Maintainer *maintenance.Maintainer
@@ -128,7 +131,7 @@ const (
 // docs/operations.md and docs/scaling.md size max_connections by MaxConns.
 const (
 	PoolConns    = 16 // Pool's and EnginePool's, each
-	GenericConns = delivery.PublishConns + 2
+	GenericConns = publish.PublishConns + 2
 	MaxConns     = 2*PoolConns + GenericConns + 3
 )
 
@@ -206,7 +209,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		pool.Close()
 		return nil, err
 	}
-	// The publisher's statements and its NOTIFYs (delivery.PublishConns at a time), one more for an
+	// The publisher's statements and its NOTIFYs (publish.PublishConns at a time), one more for an
 	// Idempotency-Key's first answer, and one for the worker's completer (WorkerOptions.GenericPool).
 	genericPool, err := Connect(ctx, cfg.DatabaseURL, GenericConns, PlanGeneric)
 	if err != nil {
@@ -232,12 +235,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		s.closePools()
 		return nil, err
 	}
-	s.Deliveries = delivery.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
-	s.Replays = delivery.NewReplays(pool, s.Policy, o.Now)
-	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
+	s.Deliveries = deliveries.NewService(pool, s.Policy, o.Now, cfg.MaxManualRetries, cfg.ResendPerMinute)
+	s.Replays = replays.NewReplays(pool, s.Policy, o.Now)
+	s.ReplayRunner = replays.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Replays.Tracer = traces.Tracer()
-	s.Publisher = delivery.NewPublisher(genericPool, s.Policy, o.Now)
+	s.Publisher = publish.NewPublisher(genericPool, s.Policy, o.Now)
 	s.Publisher.Tracer = traces.Tracer()
 	s.Metrics = delivery.NewMetrics(o.Registry, delivery.QueueStatsReader(pool, o.Now, log.With("component", "metrics")))
 	s.Publisher.Metrics = s.Metrics

@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -185,8 +186,8 @@ var deadCriteriaKeys = []string{"tenant", "subscription", "event_type", "state",
 
 // parseDeadFilter reads the dead-letter criteria of a form or query. The form view is filled even when a
 // value is wrong, so the page shows what was typed next to the message.
-func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFilter, templates.DeadFilterForm, error) {
-	var f delivery.DeadFilter
+func parseDeadFilter(v url.Values, tenants []templates.Option) (replays.DeadFilter, templates.DeadFilterForm, error) {
+	var f replays.DeadFilter
 	form := templates.DeadFilterForm{
 		Tenant: strings.TrimSpace(v.Get("tenant")), Subscription: strings.TrimSpace(v.Get("subscription")),
 		EventType: strings.TrimSpace(v.Get("event_type")), From: v.Get("from"), To: v.Get("to"),
@@ -204,7 +205,7 @@ func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFil
 		form.States = append(form.States, o)
 	}
 	form.Reasons = append(form.Reasons, templates.Option{Value: "", Label: "Any reason", Selected: reason == ""})
-	for _, r := range delivery.DeadReasons {
+	for _, r := range replays.DeadReasons {
 		form.Reasons = append(form.Reasons, templates.Option{Value: r, Label: strings.ReplaceAll(r, "_", " "), Selected: r == reason})
 	}
 	if form.Tenant != "" {
@@ -251,7 +252,7 @@ func criteriaQuery(v url.Values) url.Values {
 	return out
 }
 
-func (h *Handler) deadRow(d delivery.DeadLetter) templates.DeadLetterRow {
+func (h *Handler) deadRow(d replays.DeadLetter) templates.DeadLetterRow {
 	label, class := deliveryState(d.Delivery)
 	row := templates.DeadLetterRow{
 		ID: d.ID.String(), ShortID: shortID(d.ID), Href: "/deliveries/" + d.ID.String(),
@@ -284,7 +285,7 @@ func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) {
 			err = fault.Invalid("limit must be a positive whole number")
 		}
 	}
-	var page delivery.DeadPage
+	var page replays.DeadPage
 	if err == nil {
 		page, err = h.replays.DeadLetters(ctx, f, limit, q.Get("cursor"), countUpTo)
 	}
@@ -352,12 +353,12 @@ func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
 	f, form, err := parseDeadFilter(v, tenants)
 	form.Spread = strings.TrimSpace(v.Get("spread"))
 	if form.Spread == "" {
-		form.Spread = strconv.Itoa(int(delivery.DefaultSpread / time.Minute))
+		form.Spread = strconv.Itoa(int(replays.DefaultSpread / time.Minute))
 	}
 	p := templates.BulkReplayPage{Layout: h.adminLayout(r, templates.NavReplay, "Bulk replay", templates.Crumb{Label: "Bulk replay"}), Filter: form}
 	spread, serr := strconv.Atoi(form.Spread)
-	if err == nil && (serr != nil || spread < 0 || time.Duration(spread)*time.Minute > delivery.MaxSpread) {
-		err = fault.Invalid("spread must be a whole number of minutes from 0 to %d", int(delivery.MaxSpread/time.Minute))
+	if err == nil && (serr != nil || spread < 0 || time.Duration(spread)*time.Minute > replays.MaxSpread) {
+		err = fault.Invalid("spread must be a whole number of minutes from 0 to %d", int(replays.MaxSpread/time.Minute))
 	}
 	// A GET without both times is the empty form (or one prefilled from the dead letters): nothing to say yet.
 	if err == nil && r.Method == http.MethodGet && (f.CreatedFrom == nil || f.CreatedTo == nil) {
@@ -367,10 +368,10 @@ func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		switch action {
 		case "confirm":
-			var rep delivery.Replay
+			var rep replays.Replay
 			// Spread 0 means "at once" on the form; Start reads 0 as its default, so ask for the smallest spread.
 			d := max(time.Duration(spread)*time.Minute, time.Second)
-			rep, err = h.replays.Start(ctx, delivery.ReplayRequest{Filter: f, Spread: d, Actor: currentUser(r).Email})
+			rep, err = h.replays.Start(ctx, replays.ReplayRequest{Filter: f, Spread: d, Actor: currentUser(r).Email})
 			if err == nil {
 				// The message stays on the page while the page follows the replay (and a small replay is
 				// scheduled before the page is even shown), so it says only what stays true: the progress
@@ -385,7 +386,7 @@ func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case "preview":
-			var pv delivery.Preview
+			var pv replays.Preview
 			pv, err = h.replays.Preview(ctx, f)
 			if err == nil {
 				p.Preview = h.previewView(pv, v, form.Spread)
@@ -406,8 +407,8 @@ func (h *Handler) bulkReplay(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, status, templates.BulkReplay(p))
 }
 
-func (h *Handler) previewView(pv delivery.Preview, v url.Values, spread string) *templates.ReplayPreview {
-	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= delivery.MaxPreviewGroups}
+func (h *Handler) previewView(pv replays.Preview, v url.Values, spread string) *templates.ReplayPreview {
+	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= replays.MaxPreviewGroups}
 	for _, g := range pv.Groups {
 		out.Groups = append(out.Groups, templates.GroupRow{
 			TenantName: g.TenantName, TenantHref: "/admin/tenants/" + g.TenantID.String(),

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // A replay has scheduled everything while its deliveries still wait (their subscription is paused): its
@@ -25,7 +25,7 @@ func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	rep, err := e.srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{SubscriptionID: &sub.ID, CreatedFrom: &from, CreatedTo: &to},
+	rep, err := e.srv.Replays.Start(ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &sub.ID, CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: adminEmail})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.State == delivery.ReplayFinished && r.Pending == 3 {
+		if r.State == replays.ReplayFinished && r.Pending == 3 {
 			break
 		}
 		if time.Now().After(deadline) {

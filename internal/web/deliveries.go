@@ -6,9 +6,11 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -82,7 +84,7 @@ func (h *Handler) resend(w http.ResponseWriter, r *http.Request) {
 // manualRetry runs Resend or Retry now (do) on the {id} delivery and says what happened in a flash: done,
 // rate-limited ("<notDone>: <limited> for this subscription right now") or not allowed, with the reason.
 func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
-	do func(ctx context.Context, tenantID, id uuid.UUID, actor delivery.Actor) (delivery.Delivery, error),
+	do func(ctx context.Context, tenantID, id uuid.UUID, actor deliveries.Actor) (deliveries.Delivery, error),
 	done, notDone, limited string) {
 	u := currentUser(r)
 	tenantID, id, err := h.deliveryTenant(r)
@@ -90,7 +92,7 @@ func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
 		h.fail(w, r, err)
 		return
 	}
-	_, err = do(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
+	_, err = do(r.Context(), tenantID, id, deliveries.Actor{Admin: u.Admin})
 	fe := fault.As(err)
 	switch {
 	case err == nil:
@@ -137,7 +139,7 @@ func (h *Handler) replayedBy(r *http.Request, tenantID uuid.UUID, replayID *uuid
 		text = "replay " + shortID(*replayID)
 		if rep, err := h.replays.Get(r.Context(), *replayID, nil); err == nil {
 			text = rep.Kind + " replay by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(timeLayout)
-			if rep.Kind == delivery.ReplayRecover {
+			if rep.Kind == replays.ReplayRecover {
 				text = "recover by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(timeLayout)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -96,7 +96,7 @@ func (h *Handler) event(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	page, err := h.dels.List(ctx, tenantID, delivery.Filter{EventID: &id, Limit: delivery.MaxPageSize})
+	page, err := h.dels.List(ctx, tenantID, deliveries.Filter{EventID: &id, Limit: deliveries.MaxPageSize})
 	if err != nil {
 		h.fail(w, r, err)
 		return

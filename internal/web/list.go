@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
@@ -53,8 +54,8 @@ type listScope struct {
 // parseListFilter reads a list's query: state tab, event type (exact, or a prefix ending in "." or "*"),
 // last status (404, 5xx), time preset, from/until, and on the Deliveries page the subscription and event. The form view is filled
 // even when a value is wrong, so the page can show it with the error.
-func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, templates.Filter, error) {
-	f := delivery.Filter{Limit: pageSize, Cursor: q.Get("cursor")}
+func parseListFilter(q url.Values, all bool, now time.Time) (deliveries.Filter, templates.Filter, error) {
+	f := deliveries.Filter{Limit: pageSize, Cursor: q.Get("cursor")}
 	v := templates.Filter{State: q.Get("state"), EventType: strings.TrimSpace(q.Get("event_type")), Range: q.Get("range"),
 		Since: q.Get("since"), Until: q.Get("until"), Status: strings.TrimSpace(q.Get("status"))}
 	if all {
@@ -99,7 +100,7 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 		}
 		f.EventType = v.EventType
 	}
-	if _, _, err := delivery.ParseStatus(v.Status); err != nil {
+	if _, _, err := deliveries.ParseStatus(v.Status); err != nil {
 		return f, v, err
 	}
 	f.Status = v.Status
@@ -137,8 +138,8 @@ func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, te
 // On a subscription's page (sc.sub set) it also returns the subscription's deliveries by state now
 // (its health card's counts and its paused note's "N waiting"): read in the same snapshot as the rows and
 // the tabs, so that every number on the page is of one moment.
-func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) (templates.DeliveryList, int, delivery.StateCounts, error) {
-	var states delivery.StateCounts
+func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) (templates.DeliveryList, int, deliveries.StateCounts, error) {
+	var states deliveries.StateCounts
 	l := templates.DeliveryList{Action: sc.base, AllSubscriptions: sc.sub == nil}
 	f, fv, ferr := parseListFilter(q, sc.sub == nil, h.now())
 	var subID *uuid.UUID
@@ -180,11 +181,11 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 	// a delivery that moved in between was counted by one number and not by the next ("10 matching" above
 	// 9 rows). One transaction runs its statements one after another; each count stops at tabCountUpTo.
 	var (
-		page    delivery.Page
+		page    deliveries.Page
 		listErr error
-		counts  = make([]delivery.Capped, len(l.Tabs))
+		counts  = make([]deliveries.Capped, len(l.Tabs))
 	)
-	err = h.dels.Read(ctx, func(v *delivery.View) error {
+	err = h.dels.Read(ctx, func(v *deliveries.View) error {
 		if sc.sub != nil {
 			by, err := v.StateCounts(ctx, sc.tenantID, []uuid.UUID{sc.sub.ID}, tabCountUpTo)
 			if err != nil {
@@ -211,7 +212,7 @@ func (h *Handler) deliveryList(ctx context.Context, q url.Values, sc listScope) 
 			if err != nil {
 				return err
 			}
-			counts[i] = delivery.Capped{N: n, AtLeast: atLeast}
+			counts[i] = deliveries.Capped{N: n, AtLeast: atLeast}
 		}
 		return nil
 	})
@@ -263,7 +264,7 @@ func (h *Handler) listError(l templates.DeliveryList, err error) (templates.Deli
 
 // listRow is deliveryRow with the event's link and, from the tenant's subscriptions, the subscription's
 // name and whether it holds the delivery (paused or disabled: a waiting delivery is then not overdue).
-func (h *Handler) listRow(d delivery.Delivery, subs map[uuid.UUID]subscriptions.Subscription) templates.DeliveryRow {
+func (h *Handler) listRow(d deliveries.Delivery, subs map[uuid.UUID]subscriptions.Subscription) templates.DeliveryRow {
 	row := h.deliveryRow(d)
 	row.EventID, row.EventShort, row.EventHref = d.EventID.String(), shortID(d.EventID), "/events/"+d.EventID.String()
 	row.SubName = "deleted subscription"

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -25,7 +25,7 @@ func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec te
 	// Real recovers and previews (dry runs, recorded too) are listed apart, so a row of previews never
 	// hides what was actually sent.
 	for _, dry := range []bool{false, true} {
-		page, err := h.replays.List(r.Context(), delivery.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, DryRun: &dry, Limit: recentRecovers})
+		page, err := h.replays.List(r.Context(), replays.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, DryRun: &dry, Limit: recentRecovers})
 		if err != nil {
 			return rec, err
 		}
@@ -42,7 +42,7 @@ func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec te
 }
 
 // recoverRow is a recover as a customer reads it: its criteria in their words, and a link to its own page.
-func recoverRow(row templates.ReplayRow, rep delivery.Replay) templates.ReplayRow {
+func recoverRow(row templates.ReplayRow, rep replays.Replay) templates.ReplayRow {
 	row.Href = recoverHref(rep.ID)
 	if rep.Criteria.CreatedFrom != nil {
 		row.Criteria = "dead deliveries created since " + rep.Criteria.CreatedFrom.UTC().Format("2006-01-02 15:04") + " UTC"
@@ -71,7 +71,7 @@ func (h *Handler) recoverPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	rep, err := h.replays.Get(ctx, id, scope)
-	if err == nil && (rep.Kind != delivery.ReplayRecover || rep.TenantID == nil || rep.SubscriptionID == nil) {
+	if err == nil && (rep.Kind != replays.ReplayRecover || rep.TenantID == nil || rep.SubscriptionID == nil) {
 		err = fault.Missing("recover")
 	}
 	if err != nil {
@@ -131,7 +131,7 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 		err = fault.Invalid("choose since when to recover failed deliveries")
 	}
 	action := r.PostFormValue("action")
-	var rep delivery.Replay
+	var rep replays.Replay
 	if err == nil {
 		switch action {
 		case "preview", "confirm":
@@ -178,7 +178,7 @@ func (h *Handler) recover(w http.ResponseWriter, r *http.Request) {
 // portal link gave, else their email (ActorName), never the audit's identifier ("portal:<user id>"). A
 // recover recorded without a name (a preview from before names were kept) falls back to that identifier
 // in words.
-func startedBy(rep delivery.Replay) string {
+func startedBy(rep replays.Replay) string {
 	if rep.ActorName != "" {
 		return rep.ActorName
 	}

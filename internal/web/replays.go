@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -23,11 +24,11 @@ const replayPageSize = 50
 
 // replayStatus is the word a replay's badge shows, and its class: a finished replay whose deliveries are
 // still on their way is "delivering", not "finished"; only a settled one is finished.
-func replayStatus(r delivery.Replay) (string, string) {
+func replayStatus(r replays.Replay) (string, string) {
 	switch {
-	case r.State == delivery.ReplayRunning:
+	case r.State == replays.ReplayRunning:
 		return "scheduling", "badge-info"
-	case r.State == delivery.ReplayFailed:
+	case r.State == replays.ReplayFailed:
 		return "failed", "badge-bad"
 	case r.Pending > 0:
 		return "delivering", "badge-info"
@@ -37,7 +38,7 @@ func replayStatus(r delivery.Replay) (string, string) {
 
 // outcomeWords says what became of what a replay scheduled: "delivered 58, dead again 1, still pending 1",
 // and how many a later replay took over when any did.
-func outcomeWords(r delivery.Replay) string {
+func outcomeWords(r replays.Replay) string {
 	out := fmt.Sprintf("delivered %d, dead again %d, still pending %d", r.Delivered, r.Failed, r.Pending)
 	if r.TakenOver > 0 {
 		out += fmt.Sprintf(", %d taken over by a later replay or deleted", r.TakenOver)
@@ -49,14 +50,14 @@ func outcomeWords(r delivery.Replay) string {
 // taken over by a later replay, or skipped because it was no longer dead) of what matched, so it is full
 // only when nothing it scheduled is still on its way. A bar of what was scheduled would be full within a
 // second while every delivery was still pending. A dry run schedules nothing.
-func progressView(r delivery.Replay) templates.Progress {
+func progressView(r replays.Replay) templates.Progress {
 	p := templates.Progress{Value: r.Delivered + r.Failed + r.TakenOver + r.Skipped, Max: r.Matched}
 	if r.DryRun {
 		p.Value = 0
 	}
 	if p.Max <= 0 {
 		p.Max, p.Value = 1, 0
-		if r.State != delivery.ReplayRunning && !r.DryRun {
+		if r.State != replays.ReplayRunning && !r.DryRun {
 			p.Value = 1
 		}
 	}
@@ -69,7 +70,7 @@ func progressView(r delivery.Replay) templates.Progress {
 		p.Text = "nothing matched"
 	default:
 		p.Text = fmt.Sprintf("Scheduled %d of %d", r.Scheduled, r.Matched)
-		if r.State == delivery.ReplayRunning {
+		if r.State == replays.ReplayRunning {
 			p.Text += fmt.Sprintf(" (%d %%)", r.Scheduled*100/r.Matched)
 		}
 		if r.Skipped > 0 {
@@ -81,7 +82,7 @@ func progressView(r delivery.Replay) templates.Progress {
 }
 
 // criteriaWords says a replay's criteria in words: "tenant Acme, event type order.paid, created 2026-… to …".
-func criteriaWords(f delivery.DeadFilter, names map[uuid.UUID]string) string {
+func criteriaWords(f replays.DeadFilter, names map[uuid.UUID]string) string {
 	var parts []string
 	if f.TenantID != nil {
 		name := names[*f.TenantID]
@@ -114,7 +115,7 @@ func criteriaWords(f delivery.DeadFilter, names map[uuid.UUID]string) string {
 	return strings.Join(parts, ", ")
 }
 
-func (h *Handler) replayRow(r delivery.Replay, names map[uuid.UUID]string) templates.ReplayRow {
+func (h *Handler) replayRow(r replays.Replay, names map[uuid.UUID]string) templates.ReplayRow {
 	row := templates.ReplayRow{
 		ID: r.ID.String(), ShortID: shortID(r.ID), Href: "/admin/replays/" + r.ID.String(), Kind: r.Kind, Actor: r.Actor,
 		Criteria: criteriaWords(r.Criteria, names), Matched: r.Matched, Scheduled: r.Scheduled, Skipped: r.Skipped,
@@ -141,7 +142,7 @@ func (h *Handler) replayLog(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	dry := dryRunFilter(r)
-	f := delivery.ReplayListFilter{Limit: replayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
+	f := replays.ReplayListFilter{Limit: replayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
 	p := templates.ReplaysPage{Layout: h.adminLayout(r, templates.NavReplays, "Replays", templates.Crumb{Label: "Replays"}), DryRuns: dry}
 	base, tab := "/admin/replays", url.Values{}
 	if t := q.Get("tenant"); t != "" {
@@ -222,7 +223,7 @@ func (h *Handler) replayPage(w http.ResponseWriter, r *http.Request) {
 // fillReplayPage fills what the operator's replay page and the customer's recover page share: the
 // counts, the deliveries, and following the replay until it is settled (scheduled and every scheduled
 // delivery final), not only while it schedules.
-func (h *Handler) fillReplayPage(p *templates.ReplayPage, rep delivery.Replay, names map[uuid.UUID]string, dels delivery.Page, base, cursor string) {
+func (h *Handler) fillReplayPage(p *templates.ReplayPage, rep replays.Replay, names map[uuid.UUID]string, dels deliveries.Page, base, cursor string) {
 	p.Replay, p.Spread = h.replayRow(rep, names), spreadWords(rep.SpreadSeconds)
 	p.Running = !rep.Settled()
 	if p.Running {

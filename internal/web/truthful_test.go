@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // The message a bulk replay's start leaves on its page stays true once the replay has scheduled
@@ -36,7 +36,7 @@ func TestReplayStartedMessageStaysTrue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.State != delivery.ReplayRunning {
+		if rep.State != replays.ReplayRunning {
 			break
 		}
 		if time.Now().After(deadline) {

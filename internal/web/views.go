@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -114,7 +115,7 @@ func subStateClass(state string) string {
 }
 
 // deliveryState is a delivery's state as pages name it ("retrying" is pending after a failed attempt).
-func deliveryState(d delivery.Delivery) (label, class string) {
+func deliveryState(d deliveries.Delivery) (label, class string) {
 	switch {
 	case d.Retrying():
 		return "retrying", "badge-warn"
@@ -192,7 +193,7 @@ func (h *Handler) contract() []string {
 	return out
 }
 
-func (h *Handler) deliveryRow(d delivery.Delivery) templates.DeliveryRow {
+func (h *Handler) deliveryRow(d deliveries.Delivery) templates.DeliveryRow {
 	label, class := deliveryState(d)
 	row := templates.DeliveryRow{
 		ID: d.ID.String(), ShortID: shortID(d.ID), Href: "/deliveries/" + d.ID.String(), EventType: d.EventType,
@@ -215,7 +216,7 @@ func shortID(id uuid.UUID) string {
 }
 
 // stateText says in words why a delivery is where it is.
-func (h *Handler) stateText(d delivery.Detail, subState string) string {
+func (h *Handler) stateText(d deliveries.Detail, subState string) string {
 	last := func() string {
 		if d.LastStatus != nil {
 			return "the endpoint answered " + delivery.StatusLine(*d.LastStatus)
@@ -290,7 +291,7 @@ func prettyJSON(b []byte) string {
 	return out.String()
 }
 
-func (h *Handler) attemptsView(as []delivery.Attempt) []templates.Attempt {
+func (h *Handler) attemptsView(as []deliveries.Attempt) []templates.Attempt {
 	out := make([]templates.Attempt, 0, len(as))
 	for i, a := range as {
 		v := templates.Attempt{

@@ -20,10 +20,13 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/web"
@@ -35,9 +38,9 @@ type Options struct {
 	Pool          *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Replays       *delivery.Replays
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Replays       *replays.Replays
+	Publisher     *publish.Publisher
 	// Catalogue, when set, is the event catalogue the Event types page shows and the subscription forms
 	// offer (nil: an empty one).
 	Catalogue *catalogue.Service
@@ -79,10 +82,10 @@ type Options struct {
 type Handler struct {
 	tenants        *tenants.Service
 	subs           *subscriptions.Service
-	dels           *delivery.Service
-	replays        *delivery.Replays
+	dels           *deliveries.Service
+	replays        *replays.Replays
 	activity       *activity.Log
-	publisher      *delivery.Publisher
+	publisher      *publish.Publisher
 	catalogue      *catalogue.Service
 	incidents      *incidents.Service
 	portal         *portal.Service

@@ -1,4 +1,4 @@
-package delivery
+package replays
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/deliveries"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
 	"github.com/hookline/hookline/internal/tracing"
@@ -149,7 +151,7 @@ const (
 type Replays struct {
 	pool   *pgxpool.Pool
 	q      *db.Queries
-	policy RetryPolicy
+	policy delivery.RetryPolicy
 	now    func() time.Time
 	// previews limits recover dry runs per subscription.
 	previews previewLimiter
@@ -161,7 +163,7 @@ type Replays struct {
 }
 
 // NewReplays returns the replay service.
-func NewReplays(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) *Replays {
+func NewReplays(pool *pgxpool.Pool, policy delivery.RetryPolicy, now func() time.Time) *Replays {
 	return &Replays{pool: pool, q: db.New(pool), policy: policy, now: now}
 }
 
@@ -282,7 +284,7 @@ func (s *Replays) create(ctx context.Context, kind string, req ReplayRequest) (o
 			attribute.Bool("hookline.replay.dry_run", req.DryRun)))
 		defer func() {
 			if err != nil {
-				spanFailed(span, err)
+				delivery.SpanFailed(span, err)
 			} else {
 				span.SetAttributes(attrReplayID.String(out.ID.String()), attribute.Int64("hookline.replay.matched", out.Matched))
 			}
@@ -398,22 +400,22 @@ func (s *Replays) List(ctx context.Context, f ReplayListFilter) (ReplayPage, err
 }
 
 // Deliveries lists the deliveries a replay scheduled (those whose latest replay it is), newest first.
-func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int, cursorText string) (Page, error) {
-	if limit <= 0 || limit > MaxPageSize {
+func (s *Replays) Deliveries(ctx context.Context, replayID uuid.UUID, limit int, cursorText string) (deliveries.Page, error) {
+	if limit <= 0 || limit > deliveries.MaxPageSize {
 		limit = 50
 	}
 	arg := db.ListReplayDeliveriesParams{ReplayID: &replayID, MaxRows: int32(limit + 1)}
 	after, err := keyset.Parse(cursorText)
 	if err != nil {
-		return Page{}, err
+		return deliveries.Page{}, err
 	}
 	arg.AfterCreatedAt, arg.AfterID = after.After()
 	rows, err := s.q.ListReplayDeliveries(ctx, arg)
 	if err != nil {
-		return Page{}, fmt.Errorf("list replay deliveries: %w", err)
+		return deliveries.Page{}, fmt.Errorf("list replay deliveries: %w", err)
 	}
-	var page Page
-	page.Items, page.NextCursor = keyset.Page(rows, limit, fromRow, deliveryKey)
+	var page deliveries.Page
+	page.Items, page.NextCursor = keyset.Page(rows, limit, deliveries.FromRow, deliveries.PageKey)
 	return page, nil
 }
 
@@ -458,12 +460,12 @@ func (s *Replays) Step(ctx context.Context, id uuid.UUID) (taken, done bool, err
 		}
 		if span != nil {
 			// What this chunk moves is next attempted under it.
-			arg.Traceparent = traceparentOf(span)
+			arg.Traceparent = delivery.TraceparentOf(span)
 		}
 		res, err := q.ReplayChunk(ctx, arg)
 		if err != nil {
 			if span != nil {
-				spanFailed(span, err)
+				delivery.SpanFailed(span, err)
 			}
 			return fmt.Errorf("replay chunk: %w", err)
 		}

@@ -1,4 +1,4 @@
-package delivery
+package publish
 
 import (
 	"context"
@@ -199,8 +199,8 @@ func (p *Publisher) writeAlone(r *publishRequest, quiet bool, deadline time.Time
 	}
 	params := publishParams([]storedEvent{r.event})
 	if quiet {
-		if w, ok := p.Local.(*Worker); ok {
-			if c, ok := w.reserveForPublish(); ok {
+		if w, ok := p.Local.(Claimer); ok {
+			if c, ok := w.ReserveForPublish(); ok {
 				var full bool
 				r.rows, r.inFlight, full, r.err = p.publishAndClaim(ctx, r.ctx, conn, w, c, params)
 				r.localDone = r.inFlight != nil && !full

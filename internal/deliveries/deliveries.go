@@ -1,4 +1,4 @@
-package delivery
+package deliveries
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,21 +19,21 @@ import (
 
 // Delivery is one event to one subscription, as the API and the dashboard show it.
 type Delivery struct {
-	ID             uuid.UUID  `json:"id"`
-	EventID        uuid.UUID  `json:"event_id"`
-	SubscriptionID uuid.UUID  `json:"subscription_id"`
-	EventType      string     `json:"event_type"`
-	State          State      `json:"state"`
-	AttemptCount   int        `json:"attempt_count"`
-	TotalAttempts  int        `json:"total_attempts"`
-	ManualRetries  int        `json:"manual_retries"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
-	GiveUpAt       time.Time  `json:"give_up_at"`
-	LastAttemptAt  *time.Time `json:"last_attempt_at"`
-	LastStatus     *int       `json:"last_status"`
-	LastError      *string    `json:"last_error"`
-	LastResponse   *string    `json:"last_response,omitempty"`
-	DeadReason     *string    `json:"dead_reason"`
+	ID             uuid.UUID      `json:"id"`
+	EventID        uuid.UUID      `json:"event_id"`
+	SubscriptionID uuid.UUID      `json:"subscription_id"`
+	EventType      string         `json:"event_type"`
+	State          delivery.State `json:"state"`
+	AttemptCount   int            `json:"attempt_count"`
+	TotalAttempts  int            `json:"total_attempts"`
+	ManualRetries  int            `json:"manual_retries"`
+	NextAttemptAt  *time.Time     `json:"next_attempt_at"`
+	GiveUpAt       time.Time      `json:"give_up_at"`
+	LastAttemptAt  *time.Time     `json:"last_attempt_at"`
+	LastStatus     *int           `json:"last_status"`
+	LastError      *string        `json:"last_error"`
+	LastResponse   *string        `json:"last_response,omitempty"`
+	DeadReason     *string        `json:"dead_reason"`
 	// DeadAt is when the delivery was dead-lettered (null unless failed or expired).
 	DeadAt    *time.Time `json:"dead_at"`
 	Discarded bool       `json:"discarded"`
@@ -43,7 +44,7 @@ type Delivery struct {
 }
 
 // Retrying reports whether the delivery waits for a retry (pending, tried before).
-func (d Delivery) Retrying() bool { return d.State == Pending && d.TotalAttempts > 0 }
+func (d Delivery) Retrying() bool { return d.State == delivery.Pending && d.TotalAttempts > 0 }
 
 // Detail is a delivery with the request it sends and every attempt.
 type Detail struct {
@@ -70,20 +71,21 @@ type Attempt struct {
 	Status          *int              `json:"status"`
 	ResponseSnippet string            `json:"response_snippet"`
 	Error           string            `json:"error"`
-	Outcome         Outcome           `json:"outcome"`
+	Outcome         delivery.Outcome  `json:"outcome"`
 	RequestURL      string            `json:"request_url"`
 	RequestHeaders  map[string]string `json:"request_headers,omitempty"`
 }
 
-func fromRow(r db.WebhookDelivery) Delivery {
+// FromRow is a stored delivery as the API and the dashboard show it (the replays' lists read the same rows).
+func FromRow(r db.WebhookDelivery) Delivery {
 	d := Delivery{
-		ID: r.ID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType, State: State(r.State),
+		ID: r.ID, EventID: r.EventID, SubscriptionID: r.SubscriptionID, EventType: r.EventType, State: delivery.State(r.State),
 		AttemptCount: int(r.AttemptCount), TotalAttempts: int(r.TotalAttempts), ManualRetries: int(r.ManualRetries),
 		GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastError: r.LastError, LastResponse: r.LastResponse,
 		DeadReason: r.DeadReason, DeadAt: r.DeadAt, Discarded: r.DiscardedAt != nil, ReplayID: r.ReplayID,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
-	if d.State == Pending {
+	if d.State == delivery.Pending {
 		t := r.NextAttemptAt
 		d.NextAttemptAt = &t
 	}
@@ -98,7 +100,7 @@ func fromRow(r db.WebhookDelivery) Delivery {
 type Service struct {
 	pool      *pgxpool.Pool
 	q         *db.Queries
-	policy    RetryPolicy
+	policy    delivery.RetryPolicy
 	now       func() time.Time
 	maxManual int
 	perMinute int
@@ -108,7 +110,7 @@ type Service struct {
 
 // NewService returns a Service. maxManual caps a tenant's manual retries of one delivery;
 // resendPerMinute limits manual resends per subscription.
-func NewService(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time, maxManual, resendPerMinute int) *Service {
+func NewService(pool *pgxpool.Pool, policy delivery.RetryPolicy, now func() time.Time, maxManual, resendPerMinute int) *Service {
 	return &Service{pool: pool, q: db.New(pool), policy: policy, now: now, maxManual: maxManual,
 		perMinute: resendPerMinute}
 }
@@ -122,7 +124,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 	if err != nil {
 		return Detail{}, fmt.Errorf("get delivery: %w", err)
 	}
-	d := Detail{Delivery: fromRow(r.WebhookDelivery), Endpoint: Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt}}
+	d := Detail{Delivery: FromRow(r.WebhookDelivery), Endpoint: Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt}}
 	rows, err := s.q.ListAttempts(ctx, db.ListAttemptsParams{DeliveryID: id, TenantID: tenantID})
 	if err != nil {
 		return Detail{}, fmt.Errorf("list attempts: %w", err)
@@ -130,7 +132,7 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 	d.Attempts = make([]Attempt, 0, len(rows))
 	for _, a := range rows {
 		at := Attempt{Attempt: int(a.Attempt), StartedAt: a.StartedAt, DurationMs: int(a.DurationMs),
-			ResponseSnippet: a.ResponseSnippet, Error: a.Error, Outcome: Outcome(a.Outcome), RequestURL: a.RequestURL}
+			ResponseSnippet: a.ResponseSnippet, Error: a.Error, Outcome: delivery.Outcome(a.Outcome), RequestURL: a.RequestURL}
 		if a.Status != nil {
 			st := int(*a.Status)
 			at.Status = &st
@@ -146,11 +148,11 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 		d.Request.Headers = d.Attempts[n-1].RequestHeaders
 	} else {
 		d.Request.Headers = map[string]string{
-			"content-type": "application/json", "user-agent": UserAgent, "webhook-id": r.WebhookDelivery.EventID.String(),
+			"content-type": "application/json", "user-agent": delivery.UserAgent, "webhook-id": r.WebhookDelivery.EventID.String(),
 		}
 		for _, k := range r.SubscriptionHeaderNames {
 			if lk := strings.ToLower(k); d.Request.Headers[lk] == "" {
-				d.Request.Headers[lk] = Masked
+				d.Request.Headers[lk] = delivery.Masked
 			}
 		}
 	}
@@ -193,18 +195,6 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 		return fault.New(fault.InvalidState, "the delivery was already discarded")
 	}
 	return fault.New(fault.InvalidState, "only dead (failed or expired) deliveries can be discarded; this one is %s", cur.State)
-}
-
-// DeadLetterQueued dead-letters a deleted subscription's queued deliveries (reason subscription_deleted), in
-// the caller's transaction, and says how many. In-flight ones finish their attempt; its outcome decides.
-func DeadLetterQueued(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID uuid.UUID, now time.Time) (int64, error) {
-	n, err := db.New(tx).DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{
-		SubscriptionID: subscriptionID, TenantID: tenantID, Now: now,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("dead-letter queued deliveries: %w", err)
-	}
-	return n, nil
 }
 
 // TenantOf says which tenant a delivery belongs to, for operators who open any delivery by its id.

@@ -1,4 +1,4 @@
-package delivery
+package replays
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/deliveries"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
@@ -23,7 +25,7 @@ type DeadFilter struct {
 	SubscriptionID *uuid.UUID `json:"subscription_id,omitempty"`
 	EventType      string     `json:"event_type,omitempty"`
 	// States narrows to failed or expired (empty: both).
-	States []State `json:"states,omitempty"`
+	States []delivery.State `json:"states,omitempty"`
 	// DeadReason is one of the Reason* values.
 	DeadReason  string     `json:"dead_reason,omitempty"`
 	CreatedFrom *time.Time `json:"created_from,omitempty"`
@@ -31,7 +33,7 @@ type DeadFilter struct {
 }
 
 // DeadReasons lists every dead reason, for filters.
-var DeadReasons = []string{ReasonPermanentStatus, ReasonMaxAttempts, ReasonDeadline, ReasonSubscriptionDeleted}
+var DeadReasons = []string{delivery.ReasonPermanentStatus, delivery.ReasonMaxAttempts, delivery.ReasonDeadline, delivery.ReasonSubscriptionDeleted}
 
 // Validate checks the filter's values (not whether a replay's times are present: see ValidateReplay).
 func (f DeadFilter) Validate() error {
@@ -80,7 +82,7 @@ func optText(s string) *string {
 
 // DeadLetter is a dead delivery in the cross-tenant list, with whose it is.
 type DeadLetter struct {
-	Delivery
+	deliveries.Delivery
 	TenantID        uuid.UUID `json:"tenant_id"`
 	TenantName      string    `json:"tenant_name"`
 	SubscriptionURL string    `json:"subscription_url"`
@@ -140,7 +142,7 @@ func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time,
 	}
 	out := make([]DeadLetter, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, DeadLetter{Delivery: fromRow(r.WebhookDelivery), TenantID: r.WebhookDelivery.TenantID,
+		out = append(out, DeadLetter{Delivery: deliveries.FromRow(r.WebhookDelivery), TenantID: r.WebhookDelivery.TenantID,
 			TenantName: r.TenantName, SubscriptionURL: r.SubscriptionURL})
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package delivery
+package deliveries
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
 )
@@ -66,11 +67,11 @@ func ParseStates(list string) (states []string, retrying *bool, err error) {
 		switch {
 		case s == "":
 		case s == "dead":
-			add(string(Failed))
-			add(string(Expired))
+			add(string(delivery.Failed))
+			add(string(delivery.Expired))
 		case s == "retrying":
 			onlyRetrying = true
-		case State(s).Valid():
+		case delivery.State(s).Valid():
 			add(s)
 		default:
 			return nil, nil, fault.Invalid("state %q is not one of pending, retrying, in_flight, delivered, failed, expired, dead", s)
@@ -79,16 +80,17 @@ func ParseStates(list string) (states []string, retrying *bool, err error) {
 	if onlyRetrying {
 		if len(states) == 0 {
 			t := true
-			return []string{string(Pending)}, &t, nil
+			return []string{string(delivery.Pending)}, &t, nil
 		}
-		add(string(Pending)) // retrying among other states: all pending ones are a superset
+		add(string(delivery.Pending)) // retrying among other states: all pending ones are a superset
 	}
 	return states, nil, nil
 }
 
 func joinStates(states []string) string { return strings.Join(states, ",") }
 
-func deliveryKey(d Delivery) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID }
+// PageKey is a delivery's place in a list's keyset pages: newest first.
+func PageKey(d Delivery) (time.Time, uuid.UUID) { return d.CreatedAt, d.ID }
 
 // MaxPageSize is the largest page a list returns.
 const MaxPageSize = keyset.MaxPageSize
@@ -139,7 +141,7 @@ func (s *Service) list(ctx context.Context, q *db.Queries, tenantID uuid.UUID, f
 		return Page{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	var page Page
-	page.Items, page.NextCursor = keyset.Page(rows, f.Limit, fromRow, deliveryKey)
+	page.Items, page.NextCursor = keyset.Page(rows, f.Limit, FromRow, PageKey)
 	if f.WithTotal {
 		n, atLeast, err := s.count(ctx, q, tenantID, f, f.CountUpTo)
 		if err != nil {

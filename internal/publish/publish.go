@@ -1,4 +1,4 @@
-package delivery
+package publish
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/tracing"
@@ -58,7 +59,7 @@ type PublishedDelivery struct {
 // Publisher stores events and fans them out into deliveries.
 type Publisher struct {
 	pool   *pgxpool.Pool
-	policy RetryPolicy
+	policy delivery.RetryPolicy
 	now    func() time.Time
 	// wakeMu guards the NOTIFY schedule (see wake).
 	// batchMu guards the publishes waiting to be stored and the number of goroutines storing them (see store).
@@ -74,7 +75,7 @@ type Publisher struct {
 	notified func(error)
 	// Metrics, when set, counts the events accepted (EventsPublished). A field rather than a parameter so
 	// that tests and tools building a Publisher without metrics need not change.
-	Metrics *Metrics
+	Metrics *delivery.Metrics
 	// CheckEvent, when set, is asked about every event but internal ones before anything is stored, with
 	// the payload compacted; an error refuses the publish (the event catalogue: schemas, registered types).
 	// It must not touch the database: it runs on every publish.
@@ -94,7 +95,7 @@ type LocalWorker interface {
 }
 
 // NewPublisher returns a Publisher. now is the clock (time.Now in production).
-func NewPublisher(pool *pgxpool.Pool, policy RetryPolicy, now func() time.Time) *Publisher {
+func NewPublisher(pool *pgxpool.Pool, policy delivery.RetryPolicy, now func() time.Time) *Publisher {
 	return &Publisher{pool: pool, policy: policy, now: now, notifyTimeout: notifyTimeout}
 }
 
@@ -130,12 +131,12 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (out Published
 	waiting := false // a delivery that can be sent now and that no worker has claimed yet
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
-			state := Pending
+			state := delivery.Pending
 			if st.inFlight[r.DeliveryID] { // claimed in the publish's transaction: in flight as it committed
-				state = InFlight
+				state = delivery.InFlight
 			}
 			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(state)})
-			waiting = waiting || (r.Sendable && state == Pending)
+			waiting = waiting || (r.Sendable && state == delivery.Pending)
 		}
 	}
 	// Deliveries of paused subscriptions wait for the resume, which wakes the workers itself: a claim now
@@ -185,7 +186,7 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (
 	out = Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
 		if r.DeliveryID != uuid.Nil {
-			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
+			out.Deliveries = append(out.Deliveries, PublishedDelivery{ID: r.DeliveryID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(delivery.Pending)})
 		}
 	}
 	if len(out.Deliveries) > 0 {
@@ -223,15 +224,15 @@ func (p *Publisher) SendTo(ctx context.Context, tenantID, subscriptionID uuid.UU
 // publisher's traceparent header).
 func (p *Publisher) startPublishSpan(ctx context.Context, in PublishInput) (context.Context, trace.Span) {
 	return p.Tracer.Start(ctx, "publish", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-		attrTenantID.String(in.TenantID.String()), attrEventType.String(in.EventType)))
+		delivery.AttrTenantID.String(in.TenantID.String()), delivery.AttrEventType.String(in.EventType)))
 }
 
 // endPublishSpan ends a publish's span with what it stored, or why it stored nothing.
 func endPublishSpan(span trace.Span, out Published, err error) {
 	if err != nil {
-		spanFailed(span, err)
+		delivery.SpanFailed(span, err)
 	} else {
-		span.SetAttributes(attrEventID.String(out.ID), attribute.Int("hookline.deliveries", len(out.Deliveries)))
+		span.SetAttributes(delivery.AttrEventID.String(out.ID), attribute.Int("hookline.deliveries", len(out.Deliveries)))
 	}
 	span.End()
 }
@@ -314,7 +315,7 @@ func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishIn
 	}
 	first = Published{ID: prev.ID.String(), EventType: prev.EventType, CreatedAt: prev.CreatedAt.UTC(), Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
-		first.Deliveries = append(first.Deliveries, PublishedDelivery{ID: r.ID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(Pending)})
+		first.Deliveries = append(first.Deliveries, PublishedDelivery{ID: r.ID.String(), SubscriptionID: r.SubscriptionID.String(), State: string(delivery.Pending)})
 	}
 	return first, nil
 }

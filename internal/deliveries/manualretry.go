@@ -1,4 +1,4 @@
-package delivery
+package deliveries
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/tracing"
@@ -67,13 +68,13 @@ func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Ac
 // disabled button and its note.
 func CircuitHold(state string, probeAt *time.Time) string {
 	switch state {
-	case CircuitOpen:
+	case delivery.CircuitOpen:
 		msg := "the subscription's circuit is open after failures in a row: nothing is sent to it until its probe"
 		if probeAt != nil {
 			msg += ", due at " + probeAt.UTC().Format(time.RFC3339)
 		}
 		return msg + "; retry now cannot skip that wait"
-	case CircuitHalfOpen:
+	case delivery.CircuitHalfOpen:
 		return "the subscription's circuit is half open: its probe attempt is being made, and nothing else is sent until it answers"
 	}
 	return ""
@@ -93,7 +94,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 	if err != nil {
 		return Delivery{}, err
 	}
-	if err := allowed(fromRow(cur), ep, actor); err != nil {
+	if err := allowed(FromRow(cur), ep, actor); err != nil {
 		return Delivery{}, err
 	}
 	if s.afterRead != nil {
@@ -131,7 +132,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 		if err != nil {
 			return Delivery{}, err
 		}
-		if err := allowed(fromRow(cur), ep, actor); err != nil {
+		if err := allowed(FromRow(cur), ep, actor); err != nil {
 			return Delivery{}, err
 		}
 		return Delivery{}, fault.New(fault.InvalidState, "the delivery changed while it was being retried; try again")
@@ -142,7 +143,7 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 	if err != nil {
 		return Delivery{}, fmt.Errorf("%s: %w", what, err)
 	}
-	return fromRow(out), nil
+	return FromRow(out), nil
 }
 
 // Endpoint is what the manual-retry rules need of a delivery's subscription.
@@ -209,7 +210,7 @@ func CanRetryNow(d Delivery, ep Endpoint, admin bool, maxManual int) error {
 	case RetryDiscarded:
 		return fault.New(fault.InvalidState, "the delivery was discarded")
 	case RetryNotWaiting:
-		if d.State == Pending {
+		if d.State == delivery.Pending {
 			return fault.New(fault.InvalidState, "the delivery has not been tried yet: it is sent as soon as it is due")
 		}
 		return fault.New(fault.InvalidState, "the delivery is %s: only a delivery waiting for a retry can be retried now", d.State)
@@ -242,7 +243,7 @@ func CheckRetry(d Delivery, ep Endpoint, admin bool, maxManual int) RetryBlock {
 		return RetryEndpointDeleted
 	case d.Discarded:
 		return RetryDiscarded
-	case !Retryable(d.State):
+	case !delivery.Retryable(d.State):
 		return RetryQueued
 	case !admin && d.ManualRetries >= maxManual:
 		return RetryCapped
