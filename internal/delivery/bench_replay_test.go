@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
+	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -52,7 +54,7 @@ func BenchmarkReplay100k(b *testing.B) {
 	insertDeliveries(b, e, live.ID, event, "pending", pendingRows, now)
 	e.vacuum()
 	to := now
-	filter := delivery.DeadFilter{SubscriptionID: &dead.ID, CreatedFrom: &from, CreatedTo: &to}
+	filter := replays.DeadFilter{SubscriptionID: &dead.ID, CreatedFrom: &from, CreatedTo: &to}
 
 	w := e.worker(delivery.WorkerOptions{BatchSize: 100, EndpointConcurrency: 100}, nil)
 	drain := func(ctx context.Context, stopAfter int) (int, time.Duration) {
@@ -70,14 +72,14 @@ func BenchmarkReplay100k(b *testing.B) {
 		return handled, time.Since(start)
 	}
 	replay := func() (uuid.UUID, time.Duration) {
-		r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: filter, Spread: time.Hour})
+		r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: filter, Spread: time.Hour})
 		if err != nil || r.Matched != int64(rows) {
 			b.Fatalf("replay matched %d of %d: %v", r.Matched, rows, err)
 		}
 		start := time.Now()
-		delivery.NewReplayRunner(rp, quietLog).Run(e.ctx, r.ID) // production pause between chunks
+		replays.NewReplayRunner(rp, quietLog).Run(e.ctx, r.ID) // production pause between chunks
 		d := time.Since(start)
-		if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayFinished || got.Scheduled != int64(rows) {
+		if got := e.getReplay(rp, r.ID); got.State != replays.ReplayFinished || got.Scheduled != int64(rows) {
 			b.Fatalf("replay: %+v", got)
 		}
 		return r.ID, d
@@ -136,4 +138,24 @@ func (e *env) vacuum() {
 	if _, err := e.pool.Exec(e.ctx, "VACUUM ANALYZE webhook_deliveries, webhook_attempts, subscriptions, events, replays"); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// Replays run on the API/dashboard pool (plans per call), as the server wires them.
+func (e *env) replays() *replays.Replays {
+	e.t.Helper()
+	pool, err := server.Connect(context.Background(), dbURL, 8, server.PlanPerCall)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(pool.Close)
+	return replays.NewReplays(pool, e.policy, e.clock.Now)
+}
+
+func (e *env) getReplay(rp *replays.Replays, id uuid.UUID) replays.Replay {
+	e.t.Helper()
+	r, err := rp.Get(e.ctx, id, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
 }

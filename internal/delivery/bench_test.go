@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkPublish(b *testing.B) {
 	for i := range 3 {
 		e.subscribe(fmt.Sprintf("http://127.0.0.1:1/%d", i), subscriptions.Input{})
 	}
-	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created",
+	in := publish.PublishInput{TenantID: e.tenant, EventType: "order.created",
 		Payload: json.RawMessage(`{"order":{"id":"ord_1","total":1250,"currency":"EUR","items":[{"sku":"a","qty":2}]}}`)}
 	for b.Loop() {
 		if _, err := e.pub.Publish(e.ctx, in); err != nil {
@@ -36,7 +37,7 @@ func BenchmarkPublish(b *testing.B) {
 func BenchmarkPublishConcurrent(b *testing.B) {
 	e := setup(b)
 	e.subscribe("http://127.0.0.1:1/one", subscriptions.Input{})
-	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created",
+	in := publish.PublishInput{TenantID: e.tenant, EventType: "order.created",
 		Payload: json.RawMessage(`{"order":{"id":"ord_1","total":1250,"currency":"EUR","items":[{"sku":"a","qty":2}]}}`)}
 	b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 publishers
 	b.RunParallel(func(pb *testing.PB) {

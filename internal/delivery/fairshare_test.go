@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -109,10 +110,10 @@ func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
 
 	// The backlogs are claimed first; then the quiet tenant publishes an event every 200 ms.
 	time.Sleep(500 * time.Millisecond)
-	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)
+	pub := publish.NewPublisher(e.pool, e.policy, time.Now)
 	sent := map[string]time.Time{}
 	for range 20 {
-		p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: other.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+		p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: other.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

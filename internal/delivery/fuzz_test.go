@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/hookline/hookline/internal/fault"
 )
 
 // Fuzz targets of the pure code: the deliveries list's state filter and cursor, and the webhook signature.
@@ -133,42 +131,6 @@ func FuzzSignVerify(f *testing.F) {
 		}
 		if _, err := Sign([]string{secret, anySecret}, msgID, ts, body); (err == nil) != (got != "") {
 			t.Fatalf("Sign with a valid secret and %q: %v, alone: %q", anySecret, err, got)
-		}
-	})
-}
-
-// FuzzParseStates parses arbitrary state lists: never a panic; an error is INVALID_REQUEST; otherwise every
-// state is a real one, listed once, and "retrying" alone asks for retrying pending deliveries only.
-func FuzzParseStates(f *testing.F) {
-	for _, s := range []string{"", ",", "dead", "retrying", "dead,retrying", "pending, delivered ,failed", "pending,pending",
-		"in_flight,expired", "DEAD", "dead,,dead", "retrying,retrying", "x", "\x00", "\xff", " , ", strings.Repeat("dead,", 300)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, list string) {
-		states, retrying, err := ParseStates(list)
-		if err != nil {
-			if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
-				t.Fatalf("ParseStates(%q): %v is not INVALID_REQUEST", list, err)
-			}
-			if states != nil || retrying != nil {
-				t.Fatalf("ParseStates(%q): error with a result", list)
-			}
-			return
-		}
-		seen := map[string]bool{}
-		for _, s := range states {
-			if !State(s).Valid() || seen[s] {
-				t.Fatalf("ParseStates(%q) = %v: invalid or repeated state", list, states)
-			}
-			seen[s] = true
-		}
-		if retrying != nil && (!*retrying || !slices.Equal(states, []string{string(Pending)})) {
-			t.Fatalf("ParseStates(%q) = %v, retrying %v", list, states, *retrying)
-		}
-		// What it returns parses to itself.
-		again, r2, err := ParseStates(strings.Join(states, ","))
-		if err != nil || !slices.Equal(again, states) || (retrying == nil && r2 != nil) {
-			t.Fatalf("ParseStates(%q) = %v, which parses to %v, %v, %v", list, states, again, r2, err)
 		}
 	})
 }

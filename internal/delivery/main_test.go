@@ -15,8 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -71,8 +73,8 @@ type env struct {
 	policy delivery.RetryPolicy
 	tenant uuid.UUID
 	subs   *subscriptions.Service
-	pub    *delivery.Publisher
-	svc    *delivery.Service
+	pub    *publish.Publisher
+	svc    *deliveries.Service
 	// plannedCompletions leaves the env's workers without a GenericPool, so every completion is planned
 	// with its batch (BenchmarkRecordSmallBatch's baseline).
 	plannedCompletions bool
@@ -109,8 +111,8 @@ func setup(t testing.TB) *env {
 	}
 	e.tenant = tn.ID
 	e.subs = subscriptions.NewService(pool, e.clock.Now, true)
-	e.pub = delivery.NewPublisher(pool, e.policy, e.clock.Now)
-	e.svc = delivery.NewService(pool, e.policy, e.clock.Now, 3, 100)
+	e.pub = publish.NewPublisher(pool, e.policy, e.clock.Now)
+	e.svc = deliveries.NewService(pool, e.policy, e.clock.Now, 3, 100)
 	return e
 }
 
@@ -138,9 +140,9 @@ func (e *env) subscribe(url string, in subscriptions.Input) (subscriptions.Subsc
 	return s, secret
 }
 
-func (e *env) publish(eventType, payload string) delivery.Published {
+func (e *env) publish(eventType, payload string) publish.Published {
 	e.t.Helper()
-	p, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: eventType, Payload: json.RawMessage(payload)})
+	p, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: eventType, Payload: json.RawMessage(payload)})
 	if err != nil {
 		e.t.Fatalf("publish: %v", err)
 	}
@@ -329,6 +331,6 @@ func containsAll(s string, subs ...string) bool {
 // setPolicy replaces the retry policy of the publisher, the service and workers made afterwards.
 func (e *env) setPolicy(p delivery.RetryPolicy) {
 	e.policy = p
-	e.pub = delivery.NewPublisher(e.pool, p, e.clock.Now)
-	e.svc = delivery.NewService(e.pool, p, e.clock.Now, 3, 100)
+	e.pub = publish.NewPublisher(e.pool, p, e.clock.Now)
+	e.svc = deliveries.NewService(e.pool, p, e.clock.Now, 3, 100)
 }

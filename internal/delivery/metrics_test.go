@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -37,7 +38,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 		e.subscribe(rc.URL(), subscriptions.Input{})
 	}
 
-	keyed := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "k-1"}
+	keyed := publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "k-1"}
 	first, err := e.pub.Publish(e.ctx, keyed)
 	if err != nil || len(first.Deliveries) != 3 {
 		t.Fatalf("publish: %v, %d deliveries", err, len(first.Deliveries))
@@ -46,7 +47,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 	if err != nil || again.ID != first.ID {
 		t.Fatalf("idempotent replay: %v, id %s want %s", err, again.ID, first.ID)
 	}
-	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`[1]`)}); err == nil {
+	if _, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`[1]`)}); err == nil {
 		t.Fatal("a refused publish was accepted")
 	}
 	e.publish("order.paid", `{"n":2}`)

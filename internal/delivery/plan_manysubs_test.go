@@ -271,3 +271,5 @@ func TestSubscriptionRowsStayOnTheirPages(t *testing.T) {
 		t.Errorf("%d of %d rows left their page", moved, 2*subs)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

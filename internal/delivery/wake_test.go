@@ -146,3 +146,12 @@ func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 	eventually(t, 5*time.Second, "the NOTIFY from elsewhere", func() bool { return woken.Load() == 2 })
 	eventually(t, 5*time.Second, "the delivery the NOTIFY from elsewhere woke the worker for", func() bool { return rc.hits() == 1 })
 }
+
+// stubLocal stands for a process's own worker (Publisher.Local): it counts wakes.
+type stubLocal struct {
+	wakes  atomic.Int32
+	origin string
+}
+
+func (l *stubLocal) Wake()          { l.wakes.Add(1) }
+func (l *stubLocal) Origin() string { return l.origin }

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -736,13 +737,13 @@ func TestTwoWorkersDeliverEachEventExactlyOnce(t *testing.T) {
 		t.Cleanup(func() { w.Stop(context.Background()) })
 	}
 
-	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)
+	pub := publish.NewPublisher(e.pool, e.policy, time.Now)
 	ids := make(chan string, events)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < events; i += 8 {
-				p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+				p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 				if err != nil {
 					t.Error(err)
 					return

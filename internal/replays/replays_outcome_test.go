@@ -1,4 +1,4 @@
-package delivery_test
+package replays_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -43,7 +44,7 @@ func TestReplayOutcome(t *testing.T) {
 	dead(subGone, 2)
 	dead(subFlaky, 1)
 
-	r1, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{TenantID: &e.tenant, CreatedFrom: &from, CreatedTo: &to},
+	r1, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{TenantID: &e.tenant, CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestReplayOutcome(t *testing.T) {
 	e.runner(rp).RunAll(e.ctx)
 	got := e.getReplay(rp, r1.ID)
 	// Scheduling is done; nothing is sent yet: finished is not settled.
-	if got.State != delivery.ReplayFinished || got.Scheduled != 7 || got.Pending != 7 || got.Delivered != 0 || got.Failed != 0 || got.Settled() {
+	if got.State != replays.ReplayFinished || got.Scheduled != 7 || got.Pending != 7 || got.Delivered != 0 || got.Failed != 0 || got.Settled() {
 		t.Fatalf("scheduled replay: %+v", got)
 	}
 
@@ -71,7 +72,7 @@ func TestReplayOutcome(t *testing.T) {
 			got.Delivered, got.Failed, got.Pending, got.TakenOver, got.Settled())
 	}
 	// The audit log counts the same.
-	page, err := rp.List(e.ctx, delivery.ReplayListFilter{})
+	page, err := rp.List(e.ctx, replays.ReplayListFilter{})
 	if err != nil || len(page.Items) != 1 || page.Items[0].Delivered != 4 || page.Items[0].Failed != 2 || page.Items[0].Pending != 1 {
 		t.Fatalf("audit log: %+v, %v", page.Items, err)
 	}
@@ -91,7 +92,7 @@ func TestReplayOutcome(t *testing.T) {
 	// delivery is counted twice, none pending for good.
 	w.Stop(context.Background())
 	later := e.clock.Now()
-	r2, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{SubscriptionID: &subGone.ID, CreatedFrom: &from, CreatedTo: &later},
+	r2, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &subGone.ID, CreatedFrom: &from, CreatedTo: &later},
 		Spread: time.Second, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestReplayOutcome(t *testing.T) {
 		t.Fatalf("second replay: %+v", second)
 	}
 	// A dry run schedules nothing and has nothing pending: settled at once.
-	dry, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &later}, DryRun: true})
+	dry, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &later}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func TestReplayOutcome(t *testing.T) {
 	}
 	// Dry runs and real replays are listed apart on request.
 	real, yes := false, true
-	if p, err := rp.List(e.ctx, delivery.ReplayListFilter{DryRun: &real}); err != nil || len(p.Items) != 2 {
+	if p, err := rp.List(e.ctx, replays.ReplayListFilter{DryRun: &real}); err != nil || len(p.Items) != 2 {
 		t.Fatalf("real replays: %d, %v", len(p.Items), err)
 	}
-	if p, err := rp.List(e.ctx, delivery.ReplayListFilter{DryRun: &yes}); err != nil || len(p.Items) != 1 || p.Items[0].ID != dry.ID {
+	if p, err := rp.List(e.ctx, replays.ReplayListFilter{DryRun: &yes}); err != nil || len(p.Items) != 1 || p.Items[0].ID != dry.ID {
 		t.Fatalf("dry runs: %+v, %v", p.Items, err)
 	}
 }
@@ -133,18 +134,18 @@ func TestRecoverPreviewsAreRateLimited(t *testing.T) {
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
 	other, _ := e.subscribe("http://127.0.0.1:1/b", subscriptions.Input{})
 	since := e.clock.Now().Add(-time.Hour)
-	for i := range delivery.RecoverPreviewBurst {
+	for i := range replays.RecoverPreviewBurst {
 		if _, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, true, "t"); err != nil {
 			t.Fatalf("preview %d: %v", i+1, err)
 		}
 	}
 	_, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, true, "t")
 	fe := wantFault(t, err, fault.RateLimited)
-	if fe.RetryAfter <= 0 || fe.RetryAfter > delivery.RecoverPreviewEvery {
+	if fe.RetryAfter <= 0 || fe.RetryAfter > replays.RecoverPreviewEvery {
 		t.Errorf("retry after %s", fe.RetryAfter)
 	}
-	if n := e.count("SELECT count(*) FROM replays WHERE subscription_id = $1", sub.ID); n != delivery.RecoverPreviewBurst {
-		t.Errorf("%d previews recorded, want %d", n, delivery.RecoverPreviewBurst)
+	if n := e.count("SELECT count(*) FROM replays WHERE subscription_id = $1", sub.ID); n != replays.RecoverPreviewBurst {
+		t.Errorf("%d previews recorded, want %d", n, replays.RecoverPreviewBurst)
 	}
 	if _, err := rp.Recover(e.ctx, e.tenant, other.ID, since, true, "t"); err != nil {
 		t.Errorf("another subscription's preview: %v", err)
@@ -152,7 +153,7 @@ func TestRecoverPreviewsAreRateLimited(t *testing.T) {
 	if _, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, false, "t"); err != nil {
 		t.Errorf("a real recover: %v", err)
 	}
-	e.clock.Advance(delivery.RecoverPreviewEvery)
+	e.clock.Advance(replays.RecoverPreviewEvery)
 	if _, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, true, "t"); err != nil {
 		t.Errorf("a preview once the bucket refilled: %v", err)
 	}
@@ -169,11 +170,11 @@ func TestReplayRunnerPacesChunks(t *testing.T) {
 	e.insert(rows{sub: sub.ID, n: 3500, state: delivery.Failed, reason: delivery.ReasonPermanentStatus,
 		createdAt: now.Add(-time.Hour), step: time.Millisecond})
 	from, to := now.Add(-2*time.Hour), now
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, Actor: "ops"})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := delivery.NewReplayRunner(rp, quietLog)
+	run := replays.NewReplayRunner(rp, quietLog)
 	run.SetChunkRate(5)
 	fake := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var waits []time.Duration
@@ -182,7 +183,7 @@ func TestReplayRunnerPacesChunks(t *testing.T) {
 		fake = fake.Add(d)
 	})
 	run.Run(e.ctx, r.ID)
-	if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayFinished || got.Scheduled != 3500 {
+	if got := e.getReplay(rp, r.ID); got.State != replays.ReplayFinished || got.Scheduled != 3500 {
 		t.Fatalf("replay: %+v", got)
 	}
 	if len(waits) != 4 {

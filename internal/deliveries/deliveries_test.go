@@ -1,4 +1,4 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"bytes"
@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
-func (e *env) retry(id uuid.UUID, actor delivery.Actor) delivery.Delivery {
+func (e *env) retry(id uuid.UUID, actor deliveries.Actor) deliveries.Delivery {
 	e.t.Helper()
 	d, err := e.svc.Retry(e.ctx, e.tenant, id, actor)
 	if err != nil {
@@ -43,7 +45,7 @@ func TestManualRetryStartsAFreshScheduleAndKeepsCounting(t *testing.T) {
 
 	// failed → pending
 	e.clock.Advance(2 * time.Hour)
-	d := e.retry(id, delivery.Actor{})
+	d := e.retry(id, deliveries.Actor{})
 	now := e.clock.Now()
 	if d.State != delivery.Pending || d.AttemptCount != 0 || d.TotalAttempts != 1 || d.ManualRetries != 1 ||
 		d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(now) || !d.GiveUpAt.Equal(now.Add(e.policy.Window)) || d.DeadReason != nil {
@@ -57,10 +59,10 @@ func TestManualRetryStartsAFreshScheduleAndKeepsCounting(t *testing.T) {
 
 	// failed → pending → delivered, then a resend of a delivered one
 	succeed.Store(true)
-	e.retry(id, delivery.Actor{})
+	e.retry(id, deliveries.Actor{})
 	e.runOnce(w)
 	e.wantState(id, delivery.Delivered, 1)
-	d = e.retry(id, delivery.Actor{})
+	d = e.retry(id, deliveries.Actor{})
 	if d.State != delivery.Pending || d.ManualRetries != 3 || d.TotalAttempts != 3 {
 		t.Fatalf("after resend: %+v", d)
 	}
@@ -68,9 +70,9 @@ func TestManualRetryStartsAFreshScheduleAndKeepsCounting(t *testing.T) {
 	e.wantState(id, delivery.Delivered, 1)
 
 	// The tenant's cap is 3; an admin is not capped and does not count.
-	_, err := e.svc.Retry(e.ctx, e.tenant, id, delivery.Actor{})
+	_, err := e.svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{})
 	wantFault(t, err, fault.MaxRetries)
-	if d := e.retry(id, delivery.Actor{Admin: true}); d.ManualRetries != 3 {
+	if d := e.retry(id, deliveries.Actor{Admin: true}); d.ManualRetries != 3 {
 		t.Errorf("an admin retry counted: manual_retries %d", d.ManualRetries)
 	}
 	e.runOnce(w)
@@ -104,7 +106,7 @@ func TestManualRetryOfExpiredGetsAFullSchedule(t *testing.T) {
 	e.runOnce(w)
 	e.wantState(id, delivery.Expired, 2)
 
-	e.retry(id, delivery.Actor{})
+	e.retry(id, deliveries.Actor{})
 	e.runOnce(w)
 	if d := e.wantState(id, delivery.Pending, 1); d.TotalAttempts != 3 {
 		t.Fatalf("total_attempts %d, want 3", d.TotalAttempts)
@@ -121,29 +123,26 @@ func TestManualRetryRefusedStates(t *testing.T) {
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})
 	pending := e.publishOne(`{}`)
-	_, err := e.svc.Retry(e.ctx, e.tenant, pending, delivery.Actor{})
+	_, err := e.svc.Retry(e.ctx, e.tenant, pending, deliveries.Actor{})
 	wantFault(t, err, fault.InvalidState)
-	_, err = e.svc.Retry(e.ctx, e.tenant, pending, delivery.Actor{Admin: true})
+	_, err = e.svc.Retry(e.ctx, e.tenant, pending, deliveries.Actor{Admin: true})
 	wantFault(t, err, fault.InvalidState)
 
-	w := e.worker(delivery.WorkerOptions{}, nil)
-	if _, _, err := w.Claim(e.ctx, 10); err != nil {
-		t.Fatal(err)
-	}
+	e.claim(10)
 	e.wantState(pending, delivery.InFlight, 0)
-	_, err = e.svc.Retry(e.ctx, e.tenant, pending, delivery.Actor{})
+	_, err = e.svc.Retry(e.ctx, e.tenant, pending, deliveries.Actor{})
 	wantFault(t, err, fault.InvalidState)
 
-	_, err = e.svc.Retry(e.ctx, e.tenant, uuid.New(), delivery.Actor{})
+	_, err = e.svc.Retry(e.ctx, e.tenant, uuid.New(), deliveries.Actor{})
 	wantFault(t, err, fault.NotFound)
 	other := setupOtherTenant(t, e)
-	_, err = e.svc.Retry(e.ctx, other.tenant, pending, delivery.Actor{Admin: true})
+	_, err = e.svc.Retry(e.ctx, other.tenant, pending, deliveries.Actor{Admin: true})
 	wantFault(t, err, fault.NotFound)
 }
 
 func TestManualRetryRateLimitedPerSubscription(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 100, 2) // 2 resends a minute
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 100, 2) // 2 resends a minute
 	rc := newReceiver(t, statuses(400))
 	a, _ := e.subscribe(rc.srv.URL+"/a", subscriptions.Input{})
 	for range 3 {
@@ -173,11 +172,11 @@ func TestManualRetryRateLimitedPerSubscription(t *testing.T) {
 	}
 
 	for _, id := range onA[:2] {
-		if _, err := svc.Retry(e.ctx, e.tenant, id, delivery.Actor{}); err != nil {
+		if _, err := svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = svc.Retry(e.ctx, e.tenant, onA[2], delivery.Actor{})
+	_, err = svc.Retry(e.ctx, e.tenant, onA[2], deliveries.Actor{})
 	fe := wantFault(t, err, fault.RateLimited)
 	if fe.RetryAfter <= 0 || fe.RetryAfter > 30*time.Second {
 		t.Errorf("RetryAfter %s, want within the 30 s a token takes", fe.RetryAfter)
@@ -186,20 +185,20 @@ func TestManualRetryRateLimitedPerSubscription(t *testing.T) {
 		t.Errorf("a limited retry changed the delivery: %s, %d", d.State, d.ManualRetries)
 	}
 	// Another subscription has its own budget.
-	if _, err := svc.Retry(e.ctx, e.tenant, onB[0], delivery.Actor{}); err != nil {
+	if _, err := svc.Retry(e.ctx, e.tenant, onB[0], deliveries.Actor{}); err != nil {
 		t.Errorf("another subscription was limited: %v", err)
 	}
 	e.clock.Advance(fe.RetryAfter)
-	if _, err := svc.Retry(e.ctx, e.tenant, onA[2], delivery.Actor{}); err != nil {
+	if _, err := svc.Retry(e.ctx, e.tenant, onA[2], deliveries.Actor{}); err != nil {
 		t.Errorf("after Retry-After: %v", err)
 	}
-	_, err = svc.Retry(e.ctx, e.tenant, onA[3], delivery.Actor{})
+	_, err = svc.Retry(e.ctx, e.tenant, onA[3], deliveries.Actor{})
 	wantFault(t, err, fault.RateLimited)
 }
 
 func TestConcurrentManualRetriesQueueOnce(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 100, 1000)
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 100, 1000)
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})
 	id := e.publishOne(`{}`)
@@ -211,7 +210,7 @@ func TestConcurrentManualRetriesQueueOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				_, err := svc.Retry(e.ctx, e.tenant, id, delivery.Actor{})
+				_, err := svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{})
 				if err == nil {
 					ok.Add(1)
 				} else if !fault.Is(err, fault.InvalidState) {
@@ -255,7 +254,7 @@ func TestDiscard(t *testing.T) {
 	}
 
 	list := func(states ...string) []uuid.UUID {
-		p, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{States: states, Limit: 100, WithTotal: true})
+		p, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{States: states, Limit: 100, WithTotal: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +283,7 @@ func TestDiscard(t *testing.T) {
 			t.Errorf("discarded delivery: %+v, %v", d.Delivery, err)
 		}
 		wantFault(t, e.svc.Discard(e.ctx, e.tenant, id), fault.InvalidState)
-		_, err = e.svc.Retry(e.ctx, e.tenant, id, delivery.Actor{Admin: true})
+		_, err = e.svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
 		wantFault(t, err, fault.InvalidState)
 	}
 	if n := len(list()); n != 5 {
@@ -348,7 +347,7 @@ func listFixture(t *testing.T, e *env) (rows []listRow, sub1, sub2 uuid.UUID, t0
 }
 
 // listAll follows cursors to the end and checks each page.
-func listAll(t *testing.T, e *env, f delivery.Filter) (ids []uuid.UUID, pages int) {
+func listAll(t *testing.T, e *env, f deliveries.Filter) (ids []uuid.UUID, pages int) {
 	t.Helper()
 	seen := map[uuid.UUID]bool{}
 	for {
@@ -389,26 +388,26 @@ func TestListFilters(t *testing.T) {
 	ptr := func(x time.Time) *time.Time { return &x }
 	cases := []struct {
 		name string
-		f    delivery.Filter
+		f    deliveries.Filter
 		keep func(listRow) bool
 	}{
-		{"all", delivery.Filter{}, func(listRow) bool { return true }},
-		{"subscription", delivery.Filter{SubscriptionID: &sub2}, func(r listRow) bool { return r.sub == sub2 }},
-		{"dead", delivery.Filter{States: []string{"dead"}}, func(r listRow) bool { return r.state == "failed" || r.state == "expired" }},
-		{"retrying", delivery.Filter{States: []string{"retrying"}}, func(r listRow) bool { return r.state == "pending" && r.total > 0 }},
-		{"pending", delivery.Filter{States: []string{"pending"}}, func(r listRow) bool { return r.state == "pending" }},
-		{"delivered,in_flight", delivery.Filter{States: []string{"delivered", "in_flight"}}, func(r listRow) bool { return r.state == "delivered" || r.state == "in_flight" }},
-		{"expired", delivery.Filter{States: []string{"expired"}}, func(r listRow) bool { return r.state == "expired" }},
-		{"event type", delivery.Filter{EventType: "b.type"}, func(r listRow) bool { return r.eventType == "b.type" }},
-		{"since until", delivery.Filter{Since: ptr(t0.Add(3 * time.Minute)), Until: ptr(t0.Add(6 * time.Minute))},
+		{"all", deliveries.Filter{}, func(listRow) bool { return true }},
+		{"subscription", deliveries.Filter{SubscriptionID: &sub2}, func(r listRow) bool { return r.sub == sub2 }},
+		{"dead", deliveries.Filter{States: []string{"dead"}}, func(r listRow) bool { return r.state == "failed" || r.state == "expired" }},
+		{"retrying", deliveries.Filter{States: []string{"retrying"}}, func(r listRow) bool { return r.state == "pending" && r.total > 0 }},
+		{"pending", deliveries.Filter{States: []string{"pending"}}, func(r listRow) bool { return r.state == "pending" }},
+		{"delivered,in_flight", deliveries.Filter{States: []string{"delivered", "in_flight"}}, func(r listRow) bool { return r.state == "delivered" || r.state == "in_flight" }},
+		{"expired", deliveries.Filter{States: []string{"expired"}}, func(r listRow) bool { return r.state == "expired" }},
+		{"event type", deliveries.Filter{EventType: "b.type"}, func(r listRow) bool { return r.eventType == "b.type" }},
+		{"since until", deliveries.Filter{Since: ptr(t0.Add(3 * time.Minute)), Until: ptr(t0.Add(6 * time.Minute))},
 			func(r listRow) bool {
 				return !r.created.Before(t0.Add(3*time.Minute)) && r.created.Before(t0.Add(6*time.Minute))
 			}},
-		{"sub1 dead since", delivery.Filter{SubscriptionID: &sub1, States: []string{"dead"}, Since: ptr(t0.Add(2 * time.Minute))},
+		{"sub1 dead since", deliveries.Filter{SubscriptionID: &sub1, States: []string{"dead"}, Since: ptr(t0.Add(2 * time.Minute))},
 			func(r listRow) bool {
 				return r.sub == sub1 && (r.state == "failed" || r.state == "expired") && !r.created.Before(t0.Add(2*time.Minute))
 			}},
-		{"no match", delivery.Filter{EventType: "c.type"}, func(listRow) bool { return false }},
+		{"no match", deliveries.Filter{EventType: "c.type"}, func(listRow) bool { return false }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -439,13 +438,13 @@ func TestListFilters(t *testing.T) {
 	if len(rows) != 15 {
 		t.Fatalf("fixture has %d deliveries, want 15", len(rows))
 	}
-	for _, f := range []delivery.Filter{{States: []string{"bogus"}}, {States: []string{"pending,nope"}}, {Limit: delivery.MaxPageSize + 1}} {
+	for _, f := range []deliveries.Filter{{States: []string{"bogus"}}, {States: []string{"pending,nope"}}, {Limit: deliveries.MaxPageSize + 1}} {
 		_, err := e.svc.List(e.ctx, e.tenant, f)
 		wantFault(t, err, fault.InvalidRequest)
 	}
 	// Another tenant sees none of them.
 	other := setupOtherTenant(t, e)
-	if p, err := e.svc.List(e.ctx, other.tenant, delivery.Filter{}); err != nil || len(p.Items) != 0 {
+	if p, err := e.svc.List(e.ctx, other.tenant, deliveries.Filter{}); err != nil || len(p.Items) != 0 {
 		t.Errorf("another tenant listed %d deliveries (%v)", len(p.Items), err)
 	}
 }
@@ -458,7 +457,7 @@ func TestListKeysetPagination(t *testing.T) {
 		all = append(all, r.id)
 	}
 	for _, limit := range []int{1, 4, 5, 14, 15, 100} {
-		got, pages := listAll(t, e, delivery.Filter{Limit: limit, WithTotal: true})
+		got, pages := listAll(t, e, deliveries.Filter{Limit: limit, WithTotal: true})
 		if !slices.Equal(got, all) {
 			t.Errorf("limit %d: pages are not disjoint and complete in order: got %d ids", limit, len(got))
 		}
@@ -472,16 +471,16 @@ func TestListKeysetPagination(t *testing.T) {
 			typeB = append(typeB, r.id)
 		}
 	}
-	if got, _ := listAll(t, e, delivery.Filter{Limit: 3, EventType: "b.type"}); !slices.Equal(got, typeB) {
+	if got, _ := listAll(t, e, deliveries.Filter{Limit: 3, EventType: "b.type"}); !slices.Equal(got, typeB) {
 		t.Errorf("filtered pagination: %v, want %v", got, typeB)
 	}
 	// A page's cursor stays valid while new deliveries arrive: they are newer, so never on later pages.
-	p, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{Limit: 5})
+	p, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.publish("b.type", `{}`)
-	rest, _ := listAll(t, e, delivery.Filter{Limit: 5, Cursor: p.NextCursor})
+	rest, _ := listAll(t, e, deliveries.Filter{Limit: 5, Cursor: p.NextCursor})
 	if !slices.Equal(rest, all[5:]) {
 		t.Errorf("after new arrivals the cursor's next pages changed")
 	}
@@ -492,7 +491,7 @@ func TestListRejectsBadCursor(t *testing.T) {
 	enc := base64.RawURLEncoding.EncodeToString
 	for _, c := range []string{"garbage!", "%%%", enc([]byte("{}")), enc([]byte(`{"t":"x","i":"y"}`)), enc([]byte("not json")),
 		enc([]byte(`{"t":"2026-01-01T00:00:00Z","i":"00000000-0000-0000-0000-000000000000"}`))} {
-		_, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{Cursor: c})
+		_, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{Cursor: c})
 		if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
 			t.Errorf("cursor %q: %v, want INVALID_REQUEST", c, err)
 		}
@@ -512,7 +511,7 @@ func TestListTotalCountUpTo(t *testing.T) {
 		total   int64
 		atLeast bool
 	}{{0, 5, false}, {3, 3, true}, {5, 5, true}, {6, 5, false}} {
-		page, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{SubscriptionID: &sub.ID, WithTotal: true, CountUpTo: c.upTo, Limit: 2})
+		page, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{SubscriptionID: &sub.ID, WithTotal: true, CountUpTo: c.upTo, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,4 +519,28 @@ func TestListTotalCountUpTo(t *testing.T) {
 			t.Errorf("CountUpTo %d: total %v at least %v items %d, want %d %v 2", c.upTo, deref(page.Total), deref(page.TotalAtLeast), len(page.Items), c.total, c.atLeast)
 		}
 	}
+}
+
+// claim takes up to n due deliveries in flight under a lease of a minute, with the worker's statement.
+func (e *env) claim(n int) {
+	e.t.Helper()
+	now := e.clock.Now()
+	if _, err := e.q.ClaimDeliveries(e.ctx, db.ClaimDeliveriesParams{
+		Now: now, Max: int32(n), LeaseExpiresAt: now.Add(time.Minute), LeaseID: uuid.New(), Cap: 10,
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// setupOtherTenant returns an env sharing e's database and clock, for a second tenant.
+func setupOtherTenant(t *testing.T, e *env) *env {
+	o := *e
+	var id string
+	if err := e.pool.QueryRow(e.ctx, "INSERT INTO tenants (name) VALUES ('other') RETURNING id::text").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.tenant.UnmarshalText([]byte(id)); err != nil {
+		t.Fatal(err)
+	}
+	return &o
 }

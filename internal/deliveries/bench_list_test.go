@@ -1,4 +1,4 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -38,12 +38,12 @@ func BenchmarkListAtScale(b *testing.B) {
 	if _, err := e.pool.Exec(e.ctx, "VACUUM ANALYZE webhook_deliveries"); err != nil {
 		b.Fatal(err)
 	}
-	deep, err := e.svc.List(e.ctx, e.tenant, delivery.Filter{SubscriptionID: &good.ID, Limit: 100})
+	deep, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{SubscriptionID: &good.ID, Limit: 100})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for range 50 { // a cursor 5,000 rows deep
-		deep, err = e.svc.List(e.ctx, e.tenant, delivery.Filter{SubscriptionID: &good.ID, Limit: 100, Cursor: deep.NextCursor})
+		deep, err = e.svc.List(e.ctx, e.tenant, deliveries.Filter{SubscriptionID: &good.ID, Limit: 100, Cursor: deep.NextCursor})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,14 +51,14 @@ func BenchmarkListAtScale(b *testing.B) {
 	since := now.Add(-10 * 24 * time.Hour)
 	cases := []struct {
 		name string
-		f    delivery.Filter
+		f    deliveries.Filter
 	}{
-		{"subscription first page", delivery.Filter{SubscriptionID: &good.ID, Limit: 25}},
-		{"subscription page 5000 rows deep", delivery.Filter{SubscriptionID: &good.ID, Limit: 25, Cursor: deep.NextCursor}},
-		{"tenant dead", delivery.Filter{States: []string{"dead"}, Limit: 50}},
-		{"subscription dead with capped count", delivery.Filter{SubscriptionID: &bad.ID, States: []string{"dead"}, Limit: 25, WithTotal: true, CountUpTo: 10000}},
-		{"subscription event type since", delivery.Filter{SubscriptionID: &good.ID, EventType: "invoice.paid", Since: &since, Limit: 25}},
-		{"dashboard page with capped count", delivery.Filter{SubscriptionID: &good.ID, Limit: 25, WithTotal: true, CountUpTo: 10000}},
+		{"subscription first page", deliveries.Filter{SubscriptionID: &good.ID, Limit: 25}},
+		{"subscription page 5000 rows deep", deliveries.Filter{SubscriptionID: &good.ID, Limit: 25, Cursor: deep.NextCursor}},
+		{"tenant dead", deliveries.Filter{States: []string{"dead"}, Limit: 50}},
+		{"subscription dead with capped count", deliveries.Filter{SubscriptionID: &bad.ID, States: []string{"dead"}, Limit: 25, WithTotal: true, CountUpTo: 10000}},
+		{"subscription event type since", deliveries.Filter{SubscriptionID: &good.ID, EventType: "invoice.paid", Since: &since, Limit: 25}},
+		{"dashboard page with capped count", deliveries.Filter{SubscriptionID: &good.ID, Limit: 25, WithTotal: true, CountUpTo: 10000}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -1,10 +1,11 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"net/http"
 	"sync/atomic"
 	"testing"
 
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -27,7 +28,7 @@ func TestRetryNow(t *testing.T) {
 	id := e.publishOne(`{}`)
 
 	// Not tried yet: nothing to cut short.
-	_, err := e.svc.RetryNow(e.ctx, e.tenant, id, delivery.Actor{})
+	_, err := e.svc.RetryNow(e.ctx, e.tenant, id, deliveries.Actor{})
 	wantFault(t, err, fault.InvalidState)
 
 	w := e.worker(delivery.WorkerOptions{}, nil)
@@ -41,7 +42,7 @@ func TestRetryNow(t *testing.T) {
 		t.Fatalf("worker sent %d before the backoff", n)
 	}
 
-	d, err := e.svc.RetryNow(e.ctx, e.tenant, id, delivery.Actor{})
+	d, err := e.svc.RetryNow(e.ctx, e.tenant, id, deliveries.Actor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestRetryNow(t *testing.T) {
 	}
 
 	// The API's retry is for finished deliveries; Retry now for waiting ones only.
-	_, err = e.svc.RetryNow(e.ctx, e.tenant, id, delivery.Actor{})
+	_, err = e.svc.RetryNow(e.ctx, e.tenant, id, deliveries.Actor{})
 	wantFault(t, err, fault.InvalidState)
 	if d := e.delivery(id); d.ManualRetries != 1 {
 		t.Errorf("a refused retry now counted: %d", d.ManualRetries)
@@ -66,7 +67,7 @@ func TestRetryNow(t *testing.T) {
 
 func TestRetryNowCappedAndLimited(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 1, 2) // cap 1, 2 resends a minute
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 1, 2) // cap 1, 2 resends a minute
 	rc := newReceiver(t, statuses(503))
 	e.subscribe(rc.URL(), subscriptions.Input{})
 	ida, idb := e.publishOne(`{}`), e.publishOne(`{}`)
@@ -74,24 +75,24 @@ func TestRetryNowCappedAndLimited(t *testing.T) {
 	e.runOnce(w)
 	e.wantState(ida, delivery.Pending, 1)
 	e.wantState(idb, delivery.Pending, 1)
-	if _, err := svc.RetryNow(e.ctx, e.tenant, ida, delivery.Actor{}); err != nil {
+	if _, err := svc.RetryNow(e.ctx, e.tenant, ida, deliveries.Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	e.runOnce(w) // fails again: back to waiting
 	e.wantState(ida, delivery.Pending, 2)
-	_, err := svc.RetryNow(e.ctx, e.tenant, ida, delivery.Actor{})
+	_, err := svc.RetryNow(e.ctx, e.tenant, ida, deliveries.Actor{})
 	wantFault(t, err, fault.MaxRetries)
-	if _, err := svc.RetryNow(e.ctx, e.tenant, ida, delivery.Actor{Admin: true}); err != nil {
+	if _, err := svc.RetryNow(e.ctx, e.tenant, ida, deliveries.Actor{Admin: true}); err != nil {
 		t.Errorf("an admin is not capped: %v", err)
 	}
 	// The bucket (2 a minute) is shared with resends: the admin's took the second token.
-	_, err = svc.RetryNow(e.ctx, e.tenant, idb, delivery.Actor{})
+	_, err = svc.RetryNow(e.ctx, e.tenant, idb, deliveries.Actor{})
 	fe := wantFault(t, err, fault.RateLimited)
 	if d := e.delivery(idb); d.ManualRetries != 0 || !d.NextAttemptAt.After(e.clock.Now()) {
 		t.Errorf("a limited retry now changed the delivery: %d, next %s", d.ManualRetries, d.NextAttemptAt)
 	}
 	e.clock.Advance(fe.RetryAfter)
-	if _, err := svc.RetryNow(e.ctx, e.tenant, idb, delivery.Actor{}); err != nil {
+	if _, err := svc.RetryNow(e.ctx, e.tenant, idb, deliveries.Actor{}); err != nil {
 		t.Errorf("after Retry-After: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package delivery_test
+package publish_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -75,7 +75,7 @@ func TestPublishIdempotencyKey(t *testing.T) {
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
 	e.subscribe("http://127.0.0.1:1/b", subscriptions.Input{})
-	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "key-1"}
+	in := publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "key-1"}
 	first, err := e.pub.Publish(e.ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +100,9 @@ func TestPublishIdempotencyKey(t *testing.T) {
 		t.Errorf("%d deliveries stored, want 2", n)
 	}
 
-	for name, change := range map[string]func(*delivery.PublishInput){
-		"other payload":    func(in *delivery.PublishInput) { in.Payload = json.RawMessage(`{"n":2}`) },
-		"other event type": func(in *delivery.PublishInput) { in.EventType = "order.paid" },
+	for name, change := range map[string]func(*publish.PublishInput){
+		"other payload":    func(in *publish.PublishInput) { in.Payload = json.RawMessage(`{"n":2}`) },
+		"other event type": func(in *publish.PublishInput) { in.EventType = "order.paid" },
 	} {
 		in2 := in
 		change(&in2)
@@ -153,12 +153,12 @@ func TestPublishRejectsInvalidInput(t *testing.T) {
 		{"order.created", "{\"a\":\"\xff\xfe\"}"}, {"order.created", "{\"\xc3\":1}"}, // invalid UTF-8 inside strings
 	}
 	for _, c := range cases {
-		_, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: c.eventType, Payload: json.RawMessage(c.payload)})
+		_, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: c.eventType, Payload: json.RawMessage(c.payload)})
 		if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidRequest {
 			t.Errorf("Publish(%q, %q) = %v, want INVALID_REQUEST", c.eventType, c.payload, err)
 		}
 	}
-	_, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "a", Payload: json.RawMessage(`{}`),
+	_, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "a", Payload: json.RawMessage(`{}`),
 		IdempotencyKey: strings.Repeat("k", 256)})
 	wantFault(t, err, fault.InvalidRequest)
 	if n := e.count("SELECT count(*) FROM events"); n != 0 {
@@ -176,8 +176,8 @@ func TestPublishBatch(t *testing.T) {
 	created, _ := e.subscribe("http://127.0.0.1:1/created", types("order.created"))
 	other := setupOtherTenant(t, e)
 	otherSub, _ := other.subscribe("http://127.0.0.1:1/other", types())
-	in := func(tenant uuid.UUID, typ, key string) delivery.PublishInput {
-		return delivery.PublishInput{TenantID: tenant, EventType: typ, Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: key}
+	in := func(tenant uuid.UUID, typ, key string) publish.PublishInput {
+		return publish.PublishInput{TenantID: tenant, EventType: typ, Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: key}
 	}
 	only := in(e.tenant, "order.created", "")
 	only.OnlySubscription = &created.ID
@@ -271,9 +271,9 @@ func TestPublishFansOutToPrefixPatterns(t *testing.T) {
 		}
 	}
 
-	var batch []delivery.PublishInput
+	var batch []publish.PublishInput
 	for _, typ := range order {
-		batch = append(batch, delivery.PublishInput{TenantID: e.tenant, EventType: typ, Payload: json.RawMessage(`{}`)})
+		batch = append(batch, publish.PublishInput{TenantID: e.tenant, EventType: typ, Payload: json.RawMessage(`{}`)})
 	}
 	for i, got := range e.pub.PublishTogether(batch...) {
 		if got.Err != nil || !got.Stored || !reflect.DeepEqual(got.Deliveries, want[order[i]]) {
@@ -311,8 +311,8 @@ func TestPublishFanOutUsesTenantIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	pub := delivery.NewPublisher(pool, e.policy, e.clock.Now)
-	p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "invoice.line.added", Payload: json.RawMessage(`{}`)})
+	pub := publish.NewPublisher(pool, e.policy, e.clock.Now)
+	p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "invoice.line.added", Payload: json.RawMessage(`{}`)})
 	if err != nil || len(p.Deliveries) != 1 {
 		t.Fatalf("publish: %+v, %v", p, err)
 	}
@@ -353,7 +353,7 @@ func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			payload := fmt.Sprintf(`{"n": %d, "bad": %t}`, i, i%2 == 1)
-			_, errs[i] = e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: fmt.Sprintf("batch.e%d", i), Payload: json.RawMessage(payload)})
+			_, errs[i] = e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: fmt.Sprintf("batch.e%d", i), Payload: json.RawMessage(payload)})
 		})
 	}
 	wg.Wait()
@@ -371,7 +371,7 @@ func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
 	if got := asked["batch.e3"]; got != `{"n":3,"bad":true}` {
 		t.Errorf("the check got %q, want the compacted payload", got)
 	}
-	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "subscription.failing",
+	if _, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "subscription.failing",
 		Payload: json.RawMessage(`{"bad": true}`), Internal: true}); err != nil {
 		t.Errorf("an internal event was checked: %v", err)
 	}

@@ -1,14 +1,17 @@
-package delivery_test
+package publish_test
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -118,7 +121,7 @@ func TestPublishClaimForAStoppedWorkerGivesTheRowsBack(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stop waited for a publish's claim")
 	}
-	ids, err := e.pub.PublishAndClaim(e.ctx, w, reserved, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+	ids, err := e.pub.PublishAndClaim(e.ctx, w, reserved, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func TestIdempotentPublishReturnsTheAnswerAsSent(t *testing.T) {
 	defer w.Stop(context.Background())
 	e.pub.Local = w
 
-	in := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "order-1"}
+	in := publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "order-1"}
 	first, err := e.pub.Publish(e.ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -243,8 +246,8 @@ func TestAPublishThatClaimedNothingFreesTheFetcher(t *testing.T) {
 		t.Fatal("an idle running worker refused a publish's claim")
 	}
 	w.Wake() // the fetcher leaves its idle wait (if it was in it) and finds all four slots reserved
-	eventually(t, 5*time.Second, "the fetcher to wait for a slot", delivery.FetcherWaitsForSlot)
-	ids, err := e.pub.PublishAndClaim(e.ctx, w, reserved, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+	eventually(t, 5*time.Second, "the fetcher to wait for a slot", fetcherWaitsForSlot)
+	ids, err := e.pub.PublishAndClaim(e.ctx, w, reserved, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,4 +259,29 @@ func TestAPublishThatClaimedNothingFreesTheFetcher(t *testing.T) {
 	}
 	w.Wake()
 	eventually(t, 5*time.Second, "the delivery sent after the resume", func() bool { return rc.hits() == 1 })
+}
+
+// fetcherWaitsForSlot reports whether a worker's fetcher is blocked in its own select (not idle's): with
+// every slot taken, that is the wait for a freed one. Read from the goroutines' stacks, since nothing else
+// in the worker says so.
+func fetcherWaitsForSlot() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) < 4 || !strings.Contains(lines[0], "[select") {
+			continue
+		}
+		// lines[1:3] are runtime.selectgo and its file; the next frame is the one that selects.
+		for i := 1; i+1 < len(lines); i += 2 {
+			if strings.HasPrefix(lines[i], "runtime.") {
+				continue
+			}
+			if strings.Contains(lines[i], "delivery.(*Worker).fetch(") {
+				return true
+			}
+			break
+		}
+	}
+	return false
 }

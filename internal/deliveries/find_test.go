@@ -1,11 +1,11 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,8 +55,8 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc := delivery.NewService(pool, e.policy, e.clock.Now, 3, 60)
-	page, err := svc.List(e.ctx, e.tenant, delivery.Filter{EventID: &event, Limit: 100, WithTotal: true})
+	svc := deliveries.NewService(pool, e.policy, e.clock.Now, 3, 60)
+	page, err := svc.List(e.ctx, e.tenant, deliveries.Filter{EventID: &event, Limit: 100, WithTotal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	svc := delivery.NewService(pool, e.policy, e.clock.Now, 3, 60)
+	svc := deliveries.NewService(pool, e.policy, e.clock.Now, 3, 60)
 	for _, c := range []struct {
 		states []string
 		want   int    // rows of these states
@@ -145,7 +145,7 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 		{[]string{"dead"}, 60, "webhook_deliveries_dead_"}, // any of the dead-letter partial indexes
 		{[]string{"delivered"}, 30000 - 120, "webhook_deliveries_tenant_created_idx"},
 	} {
-		page, err := svc.List(e.ctx, e.tenant, delivery.Filter{States: c.states, Limit: 100, WithTotal: true})
+		page, err := svc.List(e.ctx, e.tenant, deliveries.Filter{States: c.states, Limit: 100, WithTotal: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -17,7 +18,7 @@ import (
 // guard keeps concurrent retries of one dead delivery from queueing it twice.
 func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})
 	id := e.publishOne(`{}`)
@@ -31,7 +32,7 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 		for range 8 {
 			wg.Go(func() {
 				<-start
-				_, err := svc.Retry(e.ctx, e.tenant, id, delivery.Actor{Admin: true})
+				_, err := svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
 				if err == nil {
 					ok.Add(1)
 				} else if !fault.Is(err, fault.InvalidState) {
@@ -53,7 +54,7 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 // so it must not queue the delivered row again (it did: the endpoint received it twice).
 func TestAdminRetryOfAVersionAlreadyResentIsRefused(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
 	var ok atomic.Bool
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		if ok.Load() {
@@ -77,14 +78,14 @@ func TestAdminRetryOfAVersionAlreadyResentIsRefused(t *testing.T) {
 		{
 			// The other admin's retry, sent and delivered meanwhile (the clock moves on, as it does).
 			e.clock.Advance(time.Second)
-			if _, err := svc.Retry(e.ctx, e.tenant, id, delivery.Actor{Admin: true}); err != nil {
+			if _, err := svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true}); err != nil {
 				t.Errorf("the other admin's retry: %v", err)
 			}
 			e.runOnce(w)
 			e.wantState(id, delivery.Delivered, 1)
 		}
 	})
-	_, err := svc.Retry(e.ctx, e.tenant, id, delivery.Actor{Admin: true})
+	_, err := svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
 	wantFault(t, err, fault.InvalidState)
 	e.wantState(id, delivery.Delivered, 1)
 	if n := e.runOnce(w); n != 0 {
@@ -100,7 +101,7 @@ func TestAdminRetryOfAVersionAlreadyResentIsRefused(t *testing.T) {
 // counted, no token taken from the resend bucket, the schedule unchanged.
 func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
 	e := setup(t)
-	svc := delivery.NewService(e.pool, e.policy, e.clock.Now, 3, 1) // one resend a minute
+	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1) // one resend a minute
 	rc := newReceiver(t, statuses(503))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
 	id := e.publishOne(`{}`)
@@ -109,7 +110,7 @@ func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
 	before := e.wantState(id, delivery.Pending, 1)
 	probeAt := e.clock.Now().Add(time.Minute)
 
-	for _, actor := range []delivery.Actor{{}, {Admin: true}} {
+	for _, actor := range []deliveries.Actor{{}, {Admin: true}} {
 		_, err := svc.RetryNow(e.ctx, e.tenant, id, actor)
 		fe := wantFault(t, err, fault.InvalidState)
 		if !strings.Contains(fe.Message, "circuit is open") || !strings.Contains(fe.Message, probeAt.UTC().Format(time.RFC3339)) {

@@ -1,4 +1,4 @@
-package delivery_test
+package replays_test
 
 import (
 	"context"
@@ -6,34 +6,9 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/server"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
-
-// The NOTIFY a publish sends in the background gives up on a database that stopped answering (a crashed
-// primary's machine, a partition), so it does not hold its connection until TCP gives up, minutes later.
-func TestNotifyGivesUpOnASilentDatabase(t *testing.T) {
-	e := setup(t)
-	proxy, proxied := startFlakyProxy(t, dbURL)
-	pool, err := server.Connect(context.Background(), proxied, 2, server.PlanGeneric)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		proxy.Close() // else closing the pool waits for the frozen connections
-		pool.Close()
-	}()
-	pub := delivery.NewPublisher(pool, e.policy, e.clock.Now)
-	proxy.Freeze()
-	select {
-	case err := <-pub.WakeWorkers(200 * time.Millisecond):
-		if err == nil {
-			t.Fatal("a NOTIFY on a silent database succeeded")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the NOTIFY on a silent database still waits after 10 s (its timeout: 200 ms)")
-	}
-}
 
 // A replay chunk that waits on a lock (another transaction holds the deliveries' table) is cut off after
 // ChunkTimeout and counts as a failed chunk, the database being there: after MaxFailures the replay is
@@ -45,11 +20,11 @@ func TestReplayChunkStuckOnALockIsCutOff(t *testing.T) {
 	from := e.clock.Now().Add(-time.Hour)
 	e.insert(rows{sub: sub.ID, n: 10, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayRunning {
+	if got := e.getReplay(rp, r.ID); got.State != replays.ReplayRunning {
 		t.Fatalf("replay %+v, want it running", got)
 	}
 	holder, err := e.pool.Begin(e.ctx)
@@ -76,7 +51,7 @@ func TestReplayChunkStuckOnALockIsCutOff(t *testing.T) {
 	if err := holder.Rollback(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayFailed || got.Scheduled != 0 || got.Error == "" {
+	if got := e.getReplay(rp, r.ID); got.State != replays.ReplayFailed || got.Scheduled != 0 || got.Error == "" {
 		t.Fatalf("after a chunk stuck on a lock: %+v, want it failed, nothing scheduled, with the error", got)
 	}
 }

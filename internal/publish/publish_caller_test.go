@@ -1,4 +1,4 @@
-package delivery_test
+package publish_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,8 +19,8 @@ import (
 func TestPublishRetriedAloneOnlyForCallersStillThere(t *testing.T) {
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
-	in := func(tenant uuid.UUID) delivery.PublishInput {
-		return delivery.PublishInput{TenantID: tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)}
+	in := func(tenant uuid.UUID) publish.PublishInput {
+		return publish.PublishInput{TenantID: tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)}
 	}
 	gone, leave := context.WithCancel(e.ctx)
 	leave()
@@ -75,14 +75,14 @@ func (e *env) lockSubscription(id uuid.UUID) (release func()) {
 }
 
 type publishOutcome struct {
-	out delivery.Published
+	out publish.Published
 	err error
 }
 
 func (e *env) publishAsync(ctx context.Context, tenant uuid.UUID) chan publishOutcome {
 	res := make(chan publishOutcome, 1)
 	go func() {
-		out, err := e.pub.Publish(ctx, delivery.PublishInput{TenantID: tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+		out, err := e.pub.Publish(ctx, publish.PublishInput{TenantID: tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
 		res <- publishOutcome{out, err}
 	}()
 	return res

@@ -1,4 +1,4 @@
-package delivery_test
+package replays_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
@@ -19,7 +20,7 @@ func TestReplaySurvivesTheDatabaseGoingAway(t *testing.T) {
 	from := e.clock.Now().Add(-time.Hour)
 	e.insert(rows{sub: sub.ID, n: 1500, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,17 +31,17 @@ func TestReplaySurvivesTheDatabaseGoingAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	run := e.runner(delivery.NewReplays(pool, e.policy, e.clock.Now))
+	run := e.runner(replays.NewReplays(pool, e.policy, e.clock.Now))
 	run.MaxFailures = 1 // the first counted failure fails the replay
 
 	pool.Reset()        // the next chunk needs a new connection,
 	proxy.Drop.Store(1) // which is refused; the one after it goes through
 	run.Run(e.ctx, r.ID)
-	if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayRunning || got.Scheduled != 0 || got.Error != "" {
+	if got := e.getReplay(rp, r.ID); got.State != replays.ReplayRunning || got.Scheduled != 0 || got.Error != "" {
 		t.Fatalf("after a chunk failed with the database away: %+v, want it running, untouched", got)
 	}
 	run.Run(e.ctx, r.ID)
-	if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayFinished || got.Scheduled != 1500 {
+	if got := e.getReplay(rp, r.ID); got.State != replays.ReplayFinished || got.Scheduled != 1500 {
 		t.Fatalf("once the database answered: %+v, want it finished with all 1500 scheduled", got)
 	}
 }

@@ -1,4 +1,4 @@
-package delivery_test
+package replays_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,7 +60,7 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	rp := delivery.NewReplays(pool, e.policy, e.clock.Now)
+	rp := replays.NewReplays(pool, e.policy, e.clock.Now)
 	conn, err := pool.Acquire(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +73,12 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 
 	for _, c := range []struct {
 		what  string
-		f     delivery.DeadFilter
+		f     replays.DeadFilter
 		index string
 	}{
 		// Either dead-letter index (by creation, or by death for a bitmap of the range) serves every tenant.
-		{"every tenant", delivery.DeadFilter{}, "Index Scan"},
-		{"one tenant", delivery.DeadFilter{TenantID: &e.tenant}, "webhook_deliveries_dead_idx"},
+		{"every tenant", replays.DeadFilter{}, "Index Scan"},
+		{"one tenant", replays.DeadFilter{TenantID: &e.tenant}, "webhook_deliveries_dead_idx"},
 	} {
 		if _, err := rp.DeadOverview(e.ctx, c.f); err != nil { // warm the cache, as a page in use is
 			t.Fatal(err)
@@ -93,10 +94,10 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 		for _, h := range o.Hours {
 			counted += h.Deliveries
 		}
-		if counted != delivery.DeadChartMaxRows || !o.HoursCapped || !o.GroupsCapped {
-			t.Errorf("%s: counted %d (capped %v, groups capped %v), want the cap %d", c.what, counted, o.HoursCapped, o.GroupsCapped, delivery.DeadChartMaxRows)
+		if counted != replays.DeadChartMaxRows || !o.HoursCapped || !o.GroupsCapped {
+			t.Errorf("%s: counted %d (capped %v, groups capped %v), want the cap %d", c.what, counted, o.HoursCapped, o.GroupsCapped, replays.DeadChartMaxRows)
 		}
-		if len(o.Groups) != 1 || o.Groups[0].Deliveries != delivery.DeadGroupsMaxRows || o.Groups[0].LastStatus == nil || *o.Groups[0].LastStatus != 404 {
+		if len(o.Groups) != 1 || o.Groups[0].Deliveries != replays.DeadGroupsMaxRows || o.Groups[0].LastStatus == nil || *o.Groups[0].LastStatus != 404 {
 			t.Errorf("%s: groups %+v", c.what, o.Groups)
 		}
 		for _, name := range []string{"DeadLettersByHour", "DeadLetterGroups"} {
@@ -109,7 +110,7 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 
 	// A replay of the last hour's (1,250): its outcome is counted through the replay index.
 	from, to := now.Add(-time.Hour), now
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{SubscriptionID: &subA.ID, CreatedFrom: &from, CreatedTo: &to}, Actor: "ops"})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &subA.ID, CreatedFrom: &from, CreatedTo: &to}, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 	if err != nil || got.Pending != got.Scheduled || got.Scheduled < 1000 {
 		t.Fatalf("replay: %+v, %v", got, err)
 	}
-	if _, err := rp.List(e.ctx, delivery.ReplayListFilter{}); err != nil {
+	if _, err := rp.List(e.ctx, replays.ReplayListFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"GetReplay", "ListReplays"} {

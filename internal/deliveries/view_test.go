@@ -1,10 +1,10 @@
-package delivery_test
+package deliveries_test
 
 import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -17,10 +17,10 @@ func TestViewReadsOneSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []uuid.UUID{e.publishOne(`{}`), e.publishOne(`{}`), e.publishOne(`{}`)}
-	pending := delivery.Filter{SubscriptionID: &sub.ID, States: []string{"pending"}}
-	read := func(move bool) (rows int, n int64, states delivery.StateCounts) {
+	pending := deliveries.Filter{SubscriptionID: &sub.ID, States: []string{"pending"}}
+	read := func(move bool) (rows int, n int64, states deliveries.StateCounts) {
 		t.Helper()
-		err := e.svc.Read(e.ctx, func(v *delivery.View) error {
+		err := e.svc.Read(e.ctx, func(v *deliveries.View) error {
 			page, err := v.List(e.ctx, e.tenant, pending)
 			if err != nil {
 				return err

@@ -1,4 +1,4 @@
-package delivery_test
+package replays_test
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -22,18 +24,18 @@ import (
 )
 
 // Replays run on the API/dashboard pool (plans per call), as the server wires them.
-func (e *env) replays() *delivery.Replays {
+func (e *env) replays() *replays.Replays {
 	e.t.Helper()
 	pool, err := server.Connect(context.Background(), dbURL, 8, server.PlanPerCall)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(pool.Close)
-	return delivery.NewReplays(pool, e.policy, e.clock.Now)
+	return replays.NewReplays(pool, e.policy, e.clock.Now)
 }
 
-func (e *env) runner(rp *delivery.Replays) *delivery.ReplayRunner {
-	r := delivery.NewReplayRunner(rp, quietLog)
+func (e *env) runner(rp *replays.Replays) *replays.ReplayRunner {
+	r := replays.NewReplayRunner(rp, quietLog)
 	r.SetChunkRate(0)
 	return r
 }
@@ -148,7 +150,7 @@ func (e *env) wantUnchanged(before map[uuid.UUID]string, what string) {
 	}
 }
 
-func (e *env) getReplay(rp *delivery.Replays, id uuid.UUID) delivery.Replay {
+func (e *env) getReplay(rp *replays.Replays, id uuid.UUID) replays.Replay {
 	e.t.Helper()
 	r, err := rp.Get(e.ctx, id, nil)
 	if err != nil {
@@ -157,7 +159,7 @@ func (e *env) getReplay(rp *delivery.Replays, id uuid.UUID) delivery.Replay {
 	return r
 }
 
-func (e *env) step(rp *delivery.Replays, id uuid.UUID) (taken, done bool) {
+func (e *env) step(rp *replays.Replays, id uuid.UUID) (taken, done bool) {
 	e.t.Helper()
 	taken, done, err := rp.Step(e.ctx, id)
 	if err != nil {
@@ -230,14 +232,14 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 		}
 	}
 
-	f := delivery.DeadFilter{TenantID: &e.tenant, EventType: "order.created", States: []delivery.State{delivery.Failed},
+	f := replays.DeadFilter{TenantID: &e.tenant, EventType: "order.created", States: []delivery.State{delivery.Failed},
 		DeadReason: delivery.ReasonPermanentStatus, CreatedFrom: &from, CreatedTo: &to}
 	const spread = 10 * time.Minute
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f, Spread: spread, Actor: "ops@example.com"})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f, Spread: spread, Actor: "ops@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != delivery.ReplayRunning || r.Matched != 2500 || r.Scheduled != 0 || r.DryRun || r.Kind != delivery.ReplayBulk ||
+	if r.State != replays.ReplayRunning || r.Matched != 2500 || r.Scheduled != 0 || r.DryRun || r.Kind != replays.ReplayBulk ||
 		r.SpreadSeconds != 600 || r.Actor != "ops@example.com" || !r.StartedAt.Equal(now) {
 		t.Fatalf("started replay: %+v", r)
 	}
@@ -250,7 +252,7 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 	for i, want := range []int64{1000, 2000, 2500} {
 		taken, done := e.step(rp, r.ID)
 		got := e.getReplay(rp, r.ID)
-		if !taken || done || got.Scheduled != want || got.State != delivery.ReplayRunning {
+		if !taken || done || got.Scheduled != want || got.State != replays.ReplayRunning {
 			t.Fatalf("step %d: taken %v done %v, replay %+v; want %d scheduled", i+1, taken, done, got, want)
 		}
 		if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE replay_id = $1", r.ID); int64(n) != want {
@@ -261,7 +263,7 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 		t.Fatalf("the step after the last chunk: taken %v done %v, want the replay finished", taken, done)
 	}
 	got := e.getReplay(rp, r.ID)
-	if got.State != delivery.ReplayFinished || got.Matched != 2500 || got.Scheduled != 2500 || got.Skipped != 0 ||
+	if got.State != replays.ReplayFinished || got.Matched != 2500 || got.Scheduled != 2500 || got.Skipped != 0 ||
 		got.FinishedAt == nil || !got.FinishedAt.Equal(stepAt) || got.Progress() != 1 || got.Error != "" {
 		t.Fatalf("finished replay: %+v", got)
 	}
@@ -321,8 +323,8 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 	}
 
 	// The same replay again finds only the rows that died after the first one started.
-	again, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f, Actor: "ops@example.com"})
-	if err != nil || again.State != delivery.ReplayRunning || again.Matched != 5 || again.SpreadSeconds != int(delivery.DefaultSpread.Seconds()) {
+	again, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f, Actor: "ops@example.com"})
+	if err != nil || again.State != replays.ReplayRunning || again.Matched != 5 || again.SpreadSeconds != int(replays.DefaultSpread.Seconds()) {
 		t.Fatalf("second replay: %+v, %v", again, err)
 	}
 }
@@ -335,12 +337,12 @@ func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
 	a := e.insert(rows{sub: sub.ID, n: 1200, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from, step: time.Millisecond})
 	b := e.insert(rows{sub: sub.ID, n: 300, state: delivery.Expired, reason: delivery.ReasonMaxAttempts, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	ra, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to,
+	ra, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to,
 		States: []delivery.State{delivery.Failed}}, Spread: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to,
+	rb, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to,
 		DeadReason: delivery.ReasonMaxAttempts}, Spread: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +365,7 @@ func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
 		ids []uuid.UUID
 	}{{ra.ID, a}, {rb.ID, b}} {
 		got := e.getReplay(rp, c.id)
-		if got.State != delivery.ReplayFinished || got.Scheduled != int64(len(c.ids)) || got.Skipped != 0 {
+		if got.State != replays.ReplayFinished || got.Scheduled != int64(len(c.ids)) || got.Skipped != 0 {
 			t.Errorf("replay: %+v", got)
 		}
 		if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2",
@@ -373,12 +375,12 @@ func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
 	}
 	// A replay started while the runner waits is run at once through Started.
 	c := e.insert(rows{sub: sub.ID, n: 10, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from})
-	rc, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
+	rc, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
 	if err != nil || rc.Matched != 10 {
 		t.Fatalf("third replay: %+v, %v", rc, err)
 	}
 	eventually(t, 10*time.Second, "the woken runner to finish the third replay", func() bool {
-		return e.getReplay(rp, rc.ID).State == delivery.ReplayFinished
+		return e.getReplay(rp, rc.ID).State == replays.ReplayFinished
 	})
 	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND replay_id = $2", c, rc.ID); n != 10 {
 		t.Errorf("third replay scheduled %d of 10", n)
@@ -407,7 +409,7 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 		matching[id] = true
 	}
 
-	f := delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
+	f := replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
 	p, err := rp.Preview(e.ctx, f)
 	if err != nil {
 		t.Fatal(err)
@@ -429,8 +431,8 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 			t.Errorf("group %d = %+v, want %s/%s with %d", i, g, w.name, w.sub, w.n)
 		}
 	}
-	if len(p.Sample) != delivery.PreviewSampleSize {
-		t.Fatalf("sample of %d, want %d", len(p.Sample), delivery.PreviewSampleSize)
+	if len(p.Sample) != replays.PreviewSampleSize {
+		t.Fatalf("sample of %d, want %d", len(p.Sample), replays.PreviewSampleSize)
 	}
 	for i, d := range p.Sample {
 		if !matching[d.ID] {
@@ -441,17 +443,17 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 			t.Fatal("sample is not newest first")
 		}
 	}
-	sp, err := rp.Preview(e.ctx, delivery.DeadFilter{SubscriptionID: &sub2.ID, CreatedFrom: &from, CreatedTo: &to})
+	sp, err := rp.Preview(e.ctx, replays.DeadFilter{SubscriptionID: &sub2.ID, CreatedFrom: &from, CreatedTo: &to})
 	if err != nil || sp.Matched != 3 || len(sp.Groups) != 1 || len(sp.Sample) != 3 {
 		t.Fatalf("preview of one subscription: %+v, %v", sp, err)
 	}
 
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f, DryRun: true, Actor: "ops"})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f, DryRun: true, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.DryRun || r.State != delivery.ReplayFinished || r.Matched != 33 || r.Scheduled != 0 || r.Skipped != 0 ||
-		r.FinishedAt == nil || len(r.Sample) != delivery.PreviewSampleSize {
+	if !r.DryRun || r.State != replays.ReplayFinished || r.Matched != 33 || r.Scheduled != 0 || r.Skipped != 0 ||
+		r.FinishedAt == nil || len(r.Sample) != replays.PreviewSampleSize {
 		t.Fatalf("dry run: %+v", r)
 	}
 	for _, id := range r.Sample {
@@ -466,7 +468,7 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 		t.Fatal("a dry run was taken by Step")
 	}
 	got := e.getReplay(rp, r.ID)
-	if !got.DryRun || got.State != delivery.ReplayFinished || got.Matched != 33 || got.Criteria.CreatedFrom == nil ||
+	if !got.DryRun || got.State != replays.ReplayFinished || got.Matched != 33 || got.Criteria.CreatedFrom == nil ||
 		!got.Criteria.CreatedFrom.Equal(from) || !got.Criteria.CreatedTo.Equal(to) {
 		t.Fatalf("recorded dry run: %+v", got)
 	}
@@ -483,25 +485,25 @@ func TestReplayValidation(t *testing.T) {
 	from, to := now.Add(-time.Hour), now
 	cases := []struct {
 		name   string
-		f      delivery.DeadFilter
+		f      replays.DeadFilter
 		spread time.Duration
 	}{
-		{"no created_from", delivery.DeadFilter{CreatedTo: &to}, 0},
-		{"no created_to", delivery.DeadFilter{CreatedFrom: &from}, 0},
-		{"no range", delivery.DeadFilter{}, 0},
-		{"empty range", delivery.DeadFilter{CreatedFrom: &to, CreatedTo: &to}, 0},
-		{"reversed range", delivery.DeadFilter{CreatedFrom: &to, CreatedTo: &from}, 0},
-		{"pending state", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{delivery.Pending}}, 0},
-		{"delivered state", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{delivery.Failed, delivery.Delivered}}, 0},
-		{"unknown state", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{"dead"}}, 0},
-		{"unknown dead reason", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to, DeadReason: "timeout"}, 0},
-		{"bad event type", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to, EventType: "no spaces allowed"}, 0},
-		{"negative spread", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, -time.Second},
-		{"spread over a day", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, delivery.MaxSpread + time.Second},
+		{"no created_from", replays.DeadFilter{CreatedTo: &to}, 0},
+		{"no created_to", replays.DeadFilter{CreatedFrom: &from}, 0},
+		{"no range", replays.DeadFilter{}, 0},
+		{"empty range", replays.DeadFilter{CreatedFrom: &to, CreatedTo: &to}, 0},
+		{"reversed range", replays.DeadFilter{CreatedFrom: &to, CreatedTo: &from}, 0},
+		{"pending state", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{delivery.Pending}}, 0},
+		{"delivered state", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{delivery.Failed, delivery.Delivered}}, 0},
+		{"unknown state", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to, States: []delivery.State{"dead"}}, 0},
+		{"unknown dead reason", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to, DeadReason: "timeout"}, 0},
+		{"bad event type", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to, EventType: "no spaces allowed"}, 0},
+		{"negative spread", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, -time.Second},
+		{"spread over a day", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, replays.MaxSpread + time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: c.f, Spread: c.spread})
+			_, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: c.f, Spread: c.spread})
 			wantFault(t, err, fault.InvalidRequest)
 			if c.spread == 0 {
 				_, err = rp.Preview(e.ctx, c.f)
@@ -513,16 +515,16 @@ func TestReplayValidation(t *testing.T) {
 		t.Errorf("%d replays recorded by invalid requests", n)
 	}
 	// The longest spread is allowed.
-	if _, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
-		Spread: delivery.MaxSpread}); err != nil {
+	if _, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
+		Spread: replays.MaxSpread}); err != nil {
 		t.Errorf("a spread of exactly MaxSpread: %v", err)
 	}
 	// The dead-letter list checks its filter and its paging the same way.
-	_, err := rp.DeadLetters(e.ctx, delivery.DeadFilter{States: []delivery.State{delivery.InFlight}}, 10, "", 0)
+	_, err := rp.DeadLetters(e.ctx, replays.DeadFilter{States: []delivery.State{delivery.InFlight}}, 10, "", 0)
 	wantFault(t, err, fault.InvalidRequest)
-	_, err = rp.DeadLetters(e.ctx, delivery.DeadFilter{}, delivery.MaxPageSize+1, "", 0)
+	_, err = rp.DeadLetters(e.ctx, replays.DeadFilter{}, deliveries.MaxPageSize+1, "", 0)
 	wantFault(t, err, fault.InvalidRequest)
-	_, err = rp.DeadLetters(e.ctx, delivery.DeadFilter{}, 10, "not-a-cursor", 0)
+	_, err = rp.DeadLetters(e.ctx, replays.DeadFilter{}, 10, "not-a-cursor", 0)
 	wantFault(t, err, fault.InvalidRequest)
 	_, err = rp.Get(e.ctx, uuid.New(), nil)
 	wantFault(t, err, fault.NotFound)
@@ -538,12 +540,12 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 	from := e.clock.Now().Add(-time.Hour)
 	ids := e.insert(rows{sub: sub.ID, n: n, state: delivery.Expired, reason: delivery.ReasonDeadline, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	f := delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
+	f := replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
 
-	check := func(a, b delivery.Replay) {
+	check := func(a, b replays.Replay) {
 		t.Helper()
 		a, b = e.getReplay(rp, a.ID), e.getReplay(rp, b.ID)
-		if a.State != delivery.ReplayFinished || b.State != delivery.ReplayFinished || a.Matched != n || b.Matched != n {
+		if a.State != replays.ReplayFinished || b.State != replays.ReplayFinished || a.Matched != n || b.Matched != n {
 			t.Fatalf("replays: %+v / %+v", a, b)
 		}
 		if a.Scheduled+b.Scheduled != n || a.Skipped+b.Skipped != n {
@@ -564,11 +566,11 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 	}
 
 	t.Run("interleaved steps", func(t *testing.T) {
-		a, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+		a, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+		b, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,11 +591,11 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 	t.Run("concurrent runners", func(t *testing.T) {
 		for round := range 3 {
 			reset()
-			a, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+			a, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+			b, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -645,7 +647,7 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 		lateIDs = append(lateIDs, uuid.MustParse(p.Deliveries[0].ID))
 	}
 	to := start.Add(time.Hour)
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{TenantID: &e.tenant, CreatedFrom: &from, CreatedTo: &to},
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{TenantID: &e.tenant, CreatedFrom: &from, CreatedTo: &to},
 		Spread: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -694,7 +696,7 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 			defer retries.Done()
 			for i := g; i < len(targets); i += 2 {
 				id := targets[i]
-				_, err := e.svc.Retry(e.ctx, e.tenant, id, delivery.Actor{Admin: true})
+				_, err := e.svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
 				if err == nil {
 					v, _ := retried.LoadOrStore(id, new(atomic.Int32))
 					v.(*atomic.Int32).Add(1)
@@ -706,7 +708,7 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 	}
 	retries.Wait()
 	eventually(t, 60*time.Second, "the replay to finish and the worker to deliver everything", func() bool {
-		return e.getReplay(rp, r.ID).State == delivery.ReplayFinished &&
+		return e.getReplay(rp, r.ID).State == replays.ReplayFinished &&
 			e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'delivered'", ids) == n
 	})
 	close(stop)
@@ -777,7 +779,7 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 	from := e.clock.Now().Add(-time.Hour)
 	ids := e.insert(rows{sub: sub.ID, n: n, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -842,7 +844,7 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 	if mid < 1000 || mid > n {
 		t.Fatalf("after the cancel: %d", mid)
 	}
-	if got := e.getReplay(rp, r.ID); mid < n && got.State != delivery.ReplayRunning {
+	if got := e.getReplay(rp, r.ID); mid < n && got.State != replays.ReplayRunning {
 		t.Fatalf("cancelled replay is %s", got.State)
 	}
 
@@ -852,10 +854,10 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 	fresh := e.runner(rp)
 	eventually(t, 10*time.Second, "a fresh runner to finish the replay", func() bool {
 		fresh.RunAll(e.ctx)
-		return e.getReplay(rp, r.ID).State != delivery.ReplayRunning
+		return e.getReplay(rp, r.ID).State != replays.ReplayRunning
 	})
 	got := e.getReplay(rp, r.ID)
-	if got.State != delivery.ReplayFinished || got.Scheduled != n || got.Skipped != 0 || exact("finished") != n {
+	if got.State != replays.ReplayFinished || got.Scheduled != n || got.Skipped != 0 || exact("finished") != n {
 		t.Fatalf("resumed replay: %+v", got)
 	}
 	if c := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, r.ID); c != n {
@@ -873,7 +875,7 @@ func TestRecover(t *testing.T) {
 	with := func(f func(*rows)) rows { r := dead; f(&r); return r }
 
 	t.Run("validation", func(t *testing.T) {
-		_, err := rp.Recover(e.ctx, e.tenant, sub.ID, now.Add(-delivery.RecoverMaxAge-time.Minute), false, "t")
+		_, err := rp.Recover(e.ctx, e.tenant, sub.ID, now.Add(-replays.RecoverMaxAge-time.Minute), false, "t")
 		wantFault(t, err, fault.InvalidRequest)
 		_, err = rp.Recover(e.ctx, e.tenant, sub.ID, now, false, "t")
 		wantFault(t, err, fault.InvalidRequest)
@@ -895,7 +897,7 @@ func TestRecover(t *testing.T) {
 
 	since := now.Add(-24 * time.Hour)
 	dry, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, true, "t")
-	if err != nil || !dry.DryRun || dry.State != delivery.ReplayFinished || dry.Matched != 5000 {
+	if err != nil || !dry.DryRun || dry.State != replays.ReplayFinished || dry.Matched != 5000 {
 		t.Fatalf("dry recover: %+v, %v", dry, err)
 	}
 	r, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, false, "customer")
@@ -903,7 +905,7 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 5,000 at 20 a second is 250 s, under the 5-minute cap.
-	if r.Kind != delivery.ReplayRecover || r.State != delivery.ReplayRunning || r.Matched != 5000 || r.SpreadSeconds != 250 ||
+	if r.Kind != replays.ReplayRecover || r.State != replays.ReplayRunning || r.Matched != 5000 || r.SpreadSeconds != 250 ||
 		r.TenantID == nil || *r.TenantID != e.tenant || r.SubscriptionID == nil || *r.SubscriptionID != sub.ID {
 		t.Fatalf("recover: %+v", r)
 	}
@@ -933,7 +935,7 @@ func TestRecover(t *testing.T) {
 	otherTenant, _ := e.otherTenant("globex")
 	_, err = rp.Get(e.ctx, r.ID, &otherTenant)
 	wantFault(t, err, fault.NotFound)
-	page, err := rp.List(e.ctx, delivery.ReplayListFilter{TenantID: &e.tenant, SubscriptionID: &sub.ID})
+	page, err := rp.List(e.ctx, replays.ReplayListFilter{TenantID: &e.tenant, SubscriptionID: &sub.ID})
 	if err != nil || len(page.Items) != 2 {
 		t.Fatalf("tenant's recovers of the subscription: %d, %v", len(page.Items), err)
 	}
@@ -941,7 +943,7 @@ func TestRecover(t *testing.T) {
 	stepAt := e.clock.Now()
 	e.runner(rp).RunAll(e.ctx)
 	got := e.getReplay(rp, r.ID)
-	if got.State != delivery.ReplayFinished || got.Scheduled != 5000 || got.Skipped != 0 {
+	if got.State != replays.ReplayFinished || got.Scheduled != 5000 || got.Skipped != 0 {
 		t.Fatalf("finished recover: %+v", got)
 	}
 	if n := e.count(`SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2
@@ -956,7 +958,7 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	big, err := rp.Recover(e.ctx, e.tenant, sub.ID, now.Add(-47*time.Hour+time.Millisecond), true, "customer") // all but the oldest
-	if err != nil || big.Matched != 10000 || big.SpreadSeconds != int(delivery.RecoverMaxSpread.Seconds()) {
+	if err != nil || big.Matched != 10000 || big.SpreadSeconds != int(replays.RecoverMaxSpread.Seconds()) {
 		t.Fatalf("recover of exactly 10,000: %+v, %v", big, err)
 	}
 	small, err := rp.Recover(e.ctx, e.tenant, sibling.ID, now.Add(-48*time.Hour), false, "customer")
@@ -972,7 +974,7 @@ func TestReplayFailsAfterRepeatedErrors(t *testing.T) {
 	from := e.clock.Now().Add(-time.Hour)
 	ids := e.insert(rows{sub: sub.ID, n: 2500, state: delivery.Failed, reason: delivery.ReasonPermanentStatus, createdAt: from, step: time.Millisecond})
 	to := e.clock.Now()
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -988,7 +990,7 @@ func TestReplayFailsAfterRepeatedErrors(t *testing.T) {
 	run.MaxFailures = 2 // one second's back-off between the two
 	run.Run(e.ctx, r.ID)
 	got := e.getReplay(rp, r.ID)
-	if got.State != delivery.ReplayFailed || got.Scheduled != 1000 || got.Skipped != 1500 || got.FinishedAt == nil ||
+	if got.State != replays.ReplayFailed || got.Scheduled != 1000 || got.Skipped != 1500 || got.FinishedAt == nil ||
 		!strings.Contains(got.Error, "time range") {
 		t.Fatalf("failed replay: %+v", got)
 	}
@@ -1012,7 +1014,7 @@ func TestReplayFailsAfterRepeatedErrors(t *testing.T) {
 	run.MaxFailures = 1
 	run.RunAll(e.ctx)
 	b := e.getReplay(rp, bad)
-	if b.State != delivery.ReplayFailed || b.Scheduled != 0 || b.Skipped != 7 || b.Error == "" {
+	if b.State != replays.ReplayFailed || b.Scheduled != 0 || b.Skipped != 7 || b.Error == "" {
 		t.Fatalf("replay without a range: %+v", b)
 	}
 	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE state = 'failed'"); n != 1500 {
@@ -1038,9 +1040,9 @@ func TestDeadLetters(t *testing.T) {
 	e.insert(rows{sub: sub1.ID, n: 5, state: delivery.Delivered, createdAt: t0})
 	e.insert(rows{sub: sub1.ID, n: 5, state: delivery.Pending, createdAt: t0})
 
-	all := func(f delivery.DeadFilter, limit int) []delivery.DeadLetter {
+	all := func(f replays.DeadFilter, limit int) []replays.DeadLetter {
 		t.Helper()
-		var out []delivery.DeadLetter
+		var out []replays.DeadLetter
 		seen := map[uuid.UUID]bool{}
 		cur := ""
 		for range 200 {
@@ -1071,7 +1073,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal("pages do not end")
 		return nil
 	}
-	same := func(what string, got []delivery.DeadLetter, want ...[]uuid.UUID) {
+	same := func(what string, got []replays.DeadLetter, want ...[]uuid.UUID) {
 		t.Helper()
 		w := map[uuid.UUID]bool{}
 		for _, id := range concat(want...) {
@@ -1087,23 +1089,23 @@ func TestDeadLetters(t *testing.T) {
 		}
 	}
 	for _, limit := range []int{1, 7, 30, 100} {
-		same(fmt.Sprintf("all, pages of %d", limit), all(delivery.DeadFilter{}, limit), failed, expired, deleted, other)
+		same(fmt.Sprintf("all, pages of %d", limit), all(replays.DeadFilter{}, limit), failed, expired, deleted, other)
 	}
 	from, to := t0.Add(30*time.Minute), t0.Add(90*time.Minute)
 	for _, c := range []struct {
 		name string
-		f    delivery.DeadFilter
+		f    replays.DeadFilter
 		want [][]uuid.UUID
 	}{
-		{"tenant", delivery.DeadFilter{TenantID: &e.tenant}, [][]uuid.UUID{failed, expired, deleted}},
-		{"other tenant", delivery.DeadFilter{TenantID: &otherTenant}, [][]uuid.UUID{other}},
-		{"subscription", delivery.DeadFilter{SubscriptionID: &sub2.ID}, [][]uuid.UUID{expired, deleted}},
-		{"event type", delivery.DeadFilter{EventType: "invoice.paid"}, [][]uuid.UUID{expired}},
-		{"failed", delivery.DeadFilter{States: []delivery.State{delivery.Failed}}, [][]uuid.UUID{failed, deleted}},
-		{"expired twice", delivery.DeadFilter{States: []delivery.State{delivery.Expired, delivery.Expired}}, [][]uuid.UUID{expired, other}},
-		{"dead reason", delivery.DeadFilter{DeadReason: delivery.ReasonSubscriptionDeleted}, [][]uuid.UUID{deleted}},
-		{"created range", delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, [][]uuid.UUID{expired[:20]}},
-		{"range and tenant", delivery.DeadFilter{TenantID: &otherTenant, CreatedFrom: &from, CreatedTo: &to}, nil},
+		{"tenant", replays.DeadFilter{TenantID: &e.tenant}, [][]uuid.UUID{failed, expired, deleted}},
+		{"other tenant", replays.DeadFilter{TenantID: &otherTenant}, [][]uuid.UUID{other}},
+		{"subscription", replays.DeadFilter{SubscriptionID: &sub2.ID}, [][]uuid.UUID{expired, deleted}},
+		{"event type", replays.DeadFilter{EventType: "invoice.paid"}, [][]uuid.UUID{expired}},
+		{"failed", replays.DeadFilter{States: []delivery.State{delivery.Failed}}, [][]uuid.UUID{failed, deleted}},
+		{"expired twice", replays.DeadFilter{States: []delivery.State{delivery.Expired, delivery.Expired}}, [][]uuid.UUID{expired, other}},
+		{"dead reason", replays.DeadFilter{DeadReason: delivery.ReasonSubscriptionDeleted}, [][]uuid.UUID{deleted}},
+		{"created range", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, [][]uuid.UUID{expired[:20]}},
+		{"range and tenant", replays.DeadFilter{TenantID: &otherTenant, CreatedFrom: &from, CreatedTo: &to}, nil},
 	} {
 		got := all(c.f, 6)
 		same(c.name, got, c.want...)
@@ -1113,17 +1115,17 @@ func TestDeadLetters(t *testing.T) {
 		}
 	}
 	// Names for display.
-	p, err := rp.DeadLetters(e.ctx, delivery.DeadFilter{TenantID: &otherTenant}, 1, "", 0)
+	p, err := rp.DeadLetters(e.ctx, replays.DeadFilter{TenantID: &otherTenant}, 1, "", 0)
 	if err != nil || len(p.Items) != 1 || p.Items[0].TenantName != "globex" || p.Items[0].SubscriptionURL != otherSub.URL ||
 		p.Items[0].TenantID != otherTenant {
 		t.Fatalf("dead letter display fields: %+v, %v", p.Items, err)
 	}
 	// The total is counted only so far.
-	p, err = rp.DeadLetters(e.ctx, delivery.DeadFilter{}, 5, "", 25)
+	p, err = rp.DeadLetters(e.ctx, replays.DeadFilter{}, 5, "", 25)
 	if err != nil || p.Total != 25 || !p.TotalAtLeast || len(p.Items) != 5 {
 		t.Fatalf("capped total: %d (at least %v), %d items, %v", p.Total, p.TotalAtLeast, len(p.Items), err)
 	}
-	p, err = rp.DeadLetters(e.ctx, delivery.DeadFilter{}, 5, "", 100)
+	p, err = rp.DeadLetters(e.ctx, replays.DeadFilter{}, 5, "", 100)
 	if err != nil || p.Total != 67 || p.TotalAtLeast {
 		t.Fatalf("uncapped total: %d (at least %v), %v", p.Total, p.TotalAtLeast, err)
 	}
@@ -1138,17 +1140,17 @@ func TestReplayAuditLogPages(t *testing.T) {
 		if i == 4 {
 			e.clock.Advance(time.Second) // the rest share another started_at
 		}
-		r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, DryRun: true,
+		r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, DryRun: true,
 			Actor: fmt.Sprint("op", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, r.ID)
 	}
-	var got []delivery.Replay
+	var got []replays.Replay
 	cur := ""
 	for range 10 {
-		p, err := rp.List(e.ctx, delivery.ReplayListFilter{Limit: 3, Cursor: cur})
+		p, err := rp.List(e.ctx, replays.ReplayListFilter{Limit: 3, Cursor: cur})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1196,24 +1198,24 @@ func TestReplaySkipsDeletedSubscriptions(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND dead_reason = 'subscription_deleted'", gone.ID); n != 3 {
 		t.Fatalf("deleting the subscription dead-lettered %d deliveries, want 3", n)
 	}
-	gonePage, err := rp.DeadLetters(e.ctx, delivery.DeadFilter{SubscriptionID: &gone.ID}, 50, "", 0)
+	gonePage, err := rp.DeadLetters(e.ctx, replays.DeadFilter{SubscriptionID: &gone.ID}, 50, "", 0)
 	if err != nil || gonePage.Total != 5 || len(gonePage.Items) != 5 {
 		t.Fatalf("dead letters of the deleted subscription: %d listed, total %d, %v", len(gonePage.Items), gonePage.Total, err)
 	}
 	e.clock.Advance(time.Second)
 	to := e.clock.Now()
-	f := delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
+	f := replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
 	p, err := rp.Preview(e.ctx, f)
 	if err != nil || p.Matched != int64(len(liveDead)) || len(p.Groups) != 1 || p.Groups[0].SubscriptionID != live.ID || len(p.Sample) != len(liveDead) {
 		t.Fatalf("preview: matched %d, %d groups, %d sampled, %v", p.Matched, len(p.Groups), len(p.Sample), err)
 	}
-	r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: f})
+	r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f})
 	if err != nil || r.Matched != int64(len(liveDead)) {
 		t.Fatalf("replay: %+v, %v", r, err)
 	}
 	e.runner(rp).RunAll(e.ctx)
 	got := e.getReplay(rp, r.ID)
-	if got.State != delivery.ReplayFinished || got.Scheduled != int64(len(liveDead)) || got.Skipped != 0 {
+	if got.State != replays.ReplayFinished || got.Scheduled != int64(len(liveDead)) || got.Skipped != 0 {
 		t.Fatalf("finished replay: %+v", got)
 	}
 	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state IN ('failed', 'expired') AND replay_id IS NULL",
