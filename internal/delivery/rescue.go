@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,8 +20,14 @@ const RescueInterval = 10 * time.Second
 
 // RescueExpired puts deliveries whose lease ran out back in the queue and says how many. Rescued rows
 // are due now, so it wakes this worker and notifies every other process's worker as well.
+// Its statements, as every background statement, run through bounded.Do: a deadline per try, 3 counted
+// tries.
 func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
-	rows, err := w.q.RescueExpiredLeases(ctx, w.o.Now())
+	var rows []db.RescueExpiredLeasesRow
+	err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) (err error) {
+		rows, err = w.q.RescueExpiredLeases(ctx, w.o.Now())
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired leases: %w", err)
 	}
@@ -29,7 +36,9 @@ func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	}
 	if len(rows) > 0 {
 		w.Wake()
-		if err := w.q.NotifyDeliveriesReady(ctx, ""); err != nil {
+		if err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) error {
+			return w.q.NotifyDeliveriesReady(ctx, "")
+		}); err != nil {
 			// The rows are queued either way; other workers find them at their next poll.
 			w.log.Warn("notify rescued deliveries", "err", err)
 		}
@@ -50,8 +59,12 @@ const deletedSweepBatch = 1000
 func (w *Worker) DeadLetterDeleted(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		rows, err := w.q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{
-			Now: w.o.Now(), MaxRows: deletedSweepBatch,
+		var rows []db.DeadLetterQueuedOfDeletedSubscriptionsRow
+		err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) (err error) {
+			rows, err = w.q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{
+				Now: w.o.Now(), MaxRows: deletedSweepBatch,
+			})
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("dead-letter deliveries of deleted subscriptions: %w", err)

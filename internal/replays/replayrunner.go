@@ -2,6 +2,7 @@ package replays
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -56,8 +57,8 @@ func (r *ReplayRunner) Wake() {
 	}
 }
 
-// Start runs the runner until Stop.
-func (r *ReplayRunner) Start(ctx context.Context) {
+// Start runs the runner until Stop. ctx only bounds start-up.
+func (r *ReplayRunner) Start(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.done = make(chan struct{})
 	go func() {
@@ -75,16 +76,23 @@ func (r *ReplayRunner) Start(ctx context.Context) {
 			}
 		}
 	}()
+	return nil
 }
 
-// Stop stops the runner; a chunk it was working on rolls back whole (its transaction is cancelled), so the
-// replay keeps exact counts and is resumed later from its cursor, by this process or another.
-func (r *ReplayRunner) Stop() {
+// Stop stops the runner and waits for it until ctx ends; a chunk it was working on rolls back whole (its
+// transaction is cancelled), so the replay keeps exact counts and is resumed later from its cursor, by this
+// process or another.
+func (r *ReplayRunner) Stop(ctx context.Context) error {
 	if r.cancel == nil {
-		return
+		return nil
 	}
 	r.cancel()
-	<-r.done
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("replay runner: %w", ctx.Err())
+	}
 }
 
 // RunAll works every running replay it can take to its end, or until ctx ends.

@@ -354,8 +354,10 @@ func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
 	run := e.runner(rp)
 	run.Poll = time.Hour
 	rp.Started = run.Wake
-	run.Start(e.ctx)
-	defer run.Stop()
+	if err := run.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(context.Background())
 	eventually(t, 20*time.Second, "both replays to finish", func() bool {
 		ids, err := rp.Running(e.ctx)
 		return err == nil && len(ids) == 0
@@ -686,8 +688,10 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 		}
 	}()
 	run := e.runner(rp)
-	run.Start(e.ctx)
-	defer run.Stop()
+	if err := run.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(context.Background())
 	targets := append(slices.Clone(ids[:10]), ids[n-10:]...) // first and last chunk
 	var retries sync.WaitGroup
 	for g := range 2 {

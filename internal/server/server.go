@@ -505,7 +505,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
 		s.serveErr <- err
 	}()
 	s.Tenants.StartListening(ctx) // before requests need it; until it listens every token is looked up
-	s.ReplayRunner.Start(ctx)
+	if err := s.ReplayRunner.Start(ctx); err != nil {
+		return err
+	}
 	if err := s.Catalogue.Start(ctx); err != nil {
 		return err
 	}
@@ -566,7 +568,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		if s.metricsSrv != nil {
 			step(func() error { return shutdownHTTP(ctx, s.metricsSrv) })
 		}
-		step(func() error { return within(ctx, "replay runner", s.ReplayRunner.Stop) })
+		step(func() error { return s.ReplayRunner.Stop(ctx) })
 		step(func() error { return within(ctx, "event catalogue", s.Catalogue.Stop) })
 		step(func() error { return within(ctx, "token listener", s.Tenants.StopListening) })
 		step(func() error { return s.Maintainer.Stop(ctx) }) // gives leadership up at once, so another process takes over within seconds
