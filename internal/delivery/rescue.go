@@ -22,6 +22,8 @@ const RescueInterval = 10 * time.Second
 // are due now, so it wakes this worker and notifies every other process's worker as well.
 // Its statements, as every background statement, run through bounded.Do: a deadline per try, 3 counted
 // tries.
+// Its statements, as every background statement, run through bounded.Do: a deadline per try, 3 counted
+// tries.
 func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	var rows []db.RescueExpiredLeasesRow
 	err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) (err error) {
