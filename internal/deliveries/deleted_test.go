@@ -19,6 +19,7 @@ import (
 // resend taken from the bucket, the delivery left as it was. (It was accepted, spent a manual retry and
 // then waited as "retrying" for good, since no worker claims a deleted subscription's deliveries.)
 func TestResendOfADeletedSubscriptionsDeliveryIsRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1) // one resend a minute
 	rc := newReceiver(t, statuses(400))
@@ -63,6 +64,7 @@ func TestResendOfADeletedSubscriptionsDeliveryIsRefused(t *testing.T) {
 // before its statement runs. The statement's guard refuses it, and the answer names the deleted
 // subscription (the resend queued it for good).
 func TestResendRacingADeleteIsRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(400))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
@@ -88,6 +90,7 @@ func TestResendRacingADeleteIsRefused(t *testing.T) {
 // finds the delivery already queued by the other is refused and takes nothing from the subscription's
 // resend bucket (it took a token before its statement ran, so the loser spent the budget too).
 func TestRetryThatLosesTheRaceSpendsNoResend(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 2) // two resends a minute
 	rc := newReceiver(t, statuses(400))
@@ -118,6 +121,7 @@ func TestRetryThatLosesTheRaceSpendsNoResend(t *testing.T) {
 // TestRetryOverTheResendRateChangesNothing: past the subscription's resend rate a resend is 429 with the
 // wait, and the delivery is left as it was (the rate is checked in the statement's transaction now).
 func TestRetryOverTheResendRateChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1)
 	rc := newReceiver(t, statuses(400))

@@ -28,6 +28,7 @@ func (e *env) retry(id uuid.UUID, actor deliveries.Actor) deliveries.Delivery {
 }
 
 func TestManualRetryStartsAFreshScheduleAndKeepsCounting(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var succeed atomic.Bool
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
@@ -95,6 +96,7 @@ func TestManualRetryStartsAFreshScheduleAndKeepsCounting(t *testing.T) {
 }
 
 func TestManualRetryOfExpiredGetsAFullSchedule(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 2, Window: time.Hour})
 	rc := newReceiver(t, statuses(500))
@@ -119,6 +121,7 @@ func TestManualRetryOfExpiredGetsAFullSchedule(t *testing.T) {
 }
 
 func TestManualRetryRefusedStates(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -141,6 +144,7 @@ func TestManualRetryRefusedStates(t *testing.T) {
 }
 
 func TestManualRetryRateLimitedPerSubscription(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 100, 2) // 2 resends a minute
 	rc := newReceiver(t, statuses(400))
@@ -197,6 +201,7 @@ func TestManualRetryRateLimitedPerSubscription(t *testing.T) {
 }
 
 func TestConcurrentManualRetriesQueueOnce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 100, 1000)
 	rc := newReceiver(t, statuses(400))
@@ -229,6 +234,7 @@ func TestConcurrentManualRetriesQueueOnce(t *testing.T) {
 }
 
 func TestDiscard(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 1, Window: time.Hour})
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -383,6 +389,7 @@ func listAll(t *testing.T, e *env, f deliveries.Filter) (ids []uuid.UUID, pages 
 }
 
 func TestListFilters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rows, sub1, sub2, t0 := listFixture(t, e)
 	ptr := func(x time.Time) *time.Time { return &x }
@@ -450,6 +457,7 @@ func TestListFilters(t *testing.T) {
 }
 
 func TestListKeysetPagination(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rows, _, _, _ := listFixture(t, e)
 	var all []uuid.UUID
@@ -487,6 +495,7 @@ func TestListKeysetPagination(t *testing.T) {
 }
 
 func TestListRejectsBadCursor(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	enc := base64.RawURLEncoding.EncodeToString
 	for _, c := range []string{"garbage!", "%%%", enc([]byte("{}")), enc([]byte(`{"t":"x","i":"y"}`)), enc([]byte("not json")),
@@ -500,6 +509,7 @@ func TestListRejectsBadCursor(t *testing.T) {
 
 // A capped count stops at the cap and says so; an uncapped one is exact.
 func TestListTotalCountUpTo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})

@@ -15,6 +15,7 @@ import (
 // ?event_id=) are found through webhook_deliveries_event_id_idx, not by reading the tenant's whole history,
 // with the dashboard's and API's planning (every statement planned with its values).
 func TestListByEventUsesEventIndex(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	subs := make([]uuid.UUID, 3)
@@ -88,6 +89,7 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 // in_flight through the in-flight leases, dead through a dead-letter index, and delivered by walking
 // the tenant's newest-first index with the state as a filter. Each answer is checked too.
 func TestListByStateUsesNarrowIndexes(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	s, _ := e.subscribe(rc.URL(), subscriptions.Input{})

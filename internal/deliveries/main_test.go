@@ -26,11 +26,33 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The integration tests share one fresh database (testdb) and run one at a time: a worker claims every
-// due row, whoever published it, so each test starts from empty tables (setup truncates them). Only the
-// pure table tests run in parallel.
+// Each test works on a database of its own (ownDatabase: a copy of the migrated template, made in a
+// fraction of a second), since a worker claims every due row whoever published it; so the tests run in
+// parallel. Benchmarks share the package's database, which setup empties first.
 
 var dbURL string
+
+// ownURLs holds each test's own database URL (testing.TB → string).
+var ownURLs sync.Map
+
+// urlOf is the database t works on: its own (setup made it), else the package's.
+func urlOf(t testing.TB) string {
+	if u, ok := ownURLs.Load(t); ok {
+		return u.(string)
+	}
+	return dbURL
+}
+
+// ownDatabase gives t a database of its own, dropped when it ends.
+func ownDatabase(t testing.TB) {
+	t.Helper()
+	u, drop, err := testdb.Create(t.Context(), "dt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownURLs.Store(t, u)
+	t.Cleanup(func() { ownURLs.Delete(t); drop() })
+}
 
 func TestMain(m *testing.M) { testdb.Main(m, "deliveries", func(u string) { dbURL = u }) }
 
@@ -84,7 +106,7 @@ type env struct {
 // genericPool is the env's pool with generic plans (the server's GenericPool), opened on first use.
 func (e *env) genericPool() *pgxpool.Pool {
 	if e.generic == nil {
-		gp, err := server.Connect(context.Background(), dbURL, server.GenericConns, server.PlanGeneric)
+		gp, err := server.Connect(context.Background(), urlOf(e.t), server.GenericConns, server.PlanGeneric)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -100,9 +122,14 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	// What the tests change through the services is recorded (every change names an actor): as the system's.
 	ctx := activity.System(t.Context(), "test setup")
+	if _, bench := t.(*testing.B); !bench {
+		ownDatabase(t)
+	}
 	pool := connect(t, 8)
-	if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
-		t.Fatal(err)
+	if _, bench := t.(*testing.B); bench {
+		if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &env{t: t, ctx: ctx, pool: pool, q: db.New(pool), clock: newClock(), policy: testPolicy}
 	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "acme")
@@ -118,7 +145,7 @@ func setup(t testing.TB) *env {
 
 func connect(t testing.TB, n int32) *pgxpool.Pool {
 	t.Helper()
-	pool, err := server.Connect(context.Background(), dbURL, n, server.PlanCached) // as the engine runs
+	pool, err := server.Connect(context.Background(), urlOf(t), n, server.PlanCached) // as the engine runs
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,11 +277,13 @@ func wantFault(t testing.TB, err error, code fault.Code) *fault.Error {
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-poll.C
 	}
 }
 

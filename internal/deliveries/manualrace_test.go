@@ -17,6 +17,7 @@ import (
 // TestConcurrentAdminRetriesQueueOnce: admins are not held by the manual cap, so only the statement's
 // guard keeps concurrent retries of one dead delivery from queueing it twice.
 func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
 	rc := newReceiver(t, statuses(400))
@@ -53,6 +54,7 @@ func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 // retry is sent and delivered before the second one's statement runs. The second read the dead delivery,
 // so it must not queue the delivered row again (it did: the endpoint received it twice).
 func TestAdminRetryOfAVersionAlreadyResentIsRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1000)
 	var ok atomic.Bool
@@ -100,6 +102,7 @@ func TestAdminRetryOfAVersionAlreadyResentIsRefused(t *testing.T) {
 // sent, so Retry now is refused with the reason and the probe's time, and costs nothing: no manual retry
 // counted, no token taken from the resend bucket, the schedule unchanged.
 func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 3, 1) // one resend a minute
 	rc := newReceiver(t, statuses(503))

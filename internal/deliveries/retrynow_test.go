@@ -15,6 +15,7 @@ import (
 // otherwise), with the manual cap and the resend bucket of a resend; anything not waiting for a retry is
 // INVALID_STATE.
 func TestRetryNow(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var succeed atomic.Bool
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
@@ -66,6 +67,7 @@ func TestRetryNow(t *testing.T) {
 }
 
 func TestRetryNowCappedAndLimited(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	svc := deliveries.NewService(e.pool, e.policy, e.clock.Now, 1, 2) // cap 1, 2 resends a minute
 	rc := newReceiver(t, statuses(503))

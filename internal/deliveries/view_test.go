@@ -11,6 +11,7 @@ import (
 // TestViewReadsOneSnapshot: what a View lists and counts is of one moment, whatever commits in between;
 // the next View sees the change.
 func TestViewReadsOneSnapshot(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	sub, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	if _, err := e.subs.Pause(e.ctx, e.tenant, sub.ID); err != nil {

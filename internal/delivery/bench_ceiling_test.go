@@ -58,11 +58,13 @@ func BenchmarkDrainVsCeiling(b *testing.B) {
 		event := e.publish("order.created", fmt.Sprintf(`{"pad":%q}`, bytes.Repeat([]byte("x"), 1000))).ID
 		waitFor := func(want int64) {
 			deadline := time.Now().Add(5 * time.Minute)
+			poll := time.NewTicker(2 * time.Millisecond)
+			defer poll.Stop()
 			for received.Load() < want {
 				if time.Now().After(deadline) {
 					b.Fatalf("received %d of %d", received.Load(), want)
 				}
-				time.Sleep(2 * time.Millisecond)
+				<-poll.C
 			}
 		}
 		fresh := func() {

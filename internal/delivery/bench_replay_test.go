@@ -143,7 +143,7 @@ func (e *env) vacuum() {
 // Replays run on the API/dashboard pool (plans per call), as the server wires them.
 func (e *env) replays() *replays.Replays {
 	e.t.Helper()
-	pool, err := server.Connect(context.Background(), dbURL, 8, server.PlanPerCall)
+	pool, err := server.Connect(context.Background(), urlOf(e.t), 8, server.PlanPerCall)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ func (e *env) sub(id uuid.UUID) subscriptions.Subscription {
 // deliveries then wait without being attempted; after the probe interval exactly one goes (half_open); a
 // failed probe opens the circuit for twice as long; a 2xx closes it and the backlog drains under the cap.
 func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(503)
@@ -113,6 +114,7 @@ func TestCircuitBreaker(t *testing.T) {
 
 // A probe interval doubles after each failed probe, but never beyond ProbeMax.
 func TestCircuitProbeIntervalCapped(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(503))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
@@ -138,6 +140,7 @@ func TestCircuitProbeIntervalCapped(t *testing.T) {
 // A 410 Gone fails that delivery and disables the subscription at once, with the reason in words; its
 // waiting deliveries are held; Resume starts afresh.
 func TestGoneDisablesSubscription(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(410)
@@ -178,6 +181,7 @@ func TestGoneDisablesSubscription(t *testing.T) {
 // Auto-disable, on an injected clock: a subscription whose attempts have only failed for longer than the
 // limit is disabled with the reason in words; a success before that starts the count again.
 func TestAutoDisableAfterOnlyFailures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(500)

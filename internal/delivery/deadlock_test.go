@@ -55,6 +55,7 @@ func (e *env) deadlocks() int {
 // subscription_finished rows) in id order, so no deadlock is ever detected and no claim or completion
 // fails.
 func TestTwoWorkersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
 	const subs, perSub = 50, 40
 	e := setup(t)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 // resend that read the subscription before the delete committed) end as dead with reason
 // subscription_deleted at the next maintenance run, instead of waiting for good as "retrying".
 func TestDeletedSubscriptionsWaitingDeliveriesEnd(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(503))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{EventTypes: &[]string{"order.created"}})

@@ -20,6 +20,7 @@ import (
 // reaches delivered, failed or expired is counted once under that state, in step with the dead-letter
 // counter, so that dead / finished is a true ratio.
 func TestPublishedAndFinishedCounters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hour, MaxAttempts: 2, Window: 24 * time.Hour})
 	reg := prometheus.NewRegistry()
@@ -101,6 +102,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 // A queue gauge whose query fails reads NaN (unknown) instead of the last values as if they were current,
 // and the log says why; once a read succeeds the gauges are real again.
 func TestQueueGaugesSayWhenTheyCannotBeRead(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	e.publishOne(`{}`)

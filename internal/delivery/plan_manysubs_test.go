@@ -17,6 +17,7 @@ import (
 // three times per subscription. These tests run the statements as the worker ran them (same SQL and
 // arguments) under EXPLAIN ANALYZE, inside a transaction that is rolled back, and count.
 func TestManySubscriptionStepsRunOncePerSubscription(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const subs, events = 100, 6
 	for range subs {
@@ -135,6 +136,7 @@ func groupsOnce(t *testing.T, statement string, plan testdb.Plan) {
 // started: the run of transient failures after its last answer, its last success and failure, and
 // failing_since, the first failure after its last success (or the run that was already going on).
 func TestCompletionHealthPerSubscriptionInOneBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var subs []uuid.UUID
 	for range 4 {
@@ -206,6 +208,7 @@ func sameTime(a, b *time.Time) bool {
 // keep room on each page for that (their fillfactor). Here a transaction holds its snapshot across each
 // claim and completion, and no row may leave its page.
 func TestSubscriptionRowsStayOnTheirPages(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const subs = 200
 	for range subs {

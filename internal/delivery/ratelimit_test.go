@@ -15,6 +15,7 @@ import (
 // workers on separate pools (two processes) share it: 5 a second means 5 at once and then one every 200 ms,
 // whichever worker claims.
 func TestOutgoingRateLimitSharedByProcesses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	five := 5
@@ -58,6 +59,7 @@ func TestOutgoingRateLimitSharedByProcesses(t *testing.T) {
 // The manual resend limit lives in PostgreSQL too: two services (two processes) share one subscription's
 // allowance, and the refusal says how long to wait.
 func TestResendLimitSharedByProcesses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})

@@ -17,6 +17,7 @@ import (
 // the state diagram (delivery.CanTransition) allows. A statement whose SQL guard drifts from the diagram
 // fails here.
 func TestEveryGuardedStatementFromEveryState(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	sub, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	q := e.q

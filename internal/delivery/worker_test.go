@@ -59,6 +59,7 @@ func verifyStandardWebhook(secret string, h http.Header, body []byte) error {
 }
 
 func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	headers := map[string]string{"X-Customer-Token": "tok_123", "x-trace": "abc"}
@@ -151,6 +152,7 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 }
 
 func TestSuccessIsDeliveredInOneAttempt(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(200))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -172,6 +174,7 @@ func TestSuccessIsDeliveredInOneAttempt(t *testing.T) {
 }
 
 func TestTransientFailuresRetryWithBackoffUntilDelivered(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(500, 503, 200))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -222,6 +225,7 @@ func TestTransientFailuresRetryWithBackoffUntilDelivered(t *testing.T) {
 }
 
 func TestPermanentStatusFailsAfterOneAttempt(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{400, 401, 404, 410, 422} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			e := setup(t)
@@ -243,6 +247,7 @@ func TestPermanentStatusFailsAfterOneAttempt(t *testing.T) {
 }
 
 func TestRedirectsFailAndAreNotFollowed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	target := newReceiver(t, statuses(200))
 	redirector := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -271,6 +276,7 @@ func TestRedirectsFailAndAreNotFollowed(t *testing.T) {
 }
 
 func TestRetryAfterIsHonouredWithinTheCap(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -319,6 +325,7 @@ func TestRetryAfterIsHonouredWithinTheCap(t *testing.T) {
 }
 
 func TestTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, hang)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -343,6 +350,7 @@ func TestTimeoutIsTransient(t *testing.T) {
 }
 
 func TestDeadlinePassedExpires(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hour, MaxAttempts: 100, Window: 2 * time.Minute})
 	rc := newReceiver(t, statuses(500))
@@ -382,6 +390,7 @@ func TestDeadlinePassedExpires(t *testing.T) {
 }
 
 func TestMaxAttemptsExpires(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: 24 * time.Hour})
 	rc := newReceiver(t, statuses(503))
@@ -405,6 +414,7 @@ func TestMaxAttemptsExpires(t *testing.T) {
 }
 
 func TestResponseSnippetIsCapped(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	bodies := map[string]string{
 		"/ascii":  strings.Repeat("x", 5000),
@@ -454,6 +464,7 @@ func TestResponseSnippetIsCapped(t *testing.T) {
 }
 
 func TestPausedSubscriptionHoldsDeliveriesUntilResumed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	paused, _ := e.subscribe(rc.srv.URL+"/paused", subscriptions.Input{})
@@ -495,6 +506,7 @@ func TestPausedSubscriptionHoldsDeliveriesUntilResumed(t *testing.T) {
 }
 
 func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	allowed, blocked := newReceiver(t, nil), newReceiver(t, nil)
 	a, _ := e.subscribe(allowed.URL(), subscriptions.Input{})
@@ -535,6 +547,7 @@ func TestSSRFGuard(t *testing.T) {
 }
 
 func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -610,6 +623,7 @@ func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
 }
 
 func TestDefaultLeaseRescuesWithinContract(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/x", subscriptions.Input{})
 	id := e.publishOne(`{}`)
@@ -626,6 +640,7 @@ func TestDefaultLeaseRescuesWithinContract(t *testing.T) {
 }
 
 func TestStopLetsRunningAttemptFinish(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -665,6 +680,7 @@ func TestStopLetsRunningAttemptFinish(t *testing.T) {
 }
 
 func TestStopReleasesHangingAttemptAfterGrace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	started := make(chan struct{}, 1)
 	var answer atomic.Bool
@@ -713,6 +729,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 func TestTwoWorkersDeliverEachEventExactlyOnce(t *testing.T) {
+	t.Parallel()
 	const events = 2000
 	e := setup(t)
 	var mu sync.Mutex

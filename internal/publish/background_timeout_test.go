@@ -12,8 +12,9 @@ import (
 // The NOTIFY a publish sends in the background gives up on a database that stopped answering (a crashed
 // primary's machine, a partition), so it does not hold its connection until TCP gives up, minutes later.
 func TestNotifyGivesUpOnASilentDatabase(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
-	proxy, proxied := startFlakyProxy(t, dbURL)
+	proxy, proxied := startFlakyProxy(t, urlOf(t))
 	pool, err := server.Connect(context.Background(), proxied, 2, server.PlanGeneric)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // gone (and was told so) must not have its event stored behind its back, where a retry without an
 // Idempotency-Key would store it twice.
 func TestPublishRetriedAloneOnlyForCallersStillThere(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	in := func(tenant uuid.UUID) publish.PublishInput {
@@ -103,6 +104,7 @@ func await(t *testing.T, res chan publishOutcome, what string) publishOutcome {
 // PostgreSQL: the caller's error is the truth, and the statement does not commit once the lock is
 // released. (Cut off by the client alone, the statement went on in the server and committed.)
 func TestPublishWhoseCallerGoesMidStatementIsNotStored(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	sub, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	release := e.lockSubscription(sub.ID)
@@ -124,6 +126,7 @@ func TestPublishWhoseCallerGoesMidStatementIsNotStored(t *testing.T) {
 // A caller that goes while a statement storing its publish with others runs gets that statement's
 // outcome, not an error it would take for "not stored": whatever a publish answers is what was stored.
 func TestPublishAnswerIsWhatItsBatchStored(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	first, _ := e.subscribe("http://127.0.0.1:1/first", subscriptions.Input{})
 	other := setupOtherTenant(t, e)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestPublishFansOutToMatchingSubscriptionsOnly(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
 	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
@@ -72,6 +73,7 @@ func setupOtherTenant(t *testing.T, e *env) *env {
 }
 
 func TestPublishIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
 	e.subscribe("http://127.0.0.1:1/b", subscriptions.Input{})
@@ -142,6 +144,7 @@ func TestPublishIdempotencyKey(t *testing.T) {
 }
 
 func TestPublishRejectsInvalidInput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
 	cases := []struct{ eventType, payload string }{
@@ -170,6 +173,7 @@ func TestPublishRejectsInvalidInput(t *testing.T) {
 // tenant, type and only-subscription), a key reused within the batch stores nothing the second time, and
 // one publish the database refuses (its tenant is gone) fails alone while the rest are stored.
 func TestPublishBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
 	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
@@ -240,6 +244,7 @@ func TestPublishBatch(t *testing.T) {
 // beside exact types, deeper patterns and other tenants' subscriptions alike, through a lone publish and
 // through a batch.
 func TestPublishFansOutToPrefixPatterns(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	types := func(ts ...string) subscriptions.Input { return subscriptions.Input{EventTypes: &ts} }
 	all, _ := e.subscribe("http://127.0.0.1:1/all", types())
@@ -289,6 +294,7 @@ func TestPublishFansOutToPrefixPatterns(t *testing.T) {
 // tenant's publish never reads the other tenants' subscriptions, and each subscription row costs one array
 // overlap (the patterns an event type matches are worked out once per event, not per subscription).
 func TestPublishFanOutUsesTenantIndex(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if _, err := e.pool.Exec(e.ctx, `INSERT INTO tenants (name) SELECT 't' || g FROM generate_series(1, 2000) g`); err != nil {
 		t.Fatal(err)
@@ -334,6 +340,7 @@ func TestPublishFanOutUsesTenantIndex(t *testing.T) {
 // when it arrives among concurrent publishes that the publisher stores in one batch, and stores nothing;
 // internal events (operator notifications) are not asked about.
 func TestCheckEventRefusesBeforeTheBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/all", subscriptions.Input{})
 	var mu sync.Mutex
@@ -389,6 +396,7 @@ func (l *stubLocal) Origin() string { return l.origin }
 // A publish wakes this process's worker (Publisher.Local) when one of its deliveries can be sent now, and
 // not when every one waits on a paused subscription: a claim then would find nothing.
 func TestPublishWakesTheLocalWorkerOnlyForSendableDeliveries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	paused, _ := e.subscribe("http://127.0.0.1:1/paused", subscriptions.Input{EventTypes: &[]string{"wake.paused", "wake.both"}})
 	if _, err := e.subs.Pause(e.ctx, e.tenant, paused.ID); err != nil {

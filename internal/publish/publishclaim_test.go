@@ -20,6 +20,7 @@ import (
 // no NOTIFY or poll (the poll is a minute away; the listener is not even running a claim for it). A
 // delivery to a paused subscription stays pending.
 func TestPublishClaimsForTheIdleLocalWorker(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -67,6 +68,7 @@ func TestPublishClaimsForTheIdleLocalWorker(t *testing.T) {
 // A publish does not claim for a worker that has attempts in flight: its delivery is answered pending,
 // and the worker, woken, claims it itself.
 func TestPublishDoesNotClaimForABusyWorker(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	release := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
@@ -97,6 +99,7 @@ func TestPublishDoesNotClaimForABusyWorker(t *testing.T) {
 // A worker that stops while a publish is claiming for it does not wait for that claim (Stop returns at
 // once), and the rows the claim took go straight back to the queue, unattempted, with their slots freed.
 func TestPublishClaimForAStoppedWorkerGivesTheRowsBack(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
@@ -151,6 +154,7 @@ func TestPublishClaimForAStoppedWorkerGivesTheRowsBack(t *testing.T) {
 // at its concurrency cap, held by another process's worker, gets nothing claimed with the publish (the
 // answer says pending), and the delivery goes out once that worker's attempt has finished.
 func TestPublishClaimKeepsTheEndpointCap(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	release := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
@@ -195,6 +199,7 @@ func TestPublishClaimKeepsTheEndpointCap(t *testing.T) {
 // for the delivery claimed in the first publish's own transaction, not an answer rebuilt from rows that
 // says "pending".
 func TestIdempotentPublishReturnsTheAnswerAsSent(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -230,6 +235,7 @@ func TestIdempotentPublishReturnsTheAnswerAsSent(t *testing.T) {
 // reserved waits for one to be freed, and once waited for good (HOOKLINE_WORKERS at or below the claim
 // batch), so the delivery stayed pending after the endpoint was resumed.
 func TestAPublishThatClaimedNothingFreesTheFetcher(t *testing.T) {
+	// Not parallel: fetcherWaitsForSlot reads every goroutine's stack, another test's fetcher included.
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})

@@ -14,6 +14,7 @@ import (
 // ChunkTimeout and counts as a failed chunk, the database being there: after MaxFailures the replay is
 // marked failed, with its true counts, rather than the runner waiting for as long as the lock is held.
 func TestReplayChunkStuckOnALockIsCutOff(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})

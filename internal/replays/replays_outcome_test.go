@@ -17,6 +17,7 @@ import (
 // deliveries to real receivers (one answering 204, one 410, one 503 until told otherwise), a replay that
 // finishes scheduling long before they are final, and a later replay that takes some of them over.
 func TestReplayOutcome(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	ok := newReceiver(t, nil)
@@ -129,6 +130,7 @@ func TestReplayOutcome(t *testing.T) {
 // Recover previews (dry runs) are limited per subscription: five at once, then one every 12 s; the
 // refused one is not recorded; a real recover and another subscription's previews are not limited.
 func TestRecoverPreviewsAreRateLimited(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -163,6 +165,7 @@ func TestRecoverPreviewsAreRateLimited(t *testing.T) {
 // rows (four chunks and the empty one that finishes it) goes at once for its first chunk, then waits
 // 200 ms before each next one. The pacer runs on a fake clock: nothing sleeps.
 func TestReplayRunnerPacesChunks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})

@@ -17,6 +17,7 @@ import (
 // the dead-letter indexes and stop at their caps (and say so), and a replay's outcome is counted through
 // the replay index, with the dashboard's and API's planning.
 func TestOutageHuntAndOutcomePlans(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("inserts 210,000 rows")
 	}

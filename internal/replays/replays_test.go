@@ -26,7 +26,7 @@ import (
 // Replays run on the API/dashboard pool (plans per call), as the server wires them.
 func (e *env) replays() *replays.Replays {
 	e.t.Helper()
-	pool, err := server.Connect(context.Background(), dbURL, 8, server.PlanPerCall)
+	pool, err := server.Connect(context.Background(), urlOf(e.t), 8, server.PlanPerCall)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -193,6 +193,7 @@ func concat(lists ...[]uuid.UUID) []uuid.UUID {
 }
 
 func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -330,6 +331,7 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 }
 
 func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -390,6 +392,7 @@ func TestReplayRunnerFinishesEveryRunningReplay(t *testing.T) {
 }
 
 func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub1, _ := e.subscribe("http://127.0.0.1:1/one", subscriptions.Input{})
@@ -481,6 +484,7 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 }
 
 func TestReplayValidation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	now := e.clock.Now()
@@ -535,6 +539,7 @@ func TestReplayValidation(t *testing.T) {
 // Two replays over the same rows, worked at the same time by different runners: each row is scheduled by
 // exactly one of them, and what one scheduled the other counts as skipped.
 func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
+	t.Parallel()
 	const n = 2500
 	e := setup(t)
 	rp := e.replays()
@@ -633,6 +638,7 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 // scheduled twice, the receiver gets each webhook once per schedule, and rows that died after the replay
 // started are left alone.
 func TestReplayRacesRetriesAndWorkers(t *testing.T) {
+	t.Parallel()
 	const n = 2500
 	e := setup(t)
 	rp := e.replays()
@@ -776,6 +782,7 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 }
 
 func TestReplayResumesAfterCrash(t *testing.T) {
+	t.Parallel()
 	const n = 2500
 	e := setup(t)
 	rp := e.replays()
@@ -870,6 +877,7 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 }
 
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -972,6 +980,7 @@ func TestRecover(t *testing.T) {
 }
 
 func TestReplayFailsAfterRepeatedErrors(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -1027,6 +1036,7 @@ func TestReplayFailsAfterRepeatedErrors(t *testing.T) {
 }
 
 func TestDeadLetters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub1, _ := e.subscribe("http://127.0.0.1:1/one", subscriptions.Input{})
@@ -1136,6 +1146,7 @@ func TestDeadLetters(t *testing.T) {
 }
 
 func TestReplayAuditLogPages(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	from, to := e.clock.Now().Add(-time.Hour), e.clock.Now()
@@ -1185,6 +1196,7 @@ func TestReplayAuditLogPages(t *testing.T) {
 // A deleted subscription's dead deliveries stay in the dead-letter list but are not replayed: no worker
 // claims a deleted subscription's deliveries, so they would wait in pending for good.
 func TestReplaySkipsDeletedSubscriptions(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	live, _ := e.subscribe("http://127.0.0.1:1/live", subscriptions.Input{})

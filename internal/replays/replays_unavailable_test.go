@@ -14,6 +14,7 @@ import (
 // A chunk that fails because the database is away does not count against MaxFailures: a failover must not
 // fail a customer's replay for good. The replay stays running and resumes once the database answers.
 func TestReplaySurvivesTheDatabaseGoingAway(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rp := e.replays()
 	sub, _ := e.subscribe("http://127.0.0.1:1/a", subscriptions.Input{})
@@ -25,7 +26,7 @@ func TestReplaySurvivesTheDatabaseGoingAway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	proxy, proxied := startFlakyProxy(t, dbURL)
+	proxy, proxied := startFlakyProxy(t, urlOf(t))
 	pool, err := server.Connect(context.Background(), proxied, 1, server.PlanPerCall)
 	if err != nil {
 		t.Fatal(err)
