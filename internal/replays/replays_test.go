@@ -200,38 +200,7 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 	otherTenant, otherSub := e.otherTenant("globex")
 	now := e.clock.Now()
 	from, to := now.Add(-48*time.Hour), now.Add(-47*time.Hour)
-	dead := rows{sub: sub.ID, state: delivery.Failed, reason: delivery.ReasonPermanentStatus}
-	with := func(f func(*rows)) rows { r := dead; f(&r); return r }
-
-	// 2,500 matching rows: one on created_from itself, 1,499 sharing one created_at (the first chunk ends in
-	// the middle of them, so the cursor must order by id too), 1,000 a millisecond apart.
-	matching := concat(
-		e.insert(with(func(r *rows) { r.n, r.createdAt = 1, from })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt = 1499, from.Add(10*time.Minute) })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.step = 1000, from.Add(20*time.Minute), time.Millisecond })),
-	)
-	in := from.Add(30 * time.Minute)
-	others := concat(
-		e.insert(with(func(r *rows) { r.n, r.tenant, r.sub, r.createdAt = 5, otherTenant, otherSub.ID, in })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt = 5, from.Add(-time.Millisecond) })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt = 3, to })), // created_to is exclusive
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state, r.reason = 5, in, delivery.Delivered, "" })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state, r.reason = 5, in, delivery.Pending, "" })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.discarded = 5, in, true })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state = 5, in, delivery.Expired })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.reason = 5, in, delivery.ReasonSubscriptionDeleted })),
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.eventType = 5, in, "invoice.paid" })),
-		// Dead only after the replay starts: not the replay's to take.
-		e.insert(with(func(r *rows) { r.n, r.createdAt, r.deadAt = 5, in, now.Add(time.Second) })),
-	)
-	before := e.snapshot(others)
-	for _, id := range matching[:3] {
-		if _, err := e.pool.Exec(e.ctx, `INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt,
-			started_at, duration_ms, status, outcome, request_url, request_headers)
-			VALUES ($1, $2, $3, 7, $4, 5, 500, 'retry', 'http://127.0.0.1:1/a', '{}')`, id, e.tenant, sub.ID, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	matching, before := e.seedReplayRows(t, sub.ID, otherTenant, otherSub.ID, from, to)
 
 	f := replays.DeadFilter{TenantID: &e.tenant, EventType: "order.created", States: []delivery.State{delivery.Failed},
 		DeadReason: delivery.ReasonPermanentStatus, CreatedFrom: &from, CreatedTo: &to}
@@ -275,17 +244,71 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 		t.Fatalf("Running after the end: %v", ids)
 	}
 
-	// Every matching row, and only those, is back in the queue with a fresh schedule and its history kept.
+	checkReplayReset(t, e, r.ID, matching, stepAt, spread)
+	e.wantUnchanged(before, "non-matching rows")
+
+	checkReplayDeliveries(t, e, rp, r.ID, matching)
+
+	// The same replay again finds only the rows that died after the first one started.
+	again, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f, Actor: "ops@example.com"})
+	if err != nil || again.State != replays.ReplayRunning || again.Matched != 5 || again.SpreadSeconds != int(replays.DefaultSpread.Seconds()) {
+		t.Fatalf("second replay: %+v, %v", again, err)
+	}
+}
+
+// seedReplayRows inserts the 2,500 dead rows of sub that a replay of [from, to) matches, rows of every kind
+// around them that it must leave alone (their snapshot is before), and three attempts of history.
+func (e *env) seedReplayRows(t *testing.T, sub, otherTenant, otherSub uuid.UUID, from, to time.Time) (matching []uuid.UUID, before map[uuid.UUID]string) {
+	now := e.clock.Now()
+	dead := rows{sub: sub, state: delivery.Failed, reason: delivery.ReasonPermanentStatus}
+	with := func(f func(*rows)) rows { r := dead; f(&r); return r }
+
+	// 2,500 matching rows: one on created_from itself, 1,499 sharing one created_at (the first chunk ends in
+	// the middle of them, so the cursor must order by id too), 1,000 a millisecond apart.
+	matching = concat(
+		e.insert(with(func(r *rows) { r.n, r.createdAt = 1, from })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt = 1499, from.Add(10*time.Minute) })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.step = 1000, from.Add(20*time.Minute), time.Millisecond })),
+	)
+	in := from.Add(30 * time.Minute)
+	others := concat(
+		e.insert(with(func(r *rows) { r.n, r.tenant, r.sub, r.createdAt = 5, otherTenant, otherSub, in })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt = 5, from.Add(-time.Millisecond) })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt = 3, to })), // created_to is exclusive
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state, r.reason = 5, in, delivery.Delivered, "" })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state, r.reason = 5, in, delivery.Pending, "" })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.discarded = 5, in, true })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.state = 5, in, delivery.Expired })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.reason = 5, in, delivery.ReasonSubscriptionDeleted })),
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.eventType = 5, in, "invoice.paid" })),
+		// Dead only after the replay starts: not the replay's to take.
+		e.insert(with(func(r *rows) { r.n, r.createdAt, r.deadAt = 5, in, now.Add(time.Second) })),
+	)
+	before = e.snapshot(others)
+	for _, id := range matching[:3] {
+		if _, err := e.pool.Exec(e.ctx, `INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt,
+			started_at, duration_ms, status, outcome, request_url, request_headers)
+			VALUES ($1, $2, $3, 7, $4, 5, 500, 'retry', 'http://127.0.0.1:1/a', '{}')`, id, e.tenant, sub, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	return matching, before
+}
+
+// checkReplayReset checks that every matching row, and only those, is back in the queue with a fresh
+// schedule, spread over spread from stepAt, and its history kept.
+func checkReplayReset(t *testing.T, e *env, replayID uuid.UUID, matching []uuid.UUID, stepAt time.Time, spread time.Duration) {
 	if n := e.count(`SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND attempt_count = 0
 		AND total_attempts = 7 AND last_status IS NULL AND last_error IS NULL AND last_response IS NULL
 		AND dead_reason IS NULL AND dead_at IS NULL AND discarded_at IS NULL AND replay_id = $2 AND give_up_at = $3
 		AND next_attempt_at >= $4 AND next_attempt_at <= $5 AND updated_at = $4`,
-		matching, r.ID, stepAt.Add(e.policy.Window), stepAt, stepAt.Add(spread)); n != 2500 {
+		matching, replayID, stepAt.Add(e.policy.Window), stepAt, stepAt.Add(spread)); n != 2500 {
 		t.Fatalf("%d of 2500 matching rows were reset as a replay resets them", n)
 	}
 	var lo, hi time.Time
 	if err := e.pool.QueryRow(e.ctx, `SELECT min(next_attempt_at), max(next_attempt_at) FROM webhook_deliveries WHERE replay_id = $1`,
-		r.ID).Scan(&lo, &hi); err != nil {
+		replayID).Scan(&lo, &hi); err != nil {
 		t.Fatal(err)
 	}
 	if hi.Sub(lo) < spread/2 {
@@ -294,18 +317,19 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM webhook_attempts WHERE delivery_id = ANY($1)", matching); n != 3 {
 		t.Errorf("%d attempt rows left, want the 3 of the history", n)
 	}
-	e.wantUnchanged(before, "non-matching rows")
+}
 
-	// Deliveries pages through exactly the rows the replay scheduled.
+// checkReplayDeliveries pages through the replay's Deliveries: exactly the matching rows, each once.
+func checkReplayDeliveries(t *testing.T, e *env, rp *replays.Replays, replayID uuid.UUID, matching []uuid.UUID) {
 	seen := map[uuid.UUID]bool{}
 	cur := ""
 	for pages := 0; ; pages++ {
-		p, err := rp.Deliveries(e.ctx, r.ID, 100, cur)
+		p, err := rp.Deliveries(e.ctx, replayID, 100, cur)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range p.Items {
-			if seen[d.ID] || d.ReplayID == nil || *d.ReplayID != r.ID {
+			if seen[d.ID] || d.ReplayID == nil || *d.ReplayID != replayID {
 				t.Fatalf("Deliveries: %s twice or not the replay's", d.ID)
 			}
 			seen[d.ID] = true
@@ -321,12 +345,6 @@ func TestReplayMovesExactlyTheMatchingRowsInChunks(t *testing.T) {
 		if !seen[id] {
 			t.Fatalf("Deliveries misses %s (%d seen)", id, len(seen))
 		}
-	}
-
-	// The same replay again finds only the rows that died after the first one started.
-	again, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: f, Actor: "ops@example.com"})
-	if err != nil || again.State != replays.ReplayRunning || again.Matched != 5 || again.SpreadSeconds != int(replays.DefaultSpread.Seconds()) {
-		t.Fatalf("second replay: %+v, %v", again, err)
 	}
 }
 
@@ -679,53 +697,28 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 
 	// Now the replay, retries of some of its rows and the worker all run at once, while the clock runs.
 	var retried sync.Map // delivery id -> successful retries
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-				e.clock.Advance(5 * time.Millisecond)
-			}
-		}
-	}()
+	stopClock := e.runClock()
 	run := e.runner(rp)
 	if err := run.Start(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer run.Stop(context.Background())
 	targets := append(slices.Clone(ids[:10]), ids[n-10:]...) // first and last chunk
-	var retries sync.WaitGroup
-	for g := range 2 {
-		retries.Add(1)
-		go func() {
-			defer retries.Done()
-			for i := g; i < len(targets); i += 2 {
-				id := targets[i]
-				_, err := e.svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
-				if err == nil {
-					v, _ := retried.LoadOrStore(id, new(atomic.Int32))
-					v.(*atomic.Int32).Add(1)
-				} else if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidState {
-					t.Errorf("retry of %s: %v", id, err)
-				}
-			}
-		}()
-	}
-	retries.Wait()
+	retryConcurrently(t, e, targets, &retried)
 	eventually(t, 60*time.Second, "the replay to finish and the worker to deliver everything", func() bool {
 		return e.getReplay(rp, r.ID).State == replays.ReplayFinished &&
 			e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'delivered'", ids) == n
 	})
-	close(stop)
-	wg.Wait()
+	stopClock()
+	checkRacedReplay(t, e, e.getReplay(rp, r.ID), ids, targets, &retried, rcv)
+	checkLateRowsUntouched(t, e, e.getReplay(rp, r.ID), lateIDs, gone)
+}
 
-	got := e.getReplay(rp, r.ID)
-	carried := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND replay_id = $2", ids, r.ID)
+// checkRacedReplay checks a replay that raced retries of targets: every row scheduled once by the replay
+// or a retry that came first, and the receiver sent each webhook once per schedule.
+func checkRacedReplay(t *testing.T, e *env, got replays.Replay, ids, targets []uuid.UUID, retried *sync.Map, rcv *receiver) {
+	n := int64(len(ids))
+	carried := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND replay_id = $2", ids, got.ID)
 	if got.Scheduled != int64(carried) || got.Scheduled+got.Skipped != n {
 		t.Fatalf("replay scheduled %d, skipped %d; %d rows carry it", got.Scheduled, got.Skipped, carried)
 	}
@@ -769,7 +762,10 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 	if rcv.hits() != total {
 		t.Errorf("receiver got %d requests for %d schedules", rcv.hits(), total)
 	}
-	// Rows that died after the replay started stay dead, sent once.
+}
+
+// checkLateRowsUntouched checks that rows that died after the replay started stay dead, sent once.
+func checkLateRowsUntouched(t *testing.T, e *env, got replays.Replay, lateIDs []uuid.UUID, gone *receiver) {
 	for _, id := range lateIDs {
 		d := e.delivery(id)
 		if d.State != string(delivery.Failed) || d.ReplayID != nil || d.AttemptCount != 1 || d.DeadAt == nil || !d.DeadAt.After(got.StartedAt) {
@@ -779,6 +775,46 @@ func TestReplayRacesRetriesAndWorkers(t *testing.T) {
 	if gone.hits() != len(lateIDs) {
 		t.Errorf("the late rows' receiver got %d requests, want %d", gone.hits(), len(lateIDs))
 	}
+}
+
+// retryConcurrently retries targets by hand from two goroutines at once, counting in retried the
+// retries that succeeded; a retry may only fail as INVALID_STATE (the replay came first).
+func retryConcurrently(t *testing.T, e *env, targets []uuid.UUID, retried *sync.Map) {
+	var retries sync.WaitGroup
+	for g := range 2 {
+		retries.Go(func() {
+			for i := g; i < len(targets); i += 2 {
+				id := targets[i]
+				_, err := e.svc.Retry(e.ctx, e.tenant, id, deliveries.Actor{Admin: true})
+				if err == nil {
+					v, _ := retried.LoadOrStore(id, new(atomic.Int32))
+					v.(*atomic.Int32).Add(1)
+				} else if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidState {
+					t.Errorf("retry of %s: %v", id, err)
+				}
+			}
+		})
+	}
+	retries.Wait()
+}
+
+// runClock moves the env's clock on 5 ms every 2 ms until the returned stop is called.
+func (e *env) runClock() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				e.clock.Advance(5 * time.Millisecond)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 func TestReplayResumesAfterCrash(t *testing.T) {
