@@ -830,31 +830,9 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact := func(what string) int64 {
-		t.Helper()
-		got := e.getReplay(rp, r.ID)
-		if c := e.count("SELECT count(*) FROM webhook_deliveries WHERE replay_id = $1 AND state = 'pending'", r.ID); int64(c) != got.Scheduled {
-			t.Fatalf("%s: %d rows scheduled, the replay says %d", what, c, got.Scheduled)
-		}
-		return got.Scheduled
-	}
+	exact := func(what string) int64 { t.Helper(); return e.exactScheduled(t, rp, r.ID, what) }
 
-	// A transaction holding the replay (another runner mid-chunk) makes Step and Run leave it alone.
-	tx, err := e.pool.Begin(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(e.ctx, "SELECT 1 FROM replays WHERE id = $1 FOR UPDATE", r.ID); err != nil {
-		t.Fatal(err)
-	}
-	if taken, done := e.step(rp, r.ID); taken || done {
-		t.Fatalf("Step on a held replay: taken %v done %v", taken, done)
-	}
-	e.runner(rp).Run(e.ctx, r.ID)
-	if got := exact("held"); got != 0 {
-		t.Fatalf("a held replay advanced to %d", got)
-	}
-	_ = tx.Rollback(e.ctx)
+	e.checkHeldReplayLeftAlone(t, rp, r.ID)
 
 	// One runner does one chunk and dies.
 	if taken, done := e.step(rp, r.ID); !taken || done {
@@ -864,29 +842,7 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 		t.Fatalf("after one chunk: %d", got)
 	}
 	// Another is cancelled while it works: in the middle of a chunk's transaction or between chunks.
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.runner(rp).Run(ctx, r.ID)
-	}()
-	go func() { // cancel once the second chunk is in: the runner is then in or before the third
-		defer cancel()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			var c int
-			_ = e.pool.QueryRow(e.ctx, "SELECT count(*) FROM webhook_deliveries WHERE replay_id = $1", r.ID).Scan(&c)
-			if c > 1000 {
-				return
-			}
-		}
-	}()
-	<-done
-	cancel()
+	e.runUntilCancelled(rp, r.ID)
 	mid := exact("after the cancelled runner")
 	if mid < 1000 || mid > n {
 		t.Fatalf("after the cancel: %d", mid)
@@ -910,6 +866,67 @@ func TestReplayResumesAfterCrash(t *testing.T) {
 	if c := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, r.ID); c != n {
 		t.Fatalf("%d of %d rows scheduled", c, n)
 	}
+}
+
+// exactScheduled fails unless the replay's count of scheduled rows is the rows that carry it, and
+// returns it.
+func (e *env) exactScheduled(t *testing.T, rp *replays.Replays, id uuid.UUID, what string) int64 {
+	t.Helper()
+	got := e.getReplay(rp, id)
+	if c := e.count("SELECT count(*) FROM webhook_deliveries WHERE replay_id = $1 AND state = 'pending'", id); int64(c) != got.Scheduled {
+		t.Fatalf("%s: %d rows scheduled, the replay says %d", what, c, got.Scheduled)
+	}
+	return got.Scheduled
+}
+
+// checkHeldReplayLeftAlone checks that a transaction holding the replay (another runner mid-chunk) makes
+// Step and Run leave it alone.
+func (e *env) checkHeldReplayLeftAlone(t *testing.T, rp *replays.Replays, id uuid.UUID) {
+	tx, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(e.ctx) }()
+	if _, err := tx.Exec(e.ctx, "SELECT 1 FROM replays WHERE id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	if taken, done := e.step(rp, id); taken || done {
+		t.Fatalf("Step on a held replay: taken %v done %v", taken, done)
+	}
+	e.runner(rp).Run(e.ctx, id)
+	if got := e.exactScheduled(t, rp, id, "held"); got != 0 {
+		t.Fatalf("a held replay advanced to %d", got)
+	}
+}
+
+// runUntilCancelled runs the replay in a runner that is cancelled once its second chunk is in: the runner
+// is then in the middle of a chunk's transaction or between chunks. It returns when the runner has.
+func (e *env) runUntilCancelled(rp *replays.Replays, id uuid.UUID) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.runner(rp).Run(ctx, id)
+	}()
+	go func() { // cancel once the second chunk is in: the runner is then in or before the third
+		defer cancel()
+		poll := time.NewTicker(time.Millisecond)
+		defer poll.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-poll.C:
+			}
+			var c int
+			_ = e.pool.QueryRow(e.ctx, "SELECT count(*) FROM webhook_deliveries WHERE replay_id = $1", id).Scan(&c)
+			if c > 1000 {
+				return
+			}
+		}
+	}()
+	<-done
 }
 
 func TestRecover(t *testing.T) {
@@ -957,36 +974,14 @@ func TestRecover(t *testing.T) {
 		r.TenantID == nil || *r.TenantID != e.tenant || r.SubscriptionID == nil || *r.SubscriptionID != sub.ID {
 		t.Fatalf("recover: %+v", r)
 	}
-	// A second recover of the subscription while this one runs, even several at once, is refused.
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := rp.Recover(e.ctx, e.tenant, sub.ID, since, false, "customer")
-			if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidState {
-				t.Errorf("concurrent recover: %v, want INVALID_STATE", err)
-			}
-		}()
-	}
-	wg.Wait()
+	refuseConcurrentRecovers(t, e, rp, sub.ID, since)
 	// Another subscription's recover is its own.
 	rs, err := rp.Recover(e.ctx, e.tenant, sibling.ID, since, true, "customer")
 	if err != nil || rs.Matched != 50 {
 		t.Fatalf("sibling dry recover: %+v, %v", rs, err)
 	}
 
-	// The tenant sees its recovers; another tenant does not.
-	if _, err := rp.Get(e.ctx, r.ID, &e.tenant); err != nil {
-		t.Fatal(err)
-	}
-	otherTenant, _ := e.otherTenant("globex")
-	_, err = rp.Get(e.ctx, r.ID, &otherTenant)
-	wantFault(t, err, fault.NotFound)
-	page, err := rp.List(e.ctx, replays.ReplayListFilter{TenantID: &e.tenant, SubscriptionID: &sub.ID})
-	if err != nil || len(page.Items) != 2 {
-		t.Fatalf("tenant's recovers of the subscription: %d, %v", len(page.Items), err)
-	}
+	checkRecoverSeenByItsTenant(t, e, rp, r.ID, sub.ID)
 
 	stepAt := e.clock.Now()
 	e.runner(rp).RunAll(e.ctx)
@@ -1012,6 +1007,35 @@ func TestRecover(t *testing.T) {
 	small, err := rp.Recover(e.ctx, e.tenant, sibling.ID, now.Add(-48*time.Hour), false, "customer")
 	if err != nil || small.Matched != 50 || small.SpreadSeconds != 3 { // 50 / 20 a second = 2.5 s, rounded up
 		t.Fatalf("recover of 50: %+v, %v", small, err)
+	}
+}
+
+// refuseConcurrentRecovers checks that a second recover of the subscription while one runs, even several
+// at once, is refused.
+func refuseConcurrentRecovers(t *testing.T, e *env, rp *replays.Replays, sub uuid.UUID, since time.Time) {
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, err := rp.Recover(e.ctx, e.tenant, sub, since, false, "customer")
+			if fe := fault.As(err); fe == nil || fe.Code != fault.InvalidState {
+				t.Errorf("concurrent recover: %v, want INVALID_STATE", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// checkRecoverSeenByItsTenant checks that the tenant sees its recovers and another tenant does not.
+func checkRecoverSeenByItsTenant(t *testing.T, e *env, rp *replays.Replays, id, sub uuid.UUID) {
+	if _, err := rp.Get(e.ctx, id, &e.tenant); err != nil {
+		t.Fatal(err)
+	}
+	otherTenant, _ := e.otherTenant("globex")
+	_, err := rp.Get(e.ctx, id, &otherTenant)
+	wantFault(t, err, fault.NotFound)
+	page, err := rp.List(e.ctx, replays.ReplayListFilter{TenantID: &e.tenant, SubscriptionID: &sub})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("tenant's recovers of the subscription: %d, %v", len(page.Items), err)
 	}
 }
 
@@ -1090,56 +1114,8 @@ func TestDeadLetters(t *testing.T) {
 	e.insert(rows{sub: sub1.ID, n: 5, state: delivery.Delivered, createdAt: t0})
 	e.insert(rows{sub: sub1.ID, n: 5, state: delivery.Pending, createdAt: t0})
 
-	all := func(f replays.DeadFilter, limit int) []replays.DeadLetter {
-		t.Helper()
-		var out []replays.DeadLetter
-		seen := map[uuid.UUID]bool{}
-		cur := ""
-		for range 200 {
-			p, err := rp.DeadLetters(e.ctx, f, limit, cur, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Items) > limit || (p.NextCursor != "" && len(p.Items) != limit) {
-				t.Fatalf("page of %d with limit %d and cursor %q", len(p.Items), limit, p.NextCursor)
-			}
-			for _, d := range p.Items {
-				if seen[d.ID] {
-					t.Fatalf("%s on two pages", d.ID)
-				}
-				seen[d.ID] = true
-				if n := len(out); n > 0 {
-					prev := out[n-1]
-					if d.CreatedAt.After(prev.CreatedAt) || d.CreatedAt.Equal(prev.CreatedAt) && d.ID.String() > prev.ID.String() {
-						t.Fatal("dead letters are not newest first")
-					}
-				}
-				out = append(out, d)
-			}
-			if cur = p.NextCursor; cur == "" {
-				return out
-			}
-		}
-		t.Fatal("pages do not end")
-		return nil
-	}
-	same := func(what string, got []replays.DeadLetter, want ...[]uuid.UUID) {
-		t.Helper()
-		w := map[uuid.UUID]bool{}
-		for _, id := range concat(want...) {
-			w[id] = true
-		}
-		if len(got) != len(w) {
-			t.Fatalf("%s: %d dead letters, want %d", what, len(got), len(w))
-		}
-		for _, d := range got {
-			if !w[d.ID] {
-				t.Fatalf("%s: %s does not belong", what, d.ID)
-			}
-		}
-	}
 	for _, limit := range []int{1, 7, 30, 100} {
-		same(fmt.Sprintf("all, pages of %d", limit), all(replays.DeadFilter{}, limit), failed, expired, deleted, other)
+		sameDeadLetters(t, fmt.Sprintf("all, pages of %d", limit), allDeadLetters(t, e, rp, replays.DeadFilter{}, limit), failed, expired, deleted, other)
 	}
 	from, to := t0.Add(30*time.Minute), t0.Add(90*time.Minute)
 	for _, c := range []struct {
@@ -1157,8 +1133,8 @@ func TestDeadLetters(t *testing.T) {
 		{"created range", replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, [][]uuid.UUID{expired[:20]}},
 		{"range and tenant", replays.DeadFilter{TenantID: &otherTenant, CreatedFrom: &from, CreatedTo: &to}, nil},
 	} {
-		got := all(c.f, 6)
-		same(c.name, got, c.want...)
+		got := allDeadLetters(t, e, rp, c.f, 6)
+		sameDeadLetters(t, c.name, got, c.want...)
 		p, err := rp.DeadLetters(e.ctx, c.f, 6, "", 0)
 		if err != nil || p.Total != int64(len(got)) || p.TotalAtLeast {
 			t.Errorf("%s: total %d (at least %v), want %d: %v", c.name, p.Total, p.TotalAtLeast, len(got), err)
@@ -1178,6 +1154,59 @@ func TestDeadLetters(t *testing.T) {
 	p, err = rp.DeadLetters(e.ctx, replays.DeadFilter{}, 5, "", 100)
 	if err != nil || p.Total != 67 || p.TotalAtLeast {
 		t.Fatalf("uncapped total: %d (at least %v), %v", p.Total, p.TotalAtLeast, err)
+	}
+}
+
+// allDeadLetters pages through the dead letters f selects, limit a page, checking each page's size and
+// that they come newest first, each once.
+func allDeadLetters(t *testing.T, e *env, rp *replays.Replays, f replays.DeadFilter, limit int) []replays.DeadLetter {
+	t.Helper()
+	var out []replays.DeadLetter
+	seen := map[uuid.UUID]bool{}
+	cur := ""
+	for range 200 {
+		p, err := rp.DeadLetters(e.ctx, f, limit, cur, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) > limit || (p.NextCursor != "" && len(p.Items) != limit) {
+			t.Fatalf("page of %d with limit %d and cursor %q", len(p.Items), limit, p.NextCursor)
+		}
+		for _, d := range p.Items {
+			if seen[d.ID] {
+				t.Fatalf("%s on two pages", d.ID)
+			}
+			seen[d.ID] = true
+			if n := len(out); n > 0 {
+				prev := out[n-1]
+				if d.CreatedAt.After(prev.CreatedAt) || d.CreatedAt.Equal(prev.CreatedAt) && d.ID.String() > prev.ID.String() {
+					t.Fatal("dead letters are not newest first")
+				}
+			}
+			out = append(out, d)
+		}
+		if cur = p.NextCursor; cur == "" {
+			return out
+		}
+	}
+	t.Fatal("pages do not end")
+	return nil
+}
+
+// sameDeadLetters fails unless got holds exactly the ids of want.
+func sameDeadLetters(t *testing.T, what string, got []replays.DeadLetter, want ...[]uuid.UUID) {
+	t.Helper()
+	w := map[uuid.UUID]bool{}
+	for _, id := range concat(want...) {
+		w[id] = true
+	}
+	if len(got) != len(w) {
+		t.Fatalf("%s: %d dead letters, want %d", what, len(got), len(w))
+	}
+	for _, d := range got {
+		if !w[d.ID] {
+			t.Fatalf("%s: %s does not belong", what, d.ID)
+		}
 	}
 }
 
