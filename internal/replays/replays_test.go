@@ -567,21 +567,7 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 	to := e.clock.Now()
 	f := replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}
 
-	check := func(a, b replays.Replay) {
-		t.Helper()
-		a, b = e.getReplay(rp, a.ID), e.getReplay(rp, b.ID)
-		if a.State != replays.ReplayFinished || b.State != replays.ReplayFinished || a.Matched != n || b.Matched != n {
-			t.Fatalf("replays: %+v / %+v", a, b)
-		}
-		if a.Scheduled+b.Scheduled != n || a.Skipped+b.Skipped != n {
-			t.Fatalf("scheduled %d + %d, skipped %d + %d; want both sums %d", a.Scheduled, b.Scheduled, a.Skipped, b.Skipped, n)
-		}
-		na := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, a.ID)
-		nb := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, b.ID)
-		if int64(na) != a.Scheduled || int64(nb) != b.Scheduled {
-			t.Fatalf("rows carry %d and %d, the replays say %d and %d", na, nb, a.Scheduled, b.Scheduled)
-		}
-	}
+	check := func(a, b replays.Replay) { t.Helper(); checkOverlapping(t, e, rp, a.ID, b.ID, ids) }
 	reset := func() {
 		if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = 'expired', dead_reason = 'deadline',
 			dead_at = $2, replay_id = NULL WHERE id = ANY($1)`, ids, e.clock.Now()); err != nil {
@@ -627,29 +613,50 @@ func TestOverlappingReplaysScheduleEachRowOnce(t *testing.T) {
 			if a.Matched != n || b.Matched != n {
 				t.Fatalf("round %d matched %d and %d", round, a.Matched, b.Matched)
 			}
-			// Several runners, as several processes would run them: two on A (one of them finds it held and
-			// leaves it), one on B, one running everything.
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for _, fn := range []func(ctx context.Context){
-				func(ctx context.Context) { e.runner(rp).Run(ctx, a.ID) },
-				func(ctx context.Context) { e.runner(rp).Run(ctx, b.ID) },
-				func(ctx context.Context) { e.runner(rp).Run(ctx, a.ID) },
-				func(ctx context.Context) { e.runner(rp).RunAll(ctx) },
-			} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					fn(e.ctx)
-				}()
-			}
-			close(start)
-			wg.Wait()
+			e.runTogether(rp, a.ID, b.ID)
 			e.runner(rp).RunAll(e.ctx) // whatever a runner that found its replay held left behind
 			check(a, b)
 		}
 	})
+}
+
+// checkOverlapping checks two replays of the same n rows (ids) that ran together: both finished, and
+// each row scheduled by exactly one of them.
+func checkOverlapping(t *testing.T, e *env, rp *replays.Replays, aID, bID uuid.UUID, ids []uuid.UUID) {
+	t.Helper()
+	n := int64(len(ids))
+	a, b := e.getReplay(rp, aID), e.getReplay(rp, bID)
+	if a.State != replays.ReplayFinished || b.State != replays.ReplayFinished || a.Matched != n || b.Matched != n {
+		t.Fatalf("replays: %+v / %+v", a, b)
+	}
+	if a.Scheduled+b.Scheduled != n || a.Skipped+b.Skipped != n {
+		t.Fatalf("scheduled %d + %d, skipped %d + %d; want both sums %d", a.Scheduled, b.Scheduled, a.Skipped, b.Skipped, n)
+	}
+	na := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, a.ID)
+	nb := e.count("SELECT count(*) FROM webhook_deliveries WHERE id = ANY($1) AND state = 'pending' AND replay_id = $2", ids, b.ID)
+	if int64(na) != a.Scheduled || int64(nb) != b.Scheduled {
+		t.Fatalf("rows carry %d and %d, the replays say %d and %d", na, nb, a.Scheduled, b.Scheduled)
+	}
+}
+
+// runTogether runs several runners at once, as several processes would run them: two on replay a (one of
+// them finds it held and leaves it), one on b, one running everything.
+func (e *env) runTogether(rp *replays.Replays, a, b uuid.UUID) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, fn := range []func(ctx context.Context){
+		func(ctx context.Context) { e.runner(rp).Run(ctx, a) },
+		func(ctx context.Context) { e.runner(rp).Run(ctx, b) },
+		func(ctx context.Context) { e.runner(rp).Run(ctx, a) },
+		func(ctx context.Context) { e.runner(rp).RunAll(ctx) },
+	} {
+		wg.Go(func() {
+			<-start
+			fn(e.ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
 }
 
 // A replay racing manual retries and a started worker that delivers what it schedules: no delivery is
