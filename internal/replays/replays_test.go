@@ -440,32 +440,7 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 	if p.Matched != 33 {
 		t.Fatalf("preview matched %d, want 33", p.Matched)
 	}
-	wantGroups := []struct {
-		tenant, sub uuid.UUID
-		n           int64
-		name        string
-	}{{e.tenant, sub1.ID, 25, "acme"}, {otherTenant, otherSub.ID, 5, "globex"}, {e.tenant, sub2.ID, 3, "acme"}}
-	if len(p.Groups) != len(wantGroups) {
-		t.Fatalf("groups: %+v", p.Groups)
-	}
-	for i, w := range wantGroups {
-		g := p.Groups[i]
-		if g.TenantID != w.tenant || g.SubscriptionID != w.sub || g.Deliveries != w.n || g.TenantName != w.name || g.SubscriptionURL == "" {
-			t.Errorf("group %d = %+v, want %s/%s with %d", i, g, w.name, w.sub, w.n)
-		}
-	}
-	if len(p.Sample) != replays.PreviewSampleSize {
-		t.Fatalf("sample of %d, want %d", len(p.Sample), replays.PreviewSampleSize)
-	}
-	for i, d := range p.Sample {
-		if !matching[d.ID] {
-			t.Fatalf("sample holds %s, which does not match", d.ID)
-		}
-		if i > 0 && (d.CreatedAt.After(p.Sample[i-1].CreatedAt) ||
-			d.CreatedAt.Equal(p.Sample[i-1].CreatedAt) && d.ID.String() > p.Sample[i-1].ID.String()) {
-			t.Fatal("sample is not newest first")
-		}
-	}
+	checkPreview(t, p, matching, []previewGroup{{e.tenant, sub1.ID, 25, "acme"}, {otherTenant, otherSub.ID, 5, "globex"}, {e.tenant, sub2.ID, 3, "acme"}})
 	sp, err := rp.Preview(e.ctx, replays.DeadFilter{SubscriptionID: &sub2.ID, CreatedFrom: &from, CreatedTo: &to})
 	if err != nil || sp.Matched != 3 || len(sp.Groups) != 1 || len(sp.Sample) != 3 {
 		t.Fatalf("preview of one subscription: %+v, %v", sp, err)
@@ -499,6 +474,38 @@ func TestReplayDryRunAndPreviewChangeNothing(t *testing.T) {
 		t.Errorf("%d rows carry a replay after a dry run", n)
 	}
 	e.wantUnchanged(before, "after preview and dry run")
+}
+
+// previewGroup is a group a preview should show: a tenant's subscription with n matching deliveries.
+type previewGroup struct {
+	tenant, sub uuid.UUID
+	n           int64
+	name        string
+}
+
+// checkPreview checks a preview's groups (largest first) and its sample (newest first, matching only).
+func checkPreview(t *testing.T, p replays.Preview, matching map[uuid.UUID]bool, wantGroups []previewGroup) {
+	if len(p.Groups) != len(wantGroups) {
+		t.Fatalf("groups: %+v", p.Groups)
+	}
+	for i, w := range wantGroups {
+		g := p.Groups[i]
+		if g.TenantID != w.tenant || g.SubscriptionID != w.sub || g.Deliveries != w.n || g.TenantName != w.name || g.SubscriptionURL == "" {
+			t.Errorf("group %d = %+v, want %s/%s with %d", i, g, w.name, w.sub, w.n)
+		}
+	}
+	if len(p.Sample) != replays.PreviewSampleSize {
+		t.Fatalf("sample of %d, want %d", len(p.Sample), replays.PreviewSampleSize)
+	}
+	for i, d := range p.Sample {
+		if !matching[d.ID] {
+			t.Fatalf("sample holds %s, which does not match", d.ID)
+		}
+		if i > 0 && (d.CreatedAt.After(p.Sample[i-1].CreatedAt) ||
+			d.CreatedAt.Equal(p.Sample[i-1].CreatedAt) && d.ID.String() > p.Sample[i-1].ID.String()) {
+			t.Fatal("sample is not newest first")
+		}
+	}
 }
 
 func TestReplayValidation(t *testing.T) {
