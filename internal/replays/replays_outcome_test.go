@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/replays"
@@ -89,17 +90,22 @@ func TestReplayOutcome(t *testing.T) {
 		t.Fatalf("settled: %+v", got)
 	}
 
-	// A later replay takes the gone endpoint's two over: they count there, and the first says so; no
-	// delivery is counted twice, none pending for good.
 	w.Stop(context.Background())
 	later := e.clock.Now()
-	r2, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &subGone.ID, CreatedFrom: &from, CreatedTo: &later},
+	checkTakeOver(t, e, rp, r1.ID, subGone.ID, from, later)
+	checkDryRunsApart(t, e, rp, from, later)
+}
+
+// checkTakeOver starts a later replay of subGone's dead deliveries, which takes them over from replay r1:
+// they count there, and the first says so; no delivery is counted twice, none pending for good.
+func checkTakeOver(t *testing.T, e *env, rp *replays.Replays, r1, subGone uuid.UUID, from, later time.Time) {
+	r2, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &subGone, CreatedFrom: &from, CreatedTo: &later},
 		Spread: time.Second, Actor: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.runner(rp).RunAll(e.ctx)
-	got, second := e.getReplay(rp, r1.ID), e.getReplay(rp, r2.ID)
+	got, second := e.getReplay(rp, r1), e.getReplay(rp, r2.ID)
 	if got.Delivered != 4 || got.Failed != 1 || got.Pending != 0 || got.TakenOver != 2 || !got.Settled() {
 		t.Fatalf("first replay after the take-over: %+v", got)
 	}
@@ -109,7 +115,11 @@ func TestReplayOutcome(t *testing.T) {
 	if second.Scheduled != 2 || second.Pending != 2 || second.TakenOver != 0 || second.Settled() {
 		t.Fatalf("second replay: %+v", second)
 	}
-	// A dry run schedules nothing and has nothing pending: settled at once.
+}
+
+// checkDryRunsApart checks that a dry run schedules nothing and has nothing pending (settled at once), and
+// that dry runs and real replays are listed apart on request.
+func checkDryRunsApart(t *testing.T, e *env, rp *replays.Replays, from, later time.Time) {
 	dry, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &later}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
