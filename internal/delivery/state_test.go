@@ -286,6 +286,7 @@ func TestBreakerDefaultsCapTheProbeWait(t *testing.T) {
 }
 
 func TestDeadReasonText(t *testing.T) {
+	t.Parallel()
 	status := func(n int) *int { return &n }
 	for _, tc := range []struct {
 		reason string

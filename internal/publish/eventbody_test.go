@@ -10,6 +10,7 @@ import (
 // eventBody writes by hand what encoding/json wrote before it (an Encoder without HTML escaping over
 // {type, timestamp, data: RawMessage}); receivers verify signatures over these bytes, so they must not change.
 func TestEventBodyMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	created := time.Date(2026, 11, 23, 13, 4, 5, 120000000, time.FixedZone("x", 3600))
 	for _, payload := range []string{
 		`{}`, `{"a":1}`, "{ \"a\" : [1, 2,\n 3], \"b\": {\"c\": null} }", `{"html":"<b>&amp;</b>","u":"é ü 日本 \u2028 \u2029 \" \\ \/"}`,
