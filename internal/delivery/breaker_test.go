@@ -66,30 +66,10 @@ func TestCircuitBreaker(t *testing.T) {
 	if n := e.runOnce(w); n != 0 {
 		t.Fatalf("an open circuit let %d attempts through before its probe time", n)
 	}
-	hitsBefore := rc.hits()
 
 	// Probe time: exactly one attempt, while the circuit is half open; it fails → open for 20 s.
 	e.clock.Advance(time.Second)
-	rows, lease, err := w.Claim(e.ctx, 10)
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("probe claim: %d rows, %v; want exactly one", len(rows), err)
-	}
-	if c := e.sub(sub.ID).Circuit; c.State != delivery.CircuitHalfOpen {
-		t.Fatalf("circuit %s while the probe is in flight, want half_open", c.State)
-	}
-	if more, _, _ := w.Claim(e.ctx, 10); len(more) != 0 {
-		t.Fatalf("a second attempt went out while the probe was in flight")
-	}
-	if err := w.RecordStatus(e.ctx, rows, lease, 503); err != nil {
-		t.Fatal(err)
-	}
-	c = e.sub(sub.ID).Circuit
-	if c.State != delivery.CircuitOpen || !c.NextProbeAt.Equal(e.clock.Now().Add(20*time.Second)) {
-		t.Fatalf("after a failed probe: %+v, want open with the next probe 20 s later", c)
-	}
-	if rc.hits() != hitsBefore {
-		t.Fatalf("the receiver got %d requests during the open circuit; RecordStatus sends none", rc.hits()-hitsBefore)
-	}
+	e.failProbe(w, sub.ID, rc)
 
 	// The next probe, 20 s later, succeeds: closed, and everything due drains.
 	e.clock.Advance(20 * time.Second)
@@ -109,6 +89,33 @@ func TestCircuitBreaker(t *testing.T) {
 	e.wantState(fresh, delivery.Delivered, 2) // due first at the first probe time, so that probe was its first attempt
 	if n := e.count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state <> 'delivered'", sub.ID); n != 0 {
 		t.Fatalf("%d deliveries not delivered after the circuit closed", n)
+	}
+}
+
+// failProbe claims the probe, the one attempt let through while the circuit is half open, and records
+// its failure: the circuit opens again for twice as long, and the receiver gets nothing.
+func (e *env) failProbe(w *delivery.Worker, sub uuid.UUID, rc *receiver) {
+	e.t.Helper()
+	hitsBefore := rc.hits()
+	rows, lease, err := w.Claim(e.ctx, 10)
+	if err != nil || len(rows) != 1 {
+		e.t.Fatalf("probe claim: %d rows, %v; want exactly one", len(rows), err)
+	}
+	if c := e.sub(sub).Circuit; c.State != delivery.CircuitHalfOpen {
+		e.t.Fatalf("circuit %s while the probe is in flight, want half_open", c.State)
+	}
+	if more, _, _ := w.Claim(e.ctx, 10); len(more) != 0 {
+		e.t.Fatalf("a second attempt went out while the probe was in flight")
+	}
+	if err := w.RecordStatus(e.ctx, rows, lease, 503); err != nil {
+		e.t.Fatal(err)
+	}
+	c := e.sub(sub).Circuit
+	if c.State != delivery.CircuitOpen || !c.NextProbeAt.Equal(e.clock.Now().Add(20*time.Second)) {
+		e.t.Fatalf("after a failed probe: %+v, want open with the next probe 20 s later", c)
+	}
+	if rc.hits() != hitsBefore {
+		e.t.Fatalf("the receiver got %d requests during the open circuit; RecordStatus sends none", rc.hits()-hitsBefore)
 	}
 }
 
