@@ -97,21 +97,7 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 		t.Errorf("path %q", r.Path)
 	}
 
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(r.Body, &body); err != nil || len(body) != 3 {
-		t.Fatalf("body %s: want exactly type, timestamp, data (%v)", r.Body, err)
-	}
-	if string(body["type"]) != `"order.created"` {
-		t.Errorf("type = %s", body["type"])
-	}
-	var ts string
-	_ = json.Unmarshal(body["timestamp"], &ts)
-	if at, err := time.Parse(time.RFC3339, ts); err != nil || !at.Equal(p.CreatedAt) {
-		t.Errorf("timestamp = %q, want the event's creation %s (%v)", ts, p.CreatedAt, err)
-	}
-	if !bytes.Equal(body["data"], []byte(payload)) {
-		t.Errorf("data is not byte-identical to the payload:\n got %s\nwant %s", body["data"], payload)
-	}
+	checkEventBody(t, r.Body, p, payload)
 	if err := verifyStandardWebhook(secret, r.Header, append(r.Body, ' ')); err == nil {
 		t.Error("the verifier accepts a changed body: it proves nothing")
 	}
@@ -148,6 +134,27 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 	}
 	if err := verifyStandardWebhook(delivery.NewSecret(), r.Header, r.Body); err == nil {
 		t.Error("an unrelated secret verifies")
+	}
+}
+
+// checkEventBody checks a webhook's body: exactly type, timestamp and data, the data byte for byte as
+// published.
+func checkEventBody(t *testing.T, raw []byte, p publish.Published, payload string) {
+	t.Helper()
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil || len(body) != 3 {
+		t.Fatalf("body %s: want exactly type, timestamp, data (%v)", raw, err)
+	}
+	if string(body["type"]) != `"order.created"` {
+		t.Errorf("type = %s", body["type"])
+	}
+	var ts string
+	_ = json.Unmarshal(body["timestamp"], &ts)
+	if at, err := time.Parse(time.RFC3339, ts); err != nil || !at.Equal(p.CreatedAt) {
+		t.Errorf("timestamp = %q, want the event's creation %s (%v)", ts, p.CreatedAt, err)
+	}
+	if !bytes.Equal(body["data"], []byte(payload)) {
+		t.Errorf("data is not byte-identical to the payload:\n got %s\nwant %s", body["data"], payload)
 	}
 }
 
