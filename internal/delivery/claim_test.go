@@ -108,6 +108,12 @@ func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	}
 	t.Logf("claimed 100 of %d pending rows in %s", pending, took)
 
+	checkClaimPlans(t, e, pool, tr)
+}
+
+// checkClaimPlans explains the claim as it was last sent on pool, planned for its arguments and as the
+// generic plan the engine's pool would cache: both read the per-subscription pending index.
+func checkClaimPlans(t *testing.T, e *env, pool *pgxpool.Pool, tr *testdb.Statements) {
 	sql, args := tr.Last(t, "ClaimDeliveries")
 	conn, err := pool.Acquire(e.ctx)
 	if err != nil {
