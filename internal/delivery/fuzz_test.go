@@ -67,46 +67,8 @@ func FuzzSignVerify(f *testing.F) {
 			t.Fatalf("signature %q does not verify", sig)
 		}
 
-		// Tampering with any one part fails verification.
-		if verifySignature(sig, secret, msgID+"x", ts, body) {
-			t.Fatal("verifies with another message id")
-		}
-		ts2 := ts + 1
-		if ts == math.MaxInt64 {
-			ts2 = ts - 1
-		}
-		if verifySignature(sig, secret, msgID, ts2, body) {
-			t.Fatal("verifies with another timestamp")
-		}
-		if verifySignature(sig, secret, msgID, ts, append(slices.Clone(body), 'x')) {
-			t.Fatal("verifies with a longer body")
-		}
-		if len(body) > 0 {
-			b := slices.Clone(body)
-			b[at%uint(len(b))] ^= 1 << (at % 8)
-			if verifySignature(sig, secret, msgID, ts, b) {
-				t.Fatal("verifies with a changed body")
-			}
-		}
-		// Another key of the same length (HMAC pads keys with zeros, so a longer key ending in 0 would be
-		// the same key): flip one bit.
-		k := slices.Clone(key)
-		if len(k) == 0 {
-			k = []byte{1}
-		} else {
-			k[at%uint(len(k))] ^= 1 << (at % 8)
-		}
-		if verifySignature(sig, SecretPrefix+base64.StdEncoding.EncodeToString(k), msgID, ts, body) {
-			t.Fatal("verifies under another key")
-		}
-		mac, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sig, "v1,"))
-		mac[at%uint(len(mac))] ^= 1 << (at % 8)
-		if verifySignature("v1,"+base64.StdEncoding.EncodeToString(mac), secret, msgID, ts, body) {
-			t.Fatal("a changed signature verifies")
-		}
-		if verifySignature("v2,"+strings.TrimPrefix(sig, "v1,"), secret, msgID, ts, body) {
-			t.Fatal("a signature of another version verifies")
-		}
+		checkTamperingFails(t, sig, key, msgID, ts, body, at)
+		k := flipBit(key, at)
 
 		// Several secrets (a rotation): one entry each, in order, each verifying under its own secret.
 		other := SecretPrefix + base64.StdEncoding.EncodeToString(k)
@@ -133,4 +95,55 @@ func FuzzSignVerify(f *testing.F) {
 			t.Fatalf("Sign with a valid secret and %q: %v, alone: %q", anySecret, err, got)
 		}
 	})
+}
+
+// checkTamperingFails checks that sig, made under key's secret, verifies with none of its parts changed:
+// the message id, the timestamp, the body, the key, the signature or its version.
+func checkTamperingFails(t *testing.T, sig string, key []byte, msgID string, ts int64, body []byte, at uint) {
+	secret := SecretPrefix + base64.StdEncoding.EncodeToString(key)
+	if verifySignature(sig, secret, msgID+"x", ts, body) {
+		t.Fatal("verifies with another message id")
+	}
+	ts2 := ts + 1
+	if ts == math.MaxInt64 {
+		ts2 = ts - 1
+	}
+	if verifySignature(sig, secret, msgID, ts2, body) {
+		t.Fatal("verifies with another timestamp")
+	}
+	if verifySignature(sig, secret, msgID, ts, append(slices.Clone(body), 'x')) {
+		t.Fatal("verifies with a longer body")
+	}
+	if len(body) > 0 {
+		b := slices.Clone(body)
+		b[at%uint(len(b))] ^= 1 << (at % 8)
+		if verifySignature(sig, secret, msgID, ts, b) {
+			t.Fatal("verifies with a changed body")
+		}
+	}
+	// Another key of the same length (HMAC pads keys with zeros, so a longer key ending in 0 would be
+	// the same key): flip one bit.
+	k := flipBit(key, at)
+	if verifySignature(sig, SecretPrefix+base64.StdEncoding.EncodeToString(k), msgID, ts, body) {
+		t.Fatal("verifies under another key")
+	}
+	mac, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sig, "v1,"))
+	mac[at%uint(len(mac))] ^= 1 << (at % 8)
+	if verifySignature("v1,"+base64.StdEncoding.EncodeToString(mac), secret, msgID, ts, body) {
+		t.Fatal("a changed signature verifies")
+	}
+	if verifySignature("v2,"+strings.TrimPrefix(sig, "v1,"), secret, msgID, ts, body) {
+		t.Fatal("a signature of another version verifies")
+	}
+
+}
+
+// flipBit is key with one bit flipped, chosen by at ({1} for an empty key).
+func flipBit(key []byte, at uint) []byte {
+	k := slices.Clone(key)
+	if len(k) == 0 {
+		return []byte{1}
+	}
+	k[at%uint(len(k))] ^= 1 << (at % 8)
+	return k
 }
