@@ -96,31 +96,7 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 	if _, err := e.subs.Pause(e.ctx, e.tenant, s.ID); err != nil { // nothing is sent
 		t.Fatal(err)
 	}
-	// 30,000 deliveries over 30,000 seconds, all delivered but every 1,000th of each other state, spread
-	// through the history (so none is found early on the newest-first walk by luck).
-	if _, err := e.pool.Exec(e.ctx, `
-		WITH ev AS (
-			INSERT INTO events (tenant_id, event_type, body, created_at)
-			SELECT $1, 'order.created', '{}', now() - g * interval '1 second' FROM generate_series(1, 30000) g
-			RETURNING id, created_at
-		), shaped AS (
-			SELECT ev.*, CASE row_number() OVER (ORDER BY ev.created_at) % 1000
-			                 WHEN 1 THEN 'pending' WHEN 2 THEN 'in_flight' WHEN 3 THEN 'failed' WHEN 4 THEN 'expired'
-			                 ELSE 'delivered' END AS state
-			FROM ev
-		)
-		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, give_up_at, created_at,
-		                                lease_expires_at, lease_id, dead_at)
-		SELECT $1, id, $2, 'order.created', state, now() + interval '1 day', created_at,
-		       CASE WHEN state = 'in_flight' THEN now() + interval '1 minute' END,
-		       CASE WHEN state = 'in_flight' THEN gen_random_uuid() END,
-		       CASE WHEN state IN ('failed', 'expired') THEN now() END
-		FROM shaped`, e.tenant, s.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, events"); err != nil {
-		t.Fatal(err)
-	}
+	e.seedStateHistory(s.ID)
 
 	tr := testdb.RecordStatements("ListDeliveries", "CountDeliveries")
 	cfg := e.pool.Config()
@@ -171,4 +147,35 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 			t.Errorf("CountDeliveries of %v does not read %s:\n%s", c.states, c.index, plan)
 		}
 	}
+}
+
+// seedStateHistory inserts 30,000 deliveries of sub over 30,000 seconds, all delivered but every 1,000th
+// of each other state, spread through the history (so none is found early on the newest-first walk by
+// luck), and analyzes them.
+func (e *env) seedStateHistory(sub uuid.UUID) {
+	t := e.t
+	if _, err := e.pool.Exec(e.ctx, `
+		WITH ev AS (
+			INSERT INTO events (tenant_id, event_type, body, created_at)
+			SELECT $1, 'order.created', '{}', now() - g * interval '1 second' FROM generate_series(1, 30000) g
+			RETURNING id, created_at
+		), shaped AS (
+			SELECT ev.*, CASE row_number() OVER (ORDER BY ev.created_at) % 1000
+			                 WHEN 1 THEN 'pending' WHEN 2 THEN 'in_flight' WHEN 3 THEN 'failed' WHEN 4 THEN 'expired'
+			                 ELSE 'delivered' END AS state
+			FROM ev
+		)
+		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, give_up_at, created_at,
+		                                lease_expires_at, lease_id, dead_at)
+		SELECT $1, id, $2, 'order.created', state, now() + interval '1 day', created_at,
+		       CASE WHEN state = 'in_flight' THEN now() + interval '1 minute' END,
+		       CASE WHEN state = 'in_flight' THEN gen_random_uuid() END,
+		       CASE WHEN state IN ('failed', 'expired') THEN now() END
+		FROM shaped`, e.tenant, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, events"); err != nil {
+		t.Fatal(err)
+	}
+
 }
