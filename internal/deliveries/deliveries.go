@@ -1,3 +1,7 @@
+// Package deliveries is the read model of deliveries and the actions customers and operators take on one:
+// lists with their filters, keyset pages and capped counts (list.go, find.go), several numbers of one
+// snapshot (view.go), a delivery's detail with its attempts, and manual retries, resends and discards with
+// their rules and limits (manualretry.go). The state machine it reads and moves is internal/delivery's.
 package deliveries
 
 import (

@@ -241,7 +241,7 @@ func (w *Worker) Wake() {
 }
 
 // Origin is the NOTIFY payload by which this worker's own process announces a publish it has already woken
-// the worker for (Publisher.Local). The listener skips such a notification: the claim it would start finds
+// the worker for (publish.Publisher.Local). The listener skips such a notification: the claim it would start finds
 // nothing the local wake's claim has not taken, and at idle that second claim ran beside the first's
 // POST on the same cores. Every other process's worker claims on it as on any other.
 func (w *Worker) Origin() string { return w.origin }

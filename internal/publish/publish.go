@@ -1,3 +1,9 @@
+// Package publish stores published events and fans them out into pending deliveries, one per matching
+// subscription, in the transaction that answers the publish; publishes that arrive together share a
+// statement and a commit (publishbatch.go). It then wakes the workers: its own process's at once, every
+// other process's with a NOTIFY. A publish stored alone at a quiet moment claims for its own process's
+// idle worker in the same round trip (publishclaim.go), through Claimer, which *delivery.Worker satisfies:
+// publish depends on delivery, never the reverse.
 package publish
 
 import (
@@ -84,11 +90,11 @@ type Publisher struct {
 	// attempts then join the publish's trace; nil is tracing off.
 	Tracer trace.Tracer
 	// Local, when set, is this process's own worker: woken at once after a publish commits, and named in
-	// the NOTIFY that wakes every other process's, so that its listener skips it (Worker.Origin).
+	// the NOTIFY that wakes every other process's, so that its listener skips it (delivery.Worker.Origin).
 	Local LocalWorker
 }
 
-// LocalWorker is what a Publisher needs of its own process's worker (a *Worker).
+// LocalWorker is what a Publisher needs of its own process's worker (a *delivery.Worker).
 type LocalWorker interface {
 	Wake()
 	Origin() string

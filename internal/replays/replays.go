@@ -1,3 +1,7 @@
+// Package replays puts dead deliveries back in the queue in bulk: the dead-letter list across tenants and
+// its overview (deadletters.go, deadoverview.go), previews, bulk replays and a tenant's recover of one
+// subscription, recorded as an audit log, and the runner that works running replays a paced chunk at a time
+// in every process (replayrunner.go).
 package replays
 
 import (
