@@ -230,7 +230,8 @@ func sameTime(a, b *time.Time) bool {
 // keep room on each page for that (their fillfactor). Here a transaction holds its snapshot across each
 // claim and completion, and no row may leave its page.
 func TestSubscriptionRowsStayOnTheirPages(t *testing.T) {
-	t.Parallel()
+	// Not parallel: where rows lie on their heap pages depends on what else the server runs meanwhile (beside
+	// the other tests, a third of the rows left their page; alone, none does).
 	e := setup(t)
 	const subs = 200
 	for range subs {
