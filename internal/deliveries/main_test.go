@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -329,8 +328,7 @@ func statuses(codes ...int) func(int, http.ResponseWriter, *http.Request) {
 	}
 }
 
-func (rc *receiver) URL() string  { return rc.srv.URL + "/hook" }
-func (rc *receiver) Addr() string { return rc.srv.Listener.Addr().String() }
+func (rc *receiver) URL() string { return rc.srv.URL + "/hook" }
 
 func (rc *receiver) requests() []received {
 	rc.mu.Lock()
@@ -346,15 +344,6 @@ func hang(_ int, _ http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 	case <-time.After(30 * time.Second):
 	}
-}
-
-func containsAll(s string, subs ...string) bool {
-	for _, x := range subs {
-		if !strings.Contains(s, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // setPolicy replaces the retry policy of the publisher, the service and workers made afterwards.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,15 +209,6 @@ func (e *env) worker(o delivery.WorkerOptions, so *delivery.SenderOptions) *deli
 	return delivery.NewWorker(e.pool, delivery.NewSender(*so), e.policy, o)
 }
 
-func (e *env) runOnce(w *delivery.Worker) int {
-	e.t.Helper()
-	n, err := w.RunOnce(e.ctx)
-	if err != nil {
-		e.t.Fatalf("RunOnce: %v", err)
-	}
-	return n
-}
-
 func (e *env) delivery(id uuid.UUID) db.WebhookDelivery {
 	e.t.Helper()
 	d, err := e.q.GetDelivery(e.ctx, db.GetDeliveryParams{ID: id, TenantID: e.tenant})
@@ -346,15 +336,6 @@ func hang(_ int, _ http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 	case <-time.After(30 * time.Second):
 	}
-}
-
-func containsAll(s string, subs ...string) bool {
-	for _, x := range subs {
-		if !strings.Contains(s, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // setPolicy replaces the retry policy of the publisher, the service and workers made afterwards.
