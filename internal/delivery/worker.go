@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/service"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -148,6 +149,9 @@ type Worker struct {
 	running         bool
 	publishClaiming bool
 }
+
+// A Worker is a background service: Start runs it, Stop ends it within a deadline.
+var _ service.Service = (*Worker)(nil)
 
 // NewWorker returns a Worker; Start runs it.
 func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerOptions) *Worker {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/pgfail"
+	"github.com/hookline/hookline/internal/service"
 	"github.com/hookline/hookline/internal/sleep"
 )
 
@@ -36,6 +37,9 @@ type ReplayRunner struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// A ReplayRunner is a background service: Start runs it, Stop ends it within a deadline.
+var _ service.Service = (*ReplayRunner)(nil)
 
 // NewReplayRunner returns a runner; Start runs it.
 func NewReplayRunner(replays *Replays, log *slog.Logger) *ReplayRunner {
