@@ -9,8 +9,9 @@ import (
 
 // A publish that finds its own process's worker idle claims for it: the worker's claim statement is sent
 // with the publish's, in the same round trip and transaction (internal/publish, pipeline.go), and the
-// attempts start as soon as the publish has committed. An idle server otherwise stored the event, woke the worker and only
-// then claimed: a second round trip, and about a third of the time from the publish to the receiver.
+// attempts start as soon as the publish has committed. An idle server otherwise stored the event, woke
+// the worker and only then claimed: a second round trip, and about a third of the time from the publish
+// to the receiver.
 // The claim is the worker's own (ClaimDeliveries: fair turns, the endpoint cap, the circuit, the rate
 // limit), so it takes whatever is due, not only the publish's own rows. Only a publish stored alone at a
 // quiet moment (no other publish waiting or being stored) does it, while the worker has nothing in flight:
