@@ -28,7 +28,8 @@ import (
 
 // Each test works on a database of its own (ownDatabase: a copy of the migrated template, made in a
 // fraction of a second), since a worker claims every due row whoever published it; so the tests run in
-// parallel. Benchmarks share the package's database, which setup empties first.
+// parallel. Benchmarks, and the few tests that must run alone (setupShared), share the package's
+// database, which setup empties first.
 
 var dbURL string
 
@@ -120,13 +121,26 @@ var testPolicy = delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hou
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	// What the tests change through the services is recorded (every change names an actor): as the system's.
-	ctx := activity.System(t.Context(), "test setup")
 	if _, bench := t.(*testing.B); !bench {
 		ownDatabase(t)
 	}
+	return setupOn(t)
+}
+
+// setupShared is setup on the package's database, emptied first, for a test that must not run beside the
+// others (it does not call t.Parallel).
+func setupShared(t testing.TB) *env {
+	t.Helper()
+	return setupOn(t)
+}
+
+// setupOn makes the env on t's database: its own, or the package's, which it empties first.
+func setupOn(t testing.TB) *env {
+	t.Helper()
+	// What the tests change through the services is recorded (every change names an actor): as the system's.
+	ctx := activity.System(t.Context(), "test setup")
 	pool := connect(t, 8)
-	if _, bench := t.(*testing.B); bench {
+	if urlOf(t) == dbURL {
 		if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
 			t.Fatal(err)
 		}
