@@ -28,8 +28,8 @@ import (
 
 // Each test works on a database of its own (ownDatabase: a copy of the migrated template, made in a
 // fraction of a second), since a worker claims every due row whoever published it; so the tests run in
-// parallel. Benchmarks, and the few tests that must run alone (setupShared), share the package's
-// database, which setup empties first.
+// parallel. Benchmarks share the package's database, which setup empties
+// first.
 
 var dbURL string
 
@@ -124,13 +124,6 @@ func setup(t testing.TB) *env {
 	if _, bench := t.(*testing.B); !bench {
 		ownDatabase(t)
 	}
-	return setupOn(t)
-}
-
-// setupShared is setup on the package's database, emptied first, for a test that must not run beside the
-// others (it does not call t.Parallel).
-func setupShared(t testing.TB) *env {
-	t.Helper()
 	return setupOn(t)
 }
 
