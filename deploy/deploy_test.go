@@ -18,7 +18,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/testdb"
@@ -63,7 +63,7 @@ func exported(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Publisher.Publish(t.Context(), delivery.PublishInput{TenantID: tn.ID, EventType: "deploy.checked", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := srv.Publisher.Publish(t.Context(), publish.PublishInput{TenantID: tn.ID, EventType: "deploy.checked", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := http.Get(base + "/metrics")

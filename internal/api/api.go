@@ -9,12 +9,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/catalogue"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/principal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -23,9 +25,9 @@ import (
 type API struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Replays       *delivery.Replays
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Replays       *replays.Replays
+	Publisher     *publish.Publisher
 	// Limits caps each tenant token's request rate in this process (nil: no limit).
 	Limits *TokenLimits
 	Portal *portal.Service

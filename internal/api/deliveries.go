@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/params"
 )
 
@@ -50,13 +50,13 @@ func (a *API) retryDeliveryNow(w http.ResponseWriter, r *http.Request) {
 
 // manualRetry is /retry and /retry-now: the same path, the same answer, another rule in the service.
 func (a *API) manualRetry(w http.ResponseWriter, r *http.Request,
-	retry func(context.Context, uuid.UUID, uuid.UUID, delivery.Actor) (delivery.Delivery, error)) {
+	retry func(context.Context, uuid.UUID, uuid.UUID, deliveries.Actor) (deliveries.Delivery, error)) {
 	id, err := pathID(r, "deliveryID", "delivery")
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	d, err := retry(r.Context(), tenantID(r), id, delivery.Actor{Admin: caller(r).Admin})
+	d, err := retry(r.Context(), tenantID(r), id, deliveries.Actor{Admin: caller(r).Admin})
 	if err != nil {
 		writeError(w, r, err)
 		return

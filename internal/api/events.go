@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 )
 
 func (a *API) publish(w http.ResponseWriter, r *http.Request) {
@@ -16,7 +16,7 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out, err := a.Publisher.Publish(r.Context(), delivery.PublishInput{
+	out, err := a.Publisher.Publish(r.Context(), publish.PublishInput{
 		TenantID: tenantID(r), EventType: in.EventType, Payload: in.Payload,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})

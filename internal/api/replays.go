@@ -4,20 +4,20 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // replayView is a replay as the API shows it: the audit record, its progress and, in a dry run's answer
 // only, a sample of the matching delivery ids (an empty array when nothing matches).
 type replayView struct {
-	delivery.Replay
+	replays.Replay
 	Progress float64      `json:"progress"`
 	Sample   *[]uuid.UUID `json:"sample,omitempty"`
 }
 
-func viewReplay(r delivery.Replay) replayView {
+func viewReplay(r replays.Replay) replayView {
 	v := replayView{Replay: r, Progress: r.Progress()}
 	if r.Sample != nil {
 		s := r.Sample
@@ -40,8 +40,8 @@ type replayBody struct {
 	DryRun         bool     `json:"dry_run"`
 }
 
-func (b replayBody) request() (delivery.ReplayRequest, error) {
-	var req delivery.ReplayRequest
+func (b replayBody) request() (replays.ReplayRequest, error) {
+	var req replays.ReplayRequest
 	var err error
 	req.Filter, err = params.API.DeadFilter(params.DeadCriteria{
 		TenantID: b.TenantID, SubscriptionID: b.SubscriptionID, EventType: b.EventType, States: b.States,
@@ -54,7 +54,7 @@ func (b replayBody) request() (delivery.ReplayRequest, error) {
 		return req, err
 	}
 	req.DryRun = b.DryRun
-	return req, delivery.ValidateReplay(req.Filter)
+	return req, replays.ValidateReplay(req.Filter)
 }
 
 func (a *API) startReplay(w http.ResponseWriter, r *http.Request) {

@@ -447,7 +447,9 @@ func TestRecover(t *testing.T) {
 
 	// Hold the runner so the first recover is still running when the second comes. (No other server's
 	// runner works on it either: no other server works on this test's database.)
-	e.srv.ReplayRunner.Stop()
+	if err := e.srv.ReplayRunner.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	first := must[replayAnswer](e, 201, "POST", recoverA, tok, map[string]any{"since": since})
 	if first.State != "running" || first.Kind != "recover" || first.Matched != 1 || first.Criteria.SubscriptionID != subA {
 		t.Fatalf("recover answer: %+v", first)
@@ -461,7 +463,9 @@ func TestRecover(t *testing.T) {
 		t.Errorf("held recover: %+v", mid)
 	}
 	rc.fixed.Store(true)
-	e.srv.ReplayRunner.Start(context.Background())
+	if err := e.srv.ReplayRunner.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	done := e.waitReplay("/tenants/"+tid+"/replays/"+first.ID, tok)
 	if done.State != "finished" || done.Scheduled != 1 {

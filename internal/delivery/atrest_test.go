@@ -15,6 +15,7 @@ import (
 // secret and the plaintext custom header. A worker without the key records no attempt and postpones the
 // delivery instead of sending it unsigned.
 func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
+	t.Parallel()
 	e, box := setupSealed(t)
 	rc := newReceiver(t, nil)
 	headers := map[string]string{"X-Customer-Token": "tok_sealed"}
@@ -60,6 +61,7 @@ func TestWorkerOpensSealedSecretsAndHeaders(t *testing.T) {
 // and header values once per batch, and every request still carries its own subscription's headers and
 // signature (no row gets another's).
 func TestBatchOpensEachSubscriptionOnce(t *testing.T) {
+	t.Parallel()
 	e, box := setupSealed(t)
 	rc := newReceiver(t, nil)
 	inputs := map[string]map[string]string{

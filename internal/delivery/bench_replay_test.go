@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
+	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
 
@@ -40,19 +42,9 @@ func BenchmarkReplay100k(b *testing.B) {
 	event := e.publish("order.created", `{"n":1}`).ID
 	now := e.clock.Now()
 	from := now.Add(-24 * time.Hour)
-	if _, err := e.pool.Exec(e.ctx, `
-		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
-		    created_at, updated_at, attempt_count, total_attempts, last_status, last_error, dead_reason, dead_at)
-		SELECT $1, $2, $3, 'order.created', 'expired', t, t + interval '72 hours', t, t, 24, 24, 503, 'unavailable',
-		       'max_attempts', $6::timestamptz
-		FROM generate_series(1, $4::int) g, LATERAL (SELECT $5::timestamptz + g * interval '10 milliseconds' AS t) x`,
-		e.tenant, event, dead.ID, rows, from, now.Add(-time.Hour)); err != nil {
-		b.Fatal(err)
-	}
-	insertDeliveries(b, e, live.ID, event, "pending", pendingRows, now)
-	e.vacuum()
+	e.seedReplayBench(dead.ID, live.ID, event, rows, pendingRows, from)
 	to := now
-	filter := delivery.DeadFilter{SubscriptionID: &dead.ID, CreatedFrom: &from, CreatedTo: &to}
+	filter := replays.DeadFilter{SubscriptionID: &dead.ID, CreatedFrom: &from, CreatedTo: &to}
 
 	w := e.worker(delivery.WorkerOptions{BatchSize: 100, EndpointConcurrency: 100}, nil)
 	drain := func(ctx context.Context, stopAfter int) (int, time.Duration) {
@@ -70,32 +62,22 @@ func BenchmarkReplay100k(b *testing.B) {
 		return handled, time.Since(start)
 	}
 	replay := func() (uuid.UUID, time.Duration) {
-		r, err := rp.Start(e.ctx, delivery.ReplayRequest{Filter: filter, Spread: time.Hour})
+		r, err := rp.Start(e.ctx, replays.ReplayRequest{Filter: filter, Spread: time.Hour})
 		if err != nil || r.Matched != int64(rows) {
 			b.Fatalf("replay matched %d of %d: %v", r.Matched, rows, err)
 		}
 		start := time.Now()
-		delivery.NewReplayRunner(rp, quietLog).Run(e.ctx, r.ID) // production pause between chunks
+		replays.NewReplayRunner(rp, quietLog).Run(e.ctx, r.ID) // production pause between chunks
 		d := time.Since(start)
-		if got := e.getReplay(rp, r.ID); got.State != delivery.ReplayFinished || got.Scheduled != int64(rows) {
+		if got := e.getReplay(rp, r.ID); got.State != replays.ReplayFinished || got.Scheduled != int64(rows) {
 			b.Fatalf("replay: %+v", got)
 		}
 		return r.ID, d
 	}
-	redie := func() { // the replayed rows die again, so the second replay finds them
-		e.clock.Advance(time.Second)
-		if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = 'expired', dead_reason = 'max_attempts',
-			dead_at = $2, replay_id = NULL WHERE subscription_id = $1`, dead.ID, e.clock.Now().Add(-time.Millisecond)); err != nil {
-			b.Fatal(err)
-		}
-		e.vacuum()
-		e.clock.Advance(time.Second)
-	}
-
 	b.ResetTimer()
 	n0, d0 := drain(e.ctx, sample)
 	_, alone := replay()
-	redie()
+	e.redie(dead.ID)
 
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
@@ -118,8 +100,22 @@ func BenchmarkReplay100k(b *testing.B) {
 	n2, d2 := drain(e.ctx, sample)
 	b.StopTimer()
 
-	aloneRate := (float64(n0)/d0.Seconds() + float64(n2)/d2.Seconds()) / 2
-	duringRate := float64(n1) / d1.Seconds()
+	reportReplayBench(b, rows, alone, during, drained{n0, d0}, drained{n1, d1}, drained{n2, d2})
+}
+
+// drained is how many rows a drain handled and how long it took.
+type drained struct {
+	n int
+	d time.Duration
+}
+
+func (x drained) rate() float64 { return float64(x.n) / x.d.Seconds() }
+
+// reportReplayBench reports the replay's time alone and beside the worker, and the worker's rate before,
+// during and after it.
+func reportReplayBench(b *testing.B, rows int, alone, during time.Duration, before, while, after drained) {
+	aloneRate := (before.rate() + after.rate()) / 2
+	duringRate := while.rate()
 	b.ReportMetric(alone.Seconds(), "replay_s")
 	b.ReportMetric(float64(rows)/alone.Seconds(), "replay_rows/s")
 	b.ReportMetric(aloneRate, "drain_alone/s")
@@ -127,8 +123,37 @@ func BenchmarkReplay100k(b *testing.B) {
 	b.ReportMetric(duringRate/aloneRate, "drain_ratio")
 	b.ReportMetric(during.Seconds()/alone.Seconds(), "replay_slowdown")
 	b.Logf("replay of %d alone %s; with the worker draining %s. drain before %.0f/s, during %.0f/s (%d rows in %s), after %.0f/s",
-		rows, alone.Round(time.Millisecond), during.Round(time.Millisecond), float64(n0)/d0.Seconds(), duringRate, n1,
-		d1.Round(time.Millisecond), float64(n2)/d2.Seconds())
+		rows, alone.Round(time.Millisecond), during.Round(time.Millisecond), before.rate(), duringRate, while.n,
+		while.d.Round(time.Millisecond), after.rate())
+}
+
+// seedReplayBench inserts rows expired deliveries of dead, 10 ms apart from from, and pendingRows pending
+// ones of live: the worker's own queue.
+func (e *env) seedReplayBench(dead, live uuid.UUID, event string, rows, pendingRows int, from time.Time) {
+	b := e.t
+	now := e.clock.Now()
+	if _, err := e.pool.Exec(e.ctx, `
+		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
+		    created_at, updated_at, attempt_count, total_attempts, last_status, last_error, dead_reason, dead_at)
+		SELECT $1, $2, $3, 'order.created', 'expired', t, t + interval '72 hours', t, t, 24, 24, 503, 'unavailable',
+		       'max_attempts', $6::timestamptz
+		FROM generate_series(1, $4::int) g, LATERAL (SELECT $5::timestamptz + g * interval '10 milliseconds' AS t) x`,
+		e.tenant, event, dead, rows, from, now.Add(-time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	insertDeliveries(b, e, live, event, "pending", pendingRows, now)
+	e.vacuum()
+}
+
+// redie has the replayed rows of dead die again, so that a second replay finds them.
+func (e *env) redie(dead uuid.UUID) {
+	e.clock.Advance(time.Second)
+	if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = 'expired', dead_reason = 'max_attempts',
+		dead_at = $2, replay_id = NULL WHERE subscription_id = $1`, dead, e.clock.Now().Add(-time.Millisecond)); err != nil {
+		e.t.Fatal(err)
+	}
+	e.vacuum()
+	e.clock.Advance(time.Second)
 }
 
 func (e *env) vacuum() {
@@ -136,4 +161,24 @@ func (e *env) vacuum() {
 	if _, err := e.pool.Exec(e.ctx, "VACUUM ANALYZE webhook_deliveries, webhook_attempts, subscriptions, events, replays"); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// Replays run on the API/dashboard pool (plans per call), as the server wires them.
+func (e *env) replays() *replays.Replays {
+	e.t.Helper()
+	pool, err := server.Connect(context.Background(), urlOf(e.t), 8, server.PlanPerCall)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(pool.Close)
+	return replays.NewReplays(pool, e.policy, e.clock.Now)
+}
+
+func (e *env) getReplay(rp *replays.Replays, id uuid.UUID) replays.Replay {
+	e.t.Helper()
+	r, err := rp.Get(e.ctx, id, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
 }

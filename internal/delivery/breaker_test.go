@@ -30,6 +30,7 @@ func (e *env) sub(id uuid.UUID) subscriptions.Subscription {
 // deliveries then wait without being attempted; after the probe interval exactly one goes (half_open); a
 // failed probe opens the circuit for twice as long; a 2xx closes it and the backlog drains under the cap.
 func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(503)
@@ -65,30 +66,10 @@ func TestCircuitBreaker(t *testing.T) {
 	if n := e.runOnce(w); n != 0 {
 		t.Fatalf("an open circuit let %d attempts through before its probe time", n)
 	}
-	hitsBefore := rc.hits()
 
 	// Probe time: exactly one attempt, while the circuit is half open; it fails → open for 20 s.
 	e.clock.Advance(time.Second)
-	rows, lease, err := w.Claim(e.ctx, 10)
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("probe claim: %d rows, %v; want exactly one", len(rows), err)
-	}
-	if c := e.sub(sub.ID).Circuit; c.State != delivery.CircuitHalfOpen {
-		t.Fatalf("circuit %s while the probe is in flight, want half_open", c.State)
-	}
-	if more, _, _ := w.Claim(e.ctx, 10); len(more) != 0 {
-		t.Fatalf("a second attempt went out while the probe was in flight")
-	}
-	if err := w.RecordStatus(e.ctx, rows, lease, 503); err != nil {
-		t.Fatal(err)
-	}
-	c = e.sub(sub.ID).Circuit
-	if c.State != delivery.CircuitOpen || !c.NextProbeAt.Equal(e.clock.Now().Add(20*time.Second)) {
-		t.Fatalf("after a failed probe: %+v, want open with the next probe 20 s later", c)
-	}
-	if rc.hits() != hitsBefore {
-		t.Fatalf("the receiver got %d requests during the open circuit; RecordStatus sends none", rc.hits()-hitsBefore)
-	}
+	e.failProbe(w, sub.ID, rc)
 
 	// The next probe, 20 s later, succeeds: closed, and everything due drains.
 	e.clock.Advance(20 * time.Second)
@@ -111,8 +92,36 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 }
 
+// failProbe claims the probe, the one attempt let through while the circuit is half open, and records
+// its failure: the circuit opens again for twice as long, and the receiver gets nothing.
+func (e *env) failProbe(w *delivery.Worker, sub uuid.UUID, rc *receiver) {
+	e.t.Helper()
+	hitsBefore := rc.hits()
+	rows, lease, err := w.Claim(e.ctx, 10)
+	if err != nil || len(rows) != 1 {
+		e.t.Fatalf("probe claim: %d rows, %v; want exactly one", len(rows), err)
+	}
+	if c := e.sub(sub).Circuit; c.State != delivery.CircuitHalfOpen {
+		e.t.Fatalf("circuit %s while the probe is in flight, want half_open", c.State)
+	}
+	if more, _, _ := w.Claim(e.ctx, 10); len(more) != 0 {
+		e.t.Fatalf("a second attempt went out while the probe was in flight")
+	}
+	if err := w.RecordStatus(e.ctx, rows, lease, 503); err != nil {
+		e.t.Fatal(err)
+	}
+	c := e.sub(sub).Circuit
+	if c.State != delivery.CircuitOpen || !c.NextProbeAt.Equal(e.clock.Now().Add(20*time.Second)) {
+		e.t.Fatalf("after a failed probe: %+v, want open with the next probe 20 s later", c)
+	}
+	if rc.hits() != hitsBefore {
+		e.t.Fatalf("the receiver got %d requests during the open circuit; RecordStatus sends none", rc.hits()-hitsBefore)
+	}
+}
+
 // A probe interval doubles after each failed probe, but never beyond ProbeMax.
 func TestCircuitProbeIntervalCapped(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(503))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
@@ -138,6 +147,7 @@ func TestCircuitProbeIntervalCapped(t *testing.T) {
 // A 410 Gone fails that delivery and disables the subscription at once, with the reason in words; its
 // waiting deliveries are held; Resume starts afresh.
 func TestGoneDisablesSubscription(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(410)
@@ -178,6 +188,7 @@ func TestGoneDisablesSubscription(t *testing.T) {
 // Auto-disable, on an injected clock: a subscription whose attempts have only failed for longer than the
 // limit is disabled with the reason in words; a success before that starts the count again.
 func TestAutoDisableAfterOnlyFailures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var status atomic.Int32
 	status.Store(500)

@@ -28,6 +28,7 @@ func insertDeliveries(t testing.TB, e *env, sub uuid.UUID, event string, state s
 }
 
 func TestClaimOnEmptyTable(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.worker(delivery.WorkerOptions{}, nil)
 	rows, _, err := w.Claim(e.ctx, 100)
@@ -43,6 +44,7 @@ func TestClaimOnEmptyTable(t *testing.T) {
 }
 
 func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
+	t.Parallel()
 	const pending, done = 50_000, 20_000
 	e := setup(t)
 	if _, err := e.pool.Exec(e.ctx, "ANALYZE webhook_deliveries, subscriptions, events"); err != nil {
@@ -106,6 +108,12 @@ func TestClaimOnLargeTableUsesSubscriptionPendingIndex(t *testing.T) {
 	}
 	t.Logf("claimed 100 of %d pending rows in %s", pending, took)
 
+	checkClaimPlans(t, e, pool, tr)
+}
+
+// checkClaimPlans explains the claim as it was last sent on pool, planned for its arguments and as the
+// generic plan the engine's pool would cache: both read the per-subscription pending index.
+func checkClaimPlans(t *testing.T, e *env, pool *pgxpool.Pool, tr *testdb.Statements) {
 	sql, args := tr.Last(t, "ClaimDeliveries")
 	conn, err := pool.Acquire(e.ctx)
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 // machine, a partition) gives up after ClaimTimeout, as an unavailable database, so the fetcher goes on to
 // the next claim (on whichever host accepts writes) instead of waiting for TCP to give up.
 func TestClaimGivesUpOnASilentDatabase(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
-	proxy, proxied := startFlakyProxy(t, dbURL)
+	proxy, proxied := startFlakyProxy(t, urlOf(t))
 	pool, err := server.Connect(context.Background(), proxied, 1, server.PlanCached)
 	if err != nil {
 		t.Fatal(err)

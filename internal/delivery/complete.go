@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/pgfail"
-	"github.com/hookline/hookline/internal/sleep"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -71,38 +71,31 @@ const recordTries = 3
 // stay in flight under their lease and the rescuer puts them back in the queue when it runs out, so an
 // attempt's record may be lost (the delivery is sent again), a delivery never is.
 func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
-	failed := 0
-	for try := 0; ; try++ {
-		tryCtx, cancel := context.WithTimeout(ctx, w.recordTry)
-		err := w.Record(tryCtx, batch)
-		cancel()
-		if err == nil {
-			if try > 0 {
-				w.log.Info("recorded attempts after retrying", "attempts", len(batch), "tries", try+1)
+	tries := 1
+	err := bounded.Do(ctx, bounded.Policy{
+		PerTry: w.recordTry,
+		Tries:  recordTries,
+		Away: func(ctx context.Context, err error) bool {
+			return pgfail.Away(ctx, w.recordPool(len(batch)), err)
+		},
+		OnRetry: func(try int, err error, away bool) {
+			tries = try + 2
+			if try < 5 || try%20 == 0 { // a long outage is logged every twentieth try, not every one
+				w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1, "database_unavailable", away,
+					"timed_out", pgfail.TimedOut(err))
 			}
-			return
+		},
+	}, func(ctx context.Context) error { return w.Record(ctx, batch) })
+	switch {
+	case err == nil:
+		if tries > 1 {
+			w.log.Info("recorded attempts after retrying", "attempts", len(batch), "tries", tries)
 		}
-		if ctx.Err() != nil {
-			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
-			return
-		}
-		away := pgfail.Away(ctx, w.recordPool(len(batch)), err)
-		if !away {
-			failed++
-		}
-		if failed == recordTries {
-			w.log.Error("recording attempts failed; giving the batch up: its rows stay in flight and will be rescued when the lease runs out",
-				"err", err, "attempts", len(batch), "tries", try+1, "timed_out", pgfail.TimedOut(err))
-			return
-		}
-		if try < 5 || try%20 == 0 { // a long outage is logged every twentieth try, not every one
-			w.log.Warn("recording attempts failed; retrying", "err", err, "try", try+1, "database_unavailable", away,
-				"timed_out", pgfail.TimedOut(err))
-		}
-		if !sleep.For(ctx, min(time.Duration(100<<min(try, 5))*time.Millisecond, 2*time.Second)) {
-			w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "attempts", len(batch))
-			return
-		}
+	case ctx.Err() != nil:
+		w.log.Error("shutdown deadline reached while recording attempts; their rows will be rescued when the lease runs out", "err", err, "attempts", len(batch))
+	default:
+		w.log.Error("recording attempts failed; giving the batch up: its rows stay in flight and will be rescued when the lease runs out",
+			"err", err, "attempts", len(batch), "tries", tries, "timed_out", pgfail.TimedOut(err))
 	}
 }
 
@@ -112,6 +105,35 @@ func (w *Worker) writeResults(ctx context.Context, batch []attemptResult) {
 // transaction holding the releases' rows while the completion locked lower ids deadlocked with another
 // completer. It then counts metrics and logs dead-lettered deliveries.
 func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
+	rel, done, byID, err := w.recordParams(batch)
+	if err != nil {
+		return err
+	}
+	var written []uuid.UUID
+	q := w.recordQueries(len(batch))
+	if len(rel.DeliveryIDs) > 0 {
+		if err := q.ReleaseDeliveries(ctx, rel); err != nil {
+			return fmt.Errorf("release deliveries: %w", err)
+		}
+	}
+	if len(done.DeliveryIDs) > 0 {
+		if written, err = q.CompleteAttempts(ctx, done); err != nil {
+			return fmt.Errorf("complete attempts: %w", err)
+		}
+	}
+	if len(written) < len(done.DeliveryIDs) {
+		w.log.Warn("some attempts finished after their lease was lost; their outcome was not recorded",
+			"lost", len(done.DeliveryIDs)-len(written))
+	}
+	for _, id := range written {
+		w.recorded(id, byID[id])
+	}
+	return nil
+}
+
+// recordParams turns a batch into the releases' and the completions' arrays, and indexes the attempts
+// by delivery id.
+func (w *Worker) recordParams(batch []attemptResult) (db.ReleaseDeliveriesParams, db.CompleteAttemptsParams, map[uuid.UUID]*attemptResult, error) {
 	now := w.o.Now()
 	var rel db.ReleaseDeliveriesParams
 	n := len(batch) // sized once: releases are rare, and growing thirteen arrays by appending was not free
@@ -134,7 +156,7 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 		byID[r.row.ID] = r
 		hdr, err := headersJSON(r.resp.Headers)
 		if err != nil {
-			return err
+			return rel, done, nil, err
 		}
 		done.DeliveryIDs = append(done.DeliveryIDs, r.row.ID)
 		done.LeaseIDs = append(done.LeaseIDs, r.leaseID)
@@ -155,45 +177,23 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 	done.ProbeBaseMs = int32(w.o.Breaker.ProbeInterval.Milliseconds())
 	done.ProbeMaxMs = int32(min(w.o.Breaker.ProbeMax.Milliseconds(), math.MaxInt32))
 	rel.Now = now
-	var written []uuid.UUID
-	write := func(q *db.Queries) error {
-		if len(rel.DeliveryIDs) > 0 {
-			if err := q.ReleaseDeliveries(ctx, rel); err != nil {
-				return fmt.Errorf("release deliveries: %w", err)
-			}
-		}
-		if len(done.DeliveryIDs) > 0 {
-			ids, err := q.CompleteAttempts(ctx, done)
-			if err != nil {
-				return fmt.Errorf("complete attempts: %w", err)
-			}
-			written = ids
-		}
-		return nil
+	return rel, done, byID, nil
+}
+
+// recorded counts a written attempt in the metrics, logs a dead-lettered delivery and notes a retry.
+func (w *Worker) recorded(id uuid.UUID, r *attemptResult) {
+	w.o.Metrics.Attempts.WithLabelValues(string(r.decision.Outcome)).Inc()
+	w.o.Metrics.AttemptDuration.Observe(r.resp.Duration.Seconds())
+	w.o.Metrics.finished(r.decision.State)
+	switch r.decision.State {
+	case Failed, Expired:
+		w.o.Metrics.Failed.WithLabelValues(string(r.decision.State)).Inc()
+		w.log.Warn("delivery dead-lettered", "delivery_id", id, "subscription_id", r.row.SubscriptionID,
+			"tenant_id", r.row.TenantID, "state", r.decision.State, "reason", r.decision.DeadReason,
+			"status", r.resp.Status, "error", r.resp.Err)
+	case Pending:
+		w.noteRetry(r.decision.NextAttemptAt)
 	}
-	if err := write(w.recordQueries(len(batch))); err != nil {
-		return err
-	}
-	if len(written) < len(done.DeliveryIDs) {
-		w.log.Warn("some attempts finished after their lease was lost; their outcome was not recorded",
-			"lost", len(done.DeliveryIDs)-len(written))
-	}
-	for _, id := range written {
-		r := byID[id]
-		w.o.Metrics.Attempts.WithLabelValues(string(r.decision.Outcome)).Inc()
-		w.o.Metrics.AttemptDuration.Observe(r.resp.Duration.Seconds())
-		w.o.Metrics.finished(r.decision.State)
-		switch r.decision.State {
-		case Failed, Expired:
-			w.o.Metrics.Failed.WithLabelValues(string(r.decision.State)).Inc()
-			w.log.Warn("delivery dead-lettered", "delivery_id", id, "subscription_id", r.row.SubscriptionID,
-				"tenant_id", r.row.TenantID, "state", r.decision.State, "reason", r.decision.DeadReason,
-				"status", r.resp.Status, "error", r.resp.Err)
-		case Pending:
-			w.noteRetry(r.decision.NextAttemptAt)
-		}
-	}
-	return nil
 }
 
 // genericCompletionMax is the largest batch whose completion runs on its generic plan (GenericPool).

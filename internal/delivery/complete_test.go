@@ -11,6 +11,7 @@ import (
 // headersJSON stands in for json.Marshal of the stored request headers: it must write the same bytes for
 // every map, the ones it handles itself and the ones it hands on.
 func TestHeadersJSONIsJSONMarshal(t *testing.T) {
+	t.Parallel()
 	maps := []map[string]string{
 		nil,
 		{},

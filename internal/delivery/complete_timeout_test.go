@@ -39,6 +39,7 @@ func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(
 // lease, and the rescuer puts them back in the queue when it runs out (unless a cut-off try, still
 // running in the server, records them once the lock goes: guarded by the lease, that is fine too).
 func TestCompletionStuckOnALockIsGivenUpNotRetriedForever(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	for range 2 {

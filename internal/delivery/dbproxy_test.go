@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // flakyProxy forwards TCP to PostgreSQL, except that it hangs up on the next Drop connections as soon as
@@ -18,14 +17,16 @@ type flakyProxy struct {
 	target string
 	Drop   atomic.Int32
 	frozen atomic.Bool
-	closed atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
+	// closed is closed by Close: a frozen pipe waits for it.
+	closed    chan struct{}
+	closeOnce sync.Once
+	mu        sync.Mutex
+	conns     []net.Conn
 }
 
 // Close drops every connection, as a database that went away for good would.
 func (p *flakyProxy) Close() {
-	p.closed.Store(true)
+	p.closeOnce.Do(func() { close(p.closed) })
 	p.ln.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -47,7 +48,7 @@ func startFlakyProxy(t *testing.T, dbURL string) (*flakyProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &flakyProxy{ln: ln, target: u.Host}
+	p := &flakyProxy{ln: ln, target: u.Host, closed: make(chan struct{})}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -77,7 +78,7 @@ func (p *flakyProxy) forward(client net.Conn) {
 		return
 	}
 	p.mu.Lock()
-	if p.closed.Load() {
+	if isClosed(p.closed) {
 		p.mu.Unlock()
 		client.Close()
 		upstream.Close()
@@ -95,8 +96,8 @@ func (p *flakyProxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		for p.frozen.Load() && !p.closed.Load() {
-			time.Sleep(10 * time.Millisecond)
+		if p.frozen.Load() {
+			<-p.closed
 		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -106,5 +107,14 @@ func (p *flakyProxy) pipe(dst, src net.Conn) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -55,6 +55,7 @@ func (e *env) deadlocks() int {
 // subscription_finished rows) in id order, so no deadlock is ever detected and no claim or completion
 // fails.
 func TestTwoWorkersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
 	const subs, perSub = 50, 40
 	e := setup(t)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -105,7 +106,31 @@ func TestTwoWorkersDoNotDeadlock(t *testing.T) {
 	// The maintenance leader's health write: disable whatever has only failed for a moment, then resume it.
 	disablerPool := connect(t, 2)
 	pools = append(pools, disablerPool)
-	subsSvc := subscriptions.NewService(disablerPool, time.Now, true)
+	stopDisabling := startDisabler(t, e, disablerPool)
+	eventually(t, 120*time.Second, "most deliveries finished", func() bool {
+		return e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'") >= total/2
+	})
+	stopDisabling()
+	for _, w := range workers {
+		w.Stop(context.Background())
+	}
+	e.closeAndWaitForBackends(pools)
+	t.Logf("%d of %d deliveries finished, %d attempts", e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'"), total,
+		e.count("SELECT count(*) FROM webhook_attempts"))
+	if got := e.deadlocks() - before; got != 0 {
+		t.Errorf("%d deadlocks detected while two workers drained %d deliveries", got, total)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	for _, m := range logs.msgs {
+		t.Errorf("worker logged: %s", m)
+	}
+}
+
+// startDisabler runs the maintenance leader's health write on pool every 20 ms until the returned stop:
+// it disables whatever has only failed for a moment, then resumes it.
+func startDisabler(t *testing.T, e *env, pool *pgxpool.Pool) (stop func()) {
+	subsSvc := subscriptions.NewService(pool, time.Now, true)
 	stopDisabling := make(chan struct{})
 	var disabler sync.WaitGroup
 	disabler.Go(func() {
@@ -128,16 +153,13 @@ func TestTwoWorkersDoNotDeadlock(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, 120*time.Second, "most deliveries finished", func() bool {
-		return e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'") >= total/2
-	})
-	close(stopDisabling)
-	disabler.Wait()
-	for _, w := range workers {
-		w.Stop(context.Background())
-	}
-	// A backend flushes its statistics (the deadlock count) as it exits, before it leaves pg_stat_activity:
-	// once every backend of the workers' and the disabler's pools has gone, the count is complete.
+	return func() { close(stopDisabling); disabler.Wait() }
+}
+
+// closeAndWaitForBackends closes the pools and waits until their backends have left pg_stat_activity. A
+// backend flushes its statistics (the deadlock count) as it exits, before it leaves pg_stat_activity: once
+// every backend of the pools has gone, the count is complete.
+func (e *env) closeAndWaitForBackends(pools []*pgxpool.Pool) {
 	var pids []int32
 	for _, pool := range pools {
 		for _, c := range pool.AcquireAllIdle(e.ctx) {
@@ -146,17 +168,7 @@ func TestTwoWorkersDoNotDeadlock(t *testing.T) {
 		}
 		pool.Close()
 	}
-	eventually(t, 10*time.Second, "the workers' backends exited", func() bool {
+	eventually(e.t, 10*time.Second, "the workers' backends exited", func() bool {
 		return e.count("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", pids) == 0
 	})
-	t.Logf("%d of %d deliveries finished, %d attempts", e.count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'"), total,
-		e.count("SELECT count(*) FROM webhook_attempts"))
-	if got := e.deadlocks() - before; got != 0 {
-		t.Errorf("%d deadlocks detected while two workers drained %d deliveries", got, total)
-	}
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	for _, m := range logs.msgs {
-		t.Errorf("worker logged: %s", m)
-	}
 }

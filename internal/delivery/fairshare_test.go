@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -42,42 +44,15 @@ func (m *concurrencyMeter) leave() { m.now.Add(-1) }
 // busy endpoint may ever have more than HOOKLINE_ENDPOINT_CONCURRENCY attempts in flight across both
 // workers. Before fair share, the backlog was claimed first-due-first-served and held every slot.
 func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
+	// Not parallel: it measures a latency, which wants the machine to itself.
 	if testing.Short() {
 		t.Skip("takes about 10 s")
 	}
 	e := setup(t)
 	const endpointCap = 4
-
-	var hanging, busy concurrencyMeter
-	hangSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hanging.enter()
-		defer hanging.leave()
-		// The body must be read: only then does the server watch the connection and cancel the context
-		// when the sender gives up.
-		_, _ = io.Copy(io.Discard, r.Body)
-		<-r.Context().Done() // until the sender's timeout cuts it off
-	}))
-	t.Cleanup(hangSrv.Close)
-	busySrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		busy.enter()
-		defer busy.leave()
-		time.Sleep(20 * time.Millisecond)
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(busySrv.Close)
-
-	var mu sync.Mutex
-	arrived := map[string]time.Time{}
-	quietSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		arrived[r.Header.Get("webhook-id")] = time.Now()
-		mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(quietSrv.Close)
-
-	hangSub, _ := e.subscribe(hangSrv.URL+"/hook", subscriptions.Input{})
-	busySub, _ := e.subscribe(busySrv.URL+"/hook", subscriptions.Input{})
+	rc := startFairShareReceivers(t)
+	hangSub, _ := e.subscribe(rc.hangURL, subscriptions.Input{})
+	busySub, _ := e.subscribe(rc.busyURL, subscriptions.Input{})
 	event := e.publish("backlog.seed", `{}`).ID
 	insertDeliveries(t, e, hangSub.ID, event, "pending", 2_000, e.clock.Now())
 	insertDeliveries(t, e, busySub.ID, event, "pending", 20_000, e.clock.Now())
@@ -86,7 +61,7 @@ func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quietURL := quietSrv.URL + "/hook"
+	quietURL := rc.quietURL
 	if _, _, err := e.subs.Create(e.ctx, other.ID, subscriptions.Input{URL: &quietURL}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,50 +82,102 @@ func TestFairShareAcrossTenantsAndProcesses(t *testing.T) {
 		}
 	}()
 
-	// The backlogs are claimed first; then the quiet tenant publishes an event every 200 ms.
-	time.Sleep(500 * time.Millisecond)
-	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)
+	// The backlogs are claimed first: the hanging endpoint holds its cap and the busy one is being sent to.
+	eventually(t, 10*time.Second, "the backlogs claimed", func() bool {
+		return rc.hanging.now.Load() >= endpointCap && rc.busy.hits.Load() > 0
+	})
+	waits := publishQuietly(t, e, other.ID, rc)
+	p50, worst := waits[len(waits)/2], waits[len(waits)-1]
+	t.Logf("quiet tenant's latency behind a hanging endpoint and a 20,000-row backlog: p50 %s, max %s; "+
+		"most in flight: hanging %d, busy %d (cap %d); busy endpoint got %d requests",
+		p50, worst, rc.hanging.most.Load(), rc.busy.most.Load(), endpointCap, rc.busy.hits.Load())
+	if worst > 2*time.Second {
+		t.Errorf("a quiet tenant's event waited %s behind other tenants' endpoints; want under 2 s", worst)
+	}
+	if rc.hanging.most.Load() > endpointCap || rc.busy.most.Load() > endpointCap {
+		t.Errorf("in flight at once: hanging %d, busy %d; the cap across both workers is %d",
+			rc.hanging.most.Load(), rc.busy.most.Load(), endpointCap)
+	}
+	if rc.busy.hits.Load() < 100 {
+		t.Errorf("the busy endpoint got only %d requests: its backlog should drain under its cap", rc.busy.hits.Load())
+	}
+}
+
+// fairShareReceivers are the fair-share test's endpoints: one that hangs until the sender gives up, one
+// that answers after 20 ms, and the quiet tenant's, which notes when each event arrived.
+type fairShareReceivers struct {
+	hanging, busy              concurrencyMeter
+	hangURL, busyURL, quietURL string
+	mu                         sync.Mutex
+	arrived                    map[string]time.Time
+}
+
+func startFairShareReceivers(t *testing.T) *fairShareReceivers {
+	rc := &fairShareReceivers{arrived: map[string]time.Time{}}
+	hangSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.hanging.enter()
+		defer rc.hanging.leave()
+		// The body must be read: only then does the server watch the connection and cancel the context
+		// when the sender gives up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done() // until the sender's timeout cuts it off
+	}))
+	t.Cleanup(hangSrv.Close)
+	busySrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.busy.enter()
+		defer rc.busy.leave()
+		select { // a slow endpoint: 20 ms an answer
+		case <-time.After(20 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(busySrv.Close)
+	quietSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.arrived[r.Header.Get("webhook-id")] = time.Now()
+		rc.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(quietSrv.Close)
+	rc.hangURL, rc.busyURL, rc.quietURL = hangSrv.URL+"/hook", busySrv.URL+"/hook", quietSrv.URL+"/hook"
+	return rc
+}
+
+// publishQuietly publishes an event of tenant every 200 ms, 20 in all, waits for all of them to arrive
+// and returns how long each took, sorted.
+func publishQuietly(t *testing.T, e *env, tenant uuid.UUID, rc *fairShareReceivers) []time.Duration {
+	pub := publish.NewPublisher(e.pool, e.policy, time.Now)
 	sent := map[string]time.Time{}
+	every := time.NewTicker(200 * time.Millisecond)
+	defer every.Stop()
 	for range 20 {
-		p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: other.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)})
+		p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: tenant, EventType: "order.created", Payload: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sent[p.ID] = time.Now()
-		time.Sleep(200 * time.Millisecond)
+		<-every.C
 	}
 	eventually(t, 10*time.Second, "every quiet-tenant event delivered", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrived) == len(sent)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.arrived) == len(sent)
 	})
-
 	var waits []time.Duration
-	mu.Lock()
+	rc.mu.Lock()
 	for id, at := range sent {
-		waits = append(waits, arrived[id].Sub(at))
+		waits = append(waits, rc.arrived[id].Sub(at))
 	}
-	mu.Unlock()
+	rc.mu.Unlock()
 	slices.Sort(waits)
-	p50, worst := waits[len(waits)/2], waits[len(waits)-1]
-	t.Logf("quiet tenant's latency behind a hanging endpoint and a 20,000-row backlog: p50 %s, max %s; "+
-		"most in flight: hanging %d, busy %d (cap %d); busy endpoint got %d requests",
-		p50, worst, hanging.most.Load(), busy.most.Load(), endpointCap, busy.hits.Load())
-	if worst > 2*time.Second {
-		t.Errorf("a quiet tenant's event waited %s behind other tenants' endpoints; want under 2 s", worst)
-	}
-	if hanging.most.Load() > endpointCap || busy.most.Load() > endpointCap {
-		t.Errorf("in flight at once: hanging %d, busy %d; the cap across both workers is %d",
-			hanging.most.Load(), busy.most.Load(), endpointCap)
-	}
-	if busy.hits.Load() < 100 {
-		t.Errorf("the busy endpoint got only %d requests: its backlog should drain under its cap", busy.hits.Load())
-	}
+	return waits
 }
 
 // The counters that carry the cap (claimed - finished) equal the rows actually in flight once the workers
 // stop, and after a rescue: every statement that moves a row into or out of in_flight keeps them.
 func TestInFlightCounterMatchesRows(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(200, 503, 410, 200))
 	sub, _ := e.subscribe(rc.URL(), subscriptions.Input{})
@@ -201,6 +228,7 @@ const inFlightCounter = `SELECT s.claimed - coalesce(f.finished, 0) FROM subscri
 // busy endpoint's completions never queue behind the claim holding that row. A failure still waits for the
 // row and records the failure.
 func TestCompletionOfHealthySuccessesDoesNotLockTheSubscription(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	sub, _ := e.subscribe("http://127.0.0.1:1/x", subscriptions.Input{})
 	for range 3 {

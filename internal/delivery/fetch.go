@@ -194,8 +194,8 @@ func (w *Worker) tracedAttempt(ctx context.Context, row db.ClaimDeliveriesRow, l
 		ctx = tracing.ContinueFrom(ctx, *row.Traceparent)
 	}
 	ctx, span := w.o.Tracer.Start(ctx, spanAttempt, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attrTenantID.String(row.TenantID.String()), attrSubscriptionID.String(row.SubscriptionID.String()),
-		attrDeliveryID.String(row.ID.String()), attrEventID.String(row.EventID.String()), attrEventType.String(row.EventType),
+		AttrTenantID.String(row.TenantID.String()), attrSubscriptionID.String(row.SubscriptionID.String()),
+		attrDeliveryID.String(row.ID.String()), AttrEventID.String(row.EventID.String()), AttrEventType.String(row.EventType),
 		attrAttempt.Int(int(row.TotalAttempts)+1)))
 	defer span.End()
 	res := w.sendAttempt(ctx, row, leaseID, sub)

@@ -13,6 +13,7 @@ import (
 // A stopped worker leaves nothing running: fetcher, listener, completer, attempts and the sender's
 // keep-alive connections are all gone.
 func TestStoppedWorkerLeavesNoGoroutines(t *testing.T) {
+	// Not parallel: it counts every goroutine of the process.
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})

@@ -15,8 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -24,11 +26,34 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The integration tests share one fresh database (testdb) and run one at a time: a worker claims every
-// due row, whoever published it, so each test starts from empty tables (setup truncates them). Only the
-// pure table tests run in parallel.
+// Each test works on a database of its own (ownDatabase: a copy of the migrated template, made in a
+// fraction of a second), since a worker claims every due row whoever published it; so the tests run in
+// parallel. Benchmarks share the package's database, which setup empties
+// first.
 
 var dbURL string
+
+// ownURLs holds each test's own database URL (testing.TB → string).
+var ownURLs sync.Map
+
+// urlOf is the database t works on: its own (setup made it), else the package's.
+func urlOf(t testing.TB) string {
+	if u, ok := ownURLs.Load(t); ok {
+		return u.(string)
+	}
+	return dbURL
+}
+
+// ownDatabase gives t a database of its own, dropped when it ends.
+func ownDatabase(t testing.TB) {
+	t.Helper()
+	u, drop, err := testdb.Create(t.Context(), "dt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownURLs.Store(t, u)
+	t.Cleanup(func() { ownURLs.Delete(t); drop() })
+}
 
 func TestMain(m *testing.M) { testdb.Main(m, "delivery", func(u string) { dbURL = u }) }
 
@@ -71,8 +96,8 @@ type env struct {
 	policy delivery.RetryPolicy
 	tenant uuid.UUID
 	subs   *subscriptions.Service
-	pub    *delivery.Publisher
-	svc    *delivery.Service
+	pub    *publish.Publisher
+	svc    *deliveries.Service
 	// plannedCompletions leaves the env's workers without a GenericPool, so every completion is planned
 	// with its batch (BenchmarkRecordSmallBatch's baseline).
 	plannedCompletions bool
@@ -82,7 +107,7 @@ type env struct {
 // genericPool is the env's pool with generic plans (the server's GenericPool), opened on first use.
 func (e *env) genericPool() *pgxpool.Pool {
 	if e.generic == nil {
-		gp, err := server.Connect(context.Background(), dbURL, server.GenericConns, server.PlanGeneric)
+		gp, err := server.Connect(context.Background(), urlOf(e.t), server.GenericConns, server.PlanGeneric)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -96,11 +121,22 @@ var testPolicy = delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hou
 
 func setup(t testing.TB) *env {
 	t.Helper()
+	if _, bench := t.(*testing.B); !bench {
+		ownDatabase(t)
+	}
+	return setupOn(t)
+}
+
+// setupOn makes the env on t's database: its own, or the package's, which it empties first.
+func setupOn(t testing.TB) *env {
+	t.Helper()
 	// What the tests change through the services is recorded (every change names an actor): as the system's.
 	ctx := activity.System(t.Context(), "test setup")
 	pool := connect(t, 8)
-	if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
-		t.Fatal(err)
+	if urlOf(t) == dbURL {
+		if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions CASCADE"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &env{t: t, ctx: ctx, pool: pool, q: db.New(pool), clock: newClock(), policy: testPolicy}
 	tn, err := tenants.NewService(pool, "").CreateTenant(ctx, "acme")
@@ -109,14 +145,14 @@ func setup(t testing.TB) *env {
 	}
 	e.tenant = tn.ID
 	e.subs = subscriptions.NewService(pool, e.clock.Now, true)
-	e.pub = delivery.NewPublisher(pool, e.policy, e.clock.Now)
-	e.svc = delivery.NewService(pool, e.policy, e.clock.Now, 3, 100)
+	e.pub = publish.NewPublisher(pool, e.policy, e.clock.Now)
+	e.svc = deliveries.NewService(pool, e.policy, e.clock.Now, 3, 100)
 	return e
 }
 
 func connect(t testing.TB, n int32) *pgxpool.Pool {
 	t.Helper()
-	pool, err := server.Connect(context.Background(), dbURL, n, server.PlanCached) // as the engine runs
+	pool, err := server.Connect(context.Background(), urlOf(t), n, server.PlanCached) // as the engine runs
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +174,9 @@ func (e *env) subscribe(url string, in subscriptions.Input) (subscriptions.Subsc
 	return s, secret
 }
 
-func (e *env) publish(eventType, payload string) delivery.Published {
+func (e *env) publish(eventType, payload string) publish.Published {
 	e.t.Helper()
-	p, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: eventType, Payload: json.RawMessage(payload)})
+	p, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: eventType, Payload: json.RawMessage(payload)})
 	if err != nil {
 		e.t.Fatalf("publish: %v", err)
 	}
@@ -248,11 +284,13 @@ func wantFault(t testing.TB, err error, code fault.Code) *fault.Error {
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-poll.C
 	}
 }
 
@@ -329,6 +367,6 @@ func containsAll(s string, subs ...string) bool {
 // setPolicy replaces the retry policy of the publisher, the service and workers made afterwards.
 func (e *env) setPolicy(p delivery.RetryPolicy) {
 	e.policy = p
-	e.pub = delivery.NewPublisher(e.pool, p, e.clock.Now)
-	e.svc = delivery.NewService(e.pool, p, e.clock.Now, 3, 100)
+	e.pub = publish.NewPublisher(e.pool, p, e.clock.Now)
+	e.svc = deliveries.NewService(e.pool, p, e.clock.Now, 3, 100)
 }

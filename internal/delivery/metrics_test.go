@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,6 +20,7 @@ import (
 // reaches delivered, failed or expired is counted once under that state, in step with the dead-letter
 // counter, so that dead / finished is a true ratio.
 func TestPublishedAndFinishedCounters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hour, MaxAttempts: 2, Window: 24 * time.Hour})
 	reg := prometheus.NewRegistry()
@@ -37,7 +39,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 		e.subscribe(rc.URL(), subscriptions.Input{})
 	}
 
-	keyed := delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "k-1"}
+	keyed := publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`{"n":1}`), IdempotencyKey: "k-1"}
 	first, err := e.pub.Publish(e.ctx, keyed)
 	if err != nil || len(first.Deliveries) != 3 {
 		t.Fatalf("publish: %v, %d deliveries", err, len(first.Deliveries))
@@ -46,7 +48,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 	if err != nil || again.ID != first.ID {
 		t.Fatalf("idempotent replay: %v, id %s want %s", err, again.ID, first.ID)
 	}
-	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`[1]`)}); err == nil {
+	if _, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(`[1]`)}); err == nil {
 		t.Fatal("a refused publish was accepted")
 	}
 	e.publish("order.paid", `{"n":2}`)
@@ -100,6 +102,7 @@ func TestPublishedAndFinishedCounters(t *testing.T) {
 // A queue gauge whose query fails reads NaN (unknown) instead of the last values as if they were current,
 // and the log says why; once a read succeeds the gauges are real again.
 func TestQueueGaugesSayWhenTheyCannotBeRead(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	e.publishOne(`{}`)

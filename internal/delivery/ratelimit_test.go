@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -14,6 +15,7 @@ import (
 // workers on separate pools (two processes) share it: 5 a second means 5 at once and then one every 200 ms,
 // whichever worker claims.
 func TestOutgoingRateLimitSharedByProcesses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	five := 5
@@ -57,6 +59,7 @@ func TestOutgoingRateLimitSharedByProcesses(t *testing.T) {
 // The manual resend limit lives in PostgreSQL too: two services (two processes) share one subscription's
 // allowance, and the refusal says how long to wait.
 func TestResendLimitSharedByProcesses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(400))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -65,20 +68,20 @@ func TestResendLimitSharedByProcesses(t *testing.T) {
 		dead = append(dead, e.publishOne(`{}`))
 	}
 	e.runOnce(e.worker(delivery.WorkerOptions{}, nil))
-	one := delivery.NewService(connect(t, 2), e.policy, e.clock.Now, 100, 3) // 3 a minute
-	two := delivery.NewService(connect(t, 2), e.policy, e.clock.Now, 100, 3)
-	for i, svc := range []*delivery.Service{one, two, one} {
-		if _, err := svc.Retry(e.ctx, e.tenant, dead[i], delivery.Actor{}); err != nil {
+	one := deliveries.NewService(connect(t, 2), e.policy, e.clock.Now, 100, 3) // 3 a minute
+	two := deliveries.NewService(connect(t, 2), e.policy, e.clock.Now, 100, 3)
+	for i, svc := range []*deliveries.Service{one, two, one} {
+		if _, err := svc.Retry(e.ctx, e.tenant, dead[i], deliveries.Actor{}); err != nil {
 			t.Fatalf("resend %d: %v", i+1, err)
 		}
 	}
-	_, err := two.Retry(e.ctx, e.tenant, dead[3], delivery.Actor{})
+	_, err := two.Retry(e.ctx, e.tenant, dead[3], deliveries.Actor{})
 	fe := wantFault(t, err, fault.RateLimited)
 	if fe.RetryAfter < 19*time.Second || fe.RetryAfter > 20*time.Second {
 		t.Fatalf("retry after %s, want about 20 s (one resend every 20 s at 3 a minute)", fe.RetryAfter)
 	}
 	e.clock.Advance(20 * time.Second)
-	if _, err := two.Retry(e.ctx, e.tenant, dead[3], delivery.Actor{}); err != nil {
+	if _, err := two.Retry(e.ctx, e.tenant, dead[3], deliveries.Actor{}); err != nil {
 		t.Fatalf("resend after the wait: %v", err)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5"
 )
 
 // RescueInterval is how often the maintenance leader calls RescueExpired. With the default lease
@@ -17,8 +20,16 @@ const RescueInterval = 10 * time.Second
 
 // RescueExpired puts deliveries whose lease ran out back in the queue and says how many. Rescued rows
 // are due now, so it wakes this worker and notifies every other process's worker as well.
+// Its statements, as every background statement, run through bounded.Do: a deadline per try, 3 counted
+// tries.
+// Its statements, as every background statement, run through bounded.Do: a deadline per try, 3 counted
+// tries.
 func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
-	rows, err := w.q.RescueExpiredLeases(ctx, w.o.Now())
+	var rows []db.RescueExpiredLeasesRow
+	err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) (err error) {
+		rows, err = w.q.RescueExpiredLeases(ctx, w.o.Now())
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired leases: %w", err)
 	}
@@ -27,7 +38,9 @@ func (w *Worker) RescueExpired(ctx context.Context) (int, error) {
 	}
 	if len(rows) > 0 {
 		w.Wake()
-		if err := w.q.NotifyDeliveriesReady(ctx, ""); err != nil {
+		if err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) error {
+			return w.q.NotifyDeliveriesReady(ctx, "")
+		}); err != nil {
 			// The rows are queued either way; other workers find them at their next poll.
 			w.log.Warn("notify rescued deliveries", "err", err)
 		}
@@ -48,8 +61,12 @@ const deletedSweepBatch = 1000
 func (w *Worker) DeadLetterDeleted(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		rows, err := w.q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{
-			Now: w.o.Now(), MaxRows: deletedSweepBatch,
+		var rows []db.DeadLetterQueuedOfDeletedSubscriptionsRow
+		err := bounded.Do(ctx, bounded.Policy{}, func(ctx context.Context) (err error) {
+			rows, err = w.q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{
+				Now: w.o.Now(), MaxRows: deletedSweepBatch,
+			})
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("dead-letter deliveries of deleted subscriptions: %w", err)
@@ -64,4 +81,16 @@ func (w *Worker) DeadLetterDeleted(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// DeadLetterQueued dead-letters a deleted subscription's queued deliveries (reason subscription_deleted), in
+// the caller's transaction, and says how many. In-flight ones finish their attempt; its outcome decides.
+func DeadLetterQueued(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID uuid.UUID, now time.Time) (int64, error) {
+	n, err := db.New(tx).DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{
+		SubscriptionID: subscriptionID, TenantID: tenantID, Now: now,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter queued deliveries: %w", err)
+	}
+	return n, nil
 }

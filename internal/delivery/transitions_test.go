@@ -17,17 +17,34 @@ import (
 // the state diagram (delivery.CanTransition) allows. A statement whose SQL guard drifts from the diagram
 // fails here.
 func TestEveryGuardedStatementFromEveryState(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	sub, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
-	q := e.q
-
-	type statement struct {
-		name string
-		to   delivery.State
-		from []delivery.State
-		// run applies the statement to the one seeded delivery, whose lease id is lease.
-		run func(ctx context.Context, id, lease uuid.UUID, now time.Time) error
+	for _, st := range guardedStatements(e, sub.ID) {
+		for _, from := range st.from {
+			if !delivery.CanTransition(from, st.to) {
+				t.Errorf("%s moves %s → %s, which the state diagram does not allow", st.name, from, st.to)
+			}
+		}
+		for _, from := range delivery.States {
+			t.Run(st.name+"/from_"+string(from), func(t *testing.T) { runFromState(t, e, st, from) })
+		}
 	}
+}
+
+// guardedStatement is a statement that moves a delivery, with the states its guard takes it from.
+type guardedStatement struct {
+	name string
+	to   delivery.State
+	from []delivery.State
+	// run applies the statement to the one seeded delivery, whose lease id is lease.
+	run func(ctx context.Context, id, lease uuid.UUID, now time.Time) error
+}
+
+// guardedStatements are every statement that moves a delivery, each applied to the one seeded delivery of
+// subscription sub.
+func guardedStatements(e *env, sub uuid.UUID) []guardedStatement {
+	q := e.q
 	complete := func(to delivery.State) func(context.Context, uuid.UUID, uuid.UUID, time.Time) error {
 		return func(ctx context.Context, id, lease uuid.UUID, now time.Time) error {
 			reason := ""
@@ -43,7 +60,7 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 			return err
 		}
 	}
-	statements := []statement{
+	return []guardedStatement{
 		{"ClaimDeliveries", delivery.InFlight, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
 			_, err := q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{Now: now, Max: 10, Cap: 10, LeaseExpiresAt: now.Add(time.Minute), LeaseID: uuid.New()})
 			return err
@@ -73,16 +90,16 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 			return ignoreNoRows(err)
 		}},
 		{"DeadLetterQueuedOfSubscription", delivery.Failed, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
-			_, err := q.DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{SubscriptionID: sub.ID, TenantID: e.tenant, Now: now})
+			_, err := q.DeadLetterQueuedOfSubscription(ctx, db.DeadLetterQueuedOfSubscriptionParams{SubscriptionID: sub, TenantID: e.tenant, Now: now})
 			return err
 		}},
 		{"DeadLetterQueuedOfDeletedSubscriptions", delivery.Failed, []delivery.State{delivery.Pending}, func(ctx context.Context, _, _ uuid.UUID, now time.Time) error {
 			// It takes only a deleted subscription's rows: the subscription is deleted for the call.
-			if _, err := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = now() WHERE id = $1`, sub.ID); err != nil {
+			if _, err := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = now() WHERE id = $1`, sub); err != nil {
 				return err
 			}
 			_, err := q.DeadLetterQueuedOfDeletedSubscriptions(ctx, db.DeadLetterQueuedOfDeletedSubscriptionsParams{Now: now, MaxRows: 10})
-			if _, rerr := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = NULL WHERE id = $1`, sub.ID); rerr != nil && err == nil {
+			if _, rerr := e.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = NULL WHERE id = $1`, sub); rerr != nil && err == nil {
 				err = rerr
 			}
 			return err
@@ -99,65 +116,58 @@ func TestEveryGuardedStatementFromEveryState(t *testing.T) {
 		}},
 	}
 
-	for _, st := range statements {
-		for _, from := range st.from {
-			if !delivery.CanTransition(from, st.to) {
-				t.Errorf("%s moves %s → %s, which the state diagram does not allow", st.name, from, st.to)
-			}
+}
+
+// runFromState seeds the one delivery in state from, runs the statement on it and checks where it went.
+func runFromState(t *testing.T, e *env, st guardedStatement, from delivery.State) {
+	if _, err := e.pool.Exec(e.ctx, "TRUNCATE events CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	id := e.publishOne(`{}`)
+	lease := uuid.New()
+	now := e.clock.Now()
+	// Force the seeded row into `from`, with the columns each state requires.
+	_, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = $2,
+		lease_id = CASE WHEN $2 = 'in_flight' THEN $3::uuid END,
+		lease_expires_at = CASE WHEN $2 = 'in_flight' THEN $4::timestamptz END,
+		dead_at = CASE WHEN $2 IN ('failed', 'expired') THEN $4::timestamptz END,
+		dead_reason = CASE WHEN $2 IN ('failed', 'expired') THEN 'max_attempts' END,
+		next_attempt_at = $4::timestamptz - interval '1 second'
+		WHERE id = $1`, id, string(from), lease, now)
+	if err != nil {
+		t.Fatalf("seed %s: %v", from, err)
+	}
+	if st.name == "ReplayChunk" {
+		// A replay takes only rows that were dead when it started: make this one old enough.
+		if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET dead_at = dead_at - interval '1 minute' WHERE id = $1 AND dead_at IS NOT NULL`, id); err != nil {
+			t.Fatal(err)
 		}
-		for _, from := range delivery.States {
-			t.Run(st.name+"/from_"+string(from), func(t *testing.T) {
-				if _, err := e.pool.Exec(e.ctx, "TRUNCATE events CASCADE"); err != nil {
-					t.Fatal(err)
-				}
-				id := e.publishOne(`{}`)
-				lease := uuid.New()
-				now := e.clock.Now()
-				// Force the seeded row into `from`, with the columns each state requires.
-				_, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET state = $2,
-					lease_id = CASE WHEN $2 = 'in_flight' THEN $3::uuid END,
-					lease_expires_at = CASE WHEN $2 = 'in_flight' THEN $4::timestamptz END,
-					dead_at = CASE WHEN $2 IN ('failed', 'expired') THEN $4::timestamptz END,
-					dead_reason = CASE WHEN $2 IN ('failed', 'expired') THEN 'max_attempts' END,
-					next_attempt_at = $4::timestamptz - interval '1 second'
-					WHERE id = $1`, id, string(from), lease, now)
-				if err != nil {
-					t.Fatalf("seed %s: %v", from, err)
-				}
-				if st.name == "ReplayChunk" {
-					// A replay takes only rows that were dead when it started: make this one old enough.
-					if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET dead_at = dead_at - interval '1 minute' WHERE id = $1 AND dead_at IS NOT NULL`, id); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if st.name == "RetryNowDelivery" {
-					// Retry now takes a delivery that was tried before and waits for its backoff.
-					if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET total_attempts = 1, attempt_count = 1,
-						next_attempt_at = $2::timestamptz + interval '1 hour' WHERE id = $1`, id, now); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := st.run(e.ctx, id, lease, now.Add(time.Second)); err != nil {
-					t.Fatalf("%s from %s: %v", st.name, from, err)
-				}
-				got := delivery.State(e.delivery(id).State)
-				moved := got != from || (from == st.to && slices.Contains(st.from, from))
-				want := slices.Contains(st.from, from)
-				switch {
-				case want && got != st.to:
-					t.Errorf("%s from %s: delivery is %s, want %s", st.name, from, got, st.to)
-				case !want && moved:
-					t.Errorf("%s from %s: moved the delivery to %s; its guard should leave %s alone", st.name, from, got, from)
-				}
-				d := e.delivery(id)
-				if st.name == "RetryNowDelivery" && from == delivery.Pending && d.NextAttemptAt.After(now.Add(time.Second)) {
-					t.Errorf("RetryNowDelivery from pending: next attempt still at %s, want now (%s)", d.NextAttemptAt, now.Add(time.Second))
-				}
-				if delivery.State(d.State).Dead() != (d.DeadAt != nil) {
-					t.Errorf("%s from %s: state %s with dead_at %v", st.name, from, d.State, d.DeadAt)
-				}
-			})
+	}
+	if st.name == "RetryNowDelivery" {
+		// Retry now takes a delivery that was tried before and waits for its backoff.
+		if _, err := e.pool.Exec(e.ctx, `UPDATE webhook_deliveries SET total_attempts = 1, attempt_count = 1,
+			next_attempt_at = $2::timestamptz + interval '1 hour' WHERE id = $1`, id, now); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if err := st.run(e.ctx, id, lease, now.Add(time.Second)); err != nil {
+		t.Fatalf("%s from %s: %v", st.name, from, err)
+	}
+	got := delivery.State(e.delivery(id).State)
+	moved := got != from || (from == st.to && slices.Contains(st.from, from))
+	want := slices.Contains(st.from, from)
+	switch {
+	case want && got != st.to:
+		t.Errorf("%s from %s: delivery is %s, want %s", st.name, from, got, st.to)
+	case !want && moved:
+		t.Errorf("%s from %s: moved the delivery to %s; its guard should leave %s alone", st.name, from, got, from)
+	}
+	d := e.delivery(id)
+	if st.name == "RetryNowDelivery" && from == delivery.Pending && d.NextAttemptAt.After(now.Add(time.Second)) {
+		t.Errorf("RetryNowDelivery from pending: next attempt still at %s, want now (%s)", d.NextAttemptAt, now.Add(time.Second))
+	}
+	if delivery.State(d.State).Dead() != (d.DeadAt != nil) {
+		t.Errorf("%s from %s: state %s with dead_at %v", st.name, from, d.State, d.DeadAt)
 	}
 }
 

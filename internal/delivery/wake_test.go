@@ -16,6 +16,7 @@ import (
 // retry it scheduled itself wakes it when due. The poll interval here is a minute, so either path failing
 // makes the test time out.
 func TestIdleWorkerWakesForNewEventsAndScheduledRetries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: 100 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: 5, Window: time.Hour})
 	rc := newReceiver(t, statuses(500, 200, 200))
@@ -48,6 +49,7 @@ func TestIdleWorkerWakesForNewEventsAndScheduledRetries(t *testing.T) {
 // sent), and none is lost: with a one-minute poll, every burst of concurrent events on an idle worker is
 // delivered at once, whichever way the publishes interleave.
 func TestConcurrentPublishesWakeIdleWorker(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -72,6 +74,7 @@ func TestConcurrentPublishesWakeIdleWorker(t *testing.T) {
 // is a stand-in, so only the NOTIFY can wake the real one (its poll is a minute): the event is delivered at
 // once, and the NOTIFY carried the stand-in's origin, not the real worker's.
 func TestPublishNotifiesOtherProcessesWorkersWithItsOrigin(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -111,6 +114,7 @@ func TestPublishNotifiesOtherProcessesWorkersWithItsOrigin(t *testing.T) {
 // wakes it and its claim finds the delivery. (A publish that claims for its idle local worker sends no
 // NOTIFY when it claimed every delivery it made: see TestPublishClaimsForTheIdleLocalWorker.)
 func TestListenerSkipsItsOwnOrigin(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -146,3 +150,12 @@ func TestListenerSkipsItsOwnOrigin(t *testing.T) {
 	eventually(t, 5*time.Second, "the NOTIFY from elsewhere", func() bool { return woken.Load() == 2 })
 	eventually(t, 5*time.Second, "the delivery the NOTIFY from elsewhere woke the worker for", func() bool { return rc.hits() == 1 })
 }
+
+// stubLocal stands for a process's own worker (Publisher.Local): it counts wakes.
+type stubLocal struct {
+	wakes  atomic.Int32
+	origin string
+}
+
+func (l *stubLocal) Wake()          { l.wakes.Add(1) }
+func (l *stubLocal) Origin() string { return l.origin }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/service"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -149,6 +150,9 @@ type Worker struct {
 	publishClaiming bool
 }
 
+// A Worker is a background service: Start runs it, Stop ends it within a deadline.
+var _ service.Service = (*Worker)(nil)
+
 // NewWorker returns a Worker; Start runs it.
 func NewWorker(pool *pgxpool.Pool, sender *Sender, policy RetryPolicy, o WorkerOptions) *Worker {
 	o.defaults()
@@ -241,7 +245,7 @@ func (w *Worker) Wake() {
 }
 
 // Origin is the NOTIFY payload by which this worker's own process announces a publish it has already woken
-// the worker for (Publisher.Local). The listener skips such a notification: the claim it would start finds
+// the worker for (publish.Publisher.Local). The listener skips such a notification: the claim it would start finds
 // nothing the local wake's claim has not taken, and at idle that second claim ran beside the first's
 // POST on the same cores. Every other process's worker claims on it as on any other.
 func (w *Worker) Origin() string { return w.origin }

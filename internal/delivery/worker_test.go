@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -58,6 +59,7 @@ func verifyStandardWebhook(secret string, h http.Header, body []byte) error {
 }
 
 func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	headers := map[string]string{"X-Customer-Token": "tok_123", "x-trace": "abc"}
@@ -95,21 +97,7 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 		t.Errorf("path %q", r.Path)
 	}
 
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(r.Body, &body); err != nil || len(body) != 3 {
-		t.Fatalf("body %s: want exactly type, timestamp, data (%v)", r.Body, err)
-	}
-	if string(body["type"]) != `"order.created"` {
-		t.Errorf("type = %s", body["type"])
-	}
-	var ts string
-	_ = json.Unmarshal(body["timestamp"], &ts)
-	if at, err := time.Parse(time.RFC3339, ts); err != nil || !at.Equal(p.CreatedAt) {
-		t.Errorf("timestamp = %q, want the event's creation %s (%v)", ts, p.CreatedAt, err)
-	}
-	if !bytes.Equal(body["data"], []byte(payload)) {
-		t.Errorf("data is not byte-identical to the payload:\n got %s\nwant %s", body["data"], payload)
-	}
+	checkEventBody(t, r.Body, p, payload)
 	if err := verifyStandardWebhook(secret, r.Header, append(r.Body, ' ')); err == nil {
 		t.Error("the verifier accepts a changed body: it proves nothing")
 	}
@@ -149,7 +137,29 @@ func TestReceiverGetsSignedStandardWebhook(t *testing.T) {
 	}
 }
 
+// checkEventBody checks a webhook's body: exactly type, timestamp and data, the data byte for byte as
+// published.
+func checkEventBody(t *testing.T, raw []byte, p publish.Published, payload string) {
+	t.Helper()
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil || len(body) != 3 {
+		t.Fatalf("body %s: want exactly type, timestamp, data (%v)", raw, err)
+	}
+	if string(body["type"]) != `"order.created"` {
+		t.Errorf("type = %s", body["type"])
+	}
+	var ts string
+	_ = json.Unmarshal(body["timestamp"], &ts)
+	if at, err := time.Parse(time.RFC3339, ts); err != nil || !at.Equal(p.CreatedAt) {
+		t.Errorf("timestamp = %q, want the event's creation %s (%v)", ts, p.CreatedAt, err)
+	}
+	if !bytes.Equal(body["data"], []byte(payload)) {
+		t.Errorf("data is not byte-identical to the payload:\n got %s\nwant %s", body["data"], payload)
+	}
+}
+
 func TestSuccessIsDeliveredInOneAttempt(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(200))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -171,6 +181,7 @@ func TestSuccessIsDeliveredInOneAttempt(t *testing.T) {
 }
 
 func TestTransientFailuresRetryWithBackoffUntilDelivered(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, statuses(500, 503, 200))
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -221,6 +232,7 @@ func TestTransientFailuresRetryWithBackoffUntilDelivered(t *testing.T) {
 }
 
 func TestPermanentStatusFailsAfterOneAttempt(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{400, 401, 404, 410, 422} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			e := setup(t)
@@ -242,6 +254,7 @@ func TestPermanentStatusFailsAfterOneAttempt(t *testing.T) {
 }
 
 func TestRedirectsFailAndAreNotFollowed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	target := newReceiver(t, statuses(200))
 	redirector := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -270,6 +283,7 @@ func TestRedirectsFailAndAreNotFollowed(t *testing.T) {
 }
 
 func TestRetryAfterIsHonouredWithinTheCap(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -318,6 +332,7 @@ func TestRetryAfterIsHonouredWithinTheCap(t *testing.T) {
 }
 
 func TestTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, hang)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -342,6 +357,7 @@ func TestTimeoutIsTransient(t *testing.T) {
 }
 
 func TestDeadlinePassedExpires(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: 10 * time.Second, MaxDelay: time.Hour, MaxAttempts: 100, Window: 2 * time.Minute})
 	rc := newReceiver(t, statuses(500))
@@ -381,6 +397,7 @@ func TestDeadlinePassedExpires(t *testing.T) {
 }
 
 func TestMaxAttemptsExpires(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.setPolicy(delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: 24 * time.Hour})
 	rc := newReceiver(t, statuses(503))
@@ -404,6 +421,7 @@ func TestMaxAttemptsExpires(t *testing.T) {
 }
 
 func TestResponseSnippetIsCapped(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	bodies := map[string]string{
 		"/ascii":  strings.Repeat("x", 5000),
@@ -453,6 +471,7 @@ func TestResponseSnippetIsCapped(t *testing.T) {
 }
 
 func TestPausedSubscriptionHoldsDeliveriesUntilResumed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	paused, _ := e.subscribe(rc.srv.URL+"/paused", subscriptions.Input{})
@@ -494,6 +513,7 @@ func TestPausedSubscriptionHoldsDeliveriesUntilResumed(t *testing.T) {
 }
 
 func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	allowed, blocked := newReceiver(t, nil), newReceiver(t, nil)
 	a, _ := e.subscribe(allowed.URL(), subscriptions.Input{})
@@ -534,6 +554,7 @@ func TestSSRFGuard(t *testing.T) {
 }
 
 func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rc := newReceiver(t, nil)
 	e.subscribe(rc.URL(), subscriptions.Input{})
@@ -609,6 +630,7 @@ func TestWorkerKilledMidAttemptIsRescued(t *testing.T) {
 }
 
 func TestDefaultLeaseRescuesWithinContract(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.subscribe("http://127.0.0.1:1/x", subscriptions.Input{})
 	id := e.publishOne(`{}`)
@@ -625,6 +647,7 @@ func TestDefaultLeaseRescuesWithinContract(t *testing.T) {
 }
 
 func TestStopLetsRunningAttemptFinish(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
@@ -664,6 +687,7 @@ func TestStopLetsRunningAttemptFinish(t *testing.T) {
 }
 
 func TestStopReleasesHangingAttemptAfterGrace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	started := make(chan struct{}, 1)
 	var answer atomic.Bool
@@ -712,6 +736,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 func TestTwoWorkersDeliverEachEventExactlyOnce(t *testing.T) {
+	t.Parallel()
 	const events = 2000
 	e := setup(t)
 	var mu sync.Mutex
@@ -736,13 +761,13 @@ func TestTwoWorkersDeliverEachEventExactlyOnce(t *testing.T) {
 		t.Cleanup(func() { w.Stop(context.Background()) })
 	}
 
-	pub := delivery.NewPublisher(e.pool, e.policy, time.Now)
+	pub := publish.NewPublisher(e.pool, e.policy, time.Now)
 	ids := make(chan string, events)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < events; i += 8 {
-				p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+				p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 				if err != nil {
 					t.Error(err)
 					return

@@ -27,8 +27,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/subscriptions"
 )
@@ -438,7 +440,7 @@ func SeedOutage(ctx context.Context, srv Services, rcv *Receiver, s Seeded) erro
 	p.set(to.Add(15 * time.Minute))
 	for i, tid := range tenantIDs {
 		payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_back", i), "carrier": "DHL", "status": "delivered"})
-		if _, err := p.pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: outageTypes[1], Payload: payload}); err != nil {
+		if _, err := p.pub.Publish(ctx, publish.PublishInput{TenantID: tid, EventType: outageTypes[1], Payload: payload}); err != nil {
 			return err
 		}
 	}
@@ -477,7 +479,7 @@ func outageSubscriptions(ctx context.Context, srv Services, rcv *Receiver, s See
 				if _, err := srv.Subscriptions.Update(ctx, tid, sub.ID, subscriptions.Input{URL: &url}); err != nil {
 					return nil, false, err
 				}
-				page, err := srv.Deliveries.List(ctx, tid, delivery.Filter{SubscriptionID: &sub.ID, Limit: 1})
+				page, err := srv.Deliveries.List(ctx, tid, deliveries.Filter{SubscriptionID: &sub.ID, Limit: 1})
 				if err != nil || len(page.Items) > 0 {
 					return nil, err == nil, err // with deliveries: played back on an earlier run
 				}
@@ -498,13 +500,13 @@ func outageSubscriptions(ctx context.Context, srv Services, rcv *Receiver, s See
 type playback struct {
 	mu    sync.Mutex
 	clock time.Time
-	pub   *delivery.Publisher
+	pub   *publish.Publisher
 	w     *delivery.Worker
 }
 
 func newPlayback(srv Services, rcv *Receiver, from time.Time) *playback {
 	p := &playback{clock: from}
-	p.pub = delivery.NewPublisher(srv.EnginePool, srv.Policy, p.now)
+	p.pub = publish.NewPublisher(srv.EnginePool, srv.Policy, p.now)
 	p.pub.CheckEvent = srv.Catalogue.CheckEvent // its payloads satisfy the demo catalogue, like every publish's
 	sender := delivery.NewSender(delivery.SenderOptions{Timeout: 5 * time.Second, AllowAddrs: []string{rcv.Addr()}})
 	p.w = delivery.NewWorker(srv.EnginePool, sender, srv.Policy, delivery.WorkerOptions{Now: p.now, Logger: slog.New(slog.DiscardHandler), Open: srv.Open})
@@ -526,7 +528,7 @@ func (p *playback) publishOutage(ctx context.Context, tenantIDs []uuid.UUID, to 
 	for i := 0; p.now().Before(to); i++ {
 		for j, tid := range tenantIDs {
 			payload, _ := json.Marshal(map[string]any{"shipment": fmt.Sprintf("shp_%d_%d", j, i), "carrier": "DHL", "status": "label_created"})
-			if _, err := p.pub.Publish(ctx, delivery.PublishInput{TenantID: tid, EventType: outageTypes[i%2], Payload: payload}); err != nil {
+			if _, err := p.pub.Publish(ctx, publish.PublishInput{TenantID: tid, EventType: outageTypes[i%2], Payload: payload}); err != nil {
 				return err
 			}
 		}
@@ -581,8 +583,8 @@ func OutageNow(ctx context.Context, srv Services) (Outage, error) {
 			if sub.Description != outageDescription {
 				continue
 			}
-			count := func(states ...string) (delivery.Page, error) {
-				return srv.Deliveries.List(ctx, t.ID, delivery.Filter{SubscriptionID: &sub.ID, States: states, Limit: 1, WithTotal: true})
+			count := func(states ...string) (deliveries.Page, error) {
+				return srv.Deliveries.List(ctx, t.ID, deliveries.Filter{SubscriptionID: &sub.ID, States: states, Limit: 1, WithTotal: true})
 			}
 			dead, err := count("dead")
 			if err != nil {
@@ -641,12 +643,12 @@ func PrintWelcome(w io.Writer, cfg config.Config, s Seeded, receiverURL string, 
 }
 
 // Trickle publishes a demo event every few seconds until ctx ends.
-func Trickle(ctx context.Context, pub *delivery.Publisher, s Seeded, log *slog.Logger) {
+func Trickle(ctx context.Context, pub *publish.Publisher, s Seeded, log *slog.Logger) {
 	n := 0
 	for {
 		n++
 		typ, payload := trickleEvent(n)
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
+		if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: s.TenantID, EventType: typ, Payload: payload}); err != nil && ctx.Err() == nil {
 			log.Warn("demo publish", "err", err)
 		}
 		select {

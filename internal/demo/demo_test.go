@@ -14,8 +14,10 @@ import (
 
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/demo"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
@@ -115,7 +117,7 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	defer cancel()
 	go demo.Trickle(tctx, srv.Publisher, first, slog.New(slog.DiscardHandler))
 	eventually(t, 20*time.Second, "a demo event delivered to the healthy demo endpoint", func() bool {
-		page, err := srv.Deliveries.List(ctx, first.TenantID, delivery.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
+		page, err := srv.Deliveries.List(ctx, first.TenantID, deliveries.Filter{SubscriptionID: &first.Healthy, States: []string{"delivered"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +238,7 @@ func TestSeedOutagePlaysBackYesterday(t *testing.T) {
 func checkOutageDeadLetters(t *testing.T, srv *server.Server, from, to time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	page, err := srv.Replays.DeadLetters(ctx, delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
+	page, err := srv.Replays.DeadLetters(ctx, replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to}, 100, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +274,7 @@ func checkOutageDeadLetters(t *testing.T, srv *server.Server, from, to time.Time
 func replayOutage(t *testing.T, srv *server.Server, from, to time.Time) {
 	t.Helper()
 	ctx := activity.System(context.Background(), "test setup")
-	r, err := srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
+	r, err := srv.Replays.Start(ctx, replays.ReplayRequest{Filter: replays.DeadFilter{CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: "test"})
 	if err != nil || r.Matched != 60 {
 		t.Fatalf("replay: %+v, %v", r, err)

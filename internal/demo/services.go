@@ -2,8 +2,10 @@ package demo
 
 import (
 	"github.com/hookline/hookline/internal/catalogue"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,8 +15,8 @@ import (
 type Services struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Publisher     *publish.Publisher
 	Catalogue     *catalogue.Service
 	Portal        *portal.Service
 	// EnginePool, Policy and Open are what the played-back outage is delivered through: a publisher and a

@@ -14,6 +14,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,7 +63,7 @@ func newBatchEnv(t *testing.T) *batchEnv {
 	// A database of its own: incidents, the operator's tenant and its watermark are the database's.
 	e.pool = ownPool(t, 4)
 	subs := subscriptions.NewService(e.pool, e.clock, true)
-	pub := delivery.NewPublisher(e.pool, delivery.DefaultRetryPolicy, e.clock)
+	pub := publish.NewPublisher(e.pool, delivery.DefaultRetryPolicy, e.clock)
 	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(opSrv.Close)
 	var err error

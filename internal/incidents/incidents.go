@@ -21,7 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -533,14 +533,14 @@ const OperatorTenant = "Hookline operator notifications (internal)"
 // Operator publishes operator notifications as events of the internal operator tenant, to one
 // subscription that points at HOOKLINE_OPERATOR_WEBHOOK_URL and signs with HOOKLINE_OPERATOR_WEBHOOK_SECRET.
 type Operator struct {
-	pub      *delivery.Publisher
+	pub      *publish.Publisher
 	tenantID uuid.UUID
 }
 
 // EnsureOperator finds or makes the internal tenant and its subscription, and returns the Operator. A
 // subscription disabled by an older version (which let a 410 or auto-disable stop it, holding every later
 // notification silently) is enabled again, and log says so.
-func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher, url, secret string, log *slog.Logger) (*Operator, error) {
+func EnsureOperator(ctx context.Context, pool *pgxpool.Pool, subs *subscriptions.Service, pub *publish.Publisher, url, secret string, log *slog.Logger) (*Operator, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -610,7 +610,7 @@ func (o *Operator) NotifyTx(ctx context.Context, tx pgx.Tx, typ string, data map
 	if err != nil {
 		return uuid.Nil, err
 	}
-	p, err := o.pub.PublishTx(ctx, tx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
+	p, err := o.pub.PublishTx(ctx, tx, publish.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -623,6 +623,6 @@ func (o *Operator) Notify(ctx context.Context, typ string, data map[string]any) 
 	if err != nil {
 		return err
 	}
-	_, err = o.pub.Publish(ctx, delivery.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
+	_, err = o.pub.Publish(ctx, publish.PublishInput{TenantID: o.tenantID, EventType: typ, Payload: payload, Internal: true})
 	return err
 }

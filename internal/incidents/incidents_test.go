@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -121,7 +122,7 @@ type incidentEnv struct {
 	clk      *clock
 	t0       time.Time
 	policy   delivery.RetryPolicy
-	pub      *delivery.Publisher
+	pub      *publish.Publisher
 	inc      *incidents.Service
 	w        *delivery.Worker
 	q        *db.Queries
@@ -143,7 +144,7 @@ func newIncidentEnv(t *testing.T) *incidentEnv {
 	e.policy = delivery.RetryPolicy{Base: time.Hour, MaxDelay: 12 * time.Hour, MaxAttempts: 30, Window: 48 * time.Hour}
 	ts := tenants.NewService(e.pool, "")
 	subs := subscriptions.NewService(e.pool, e.clk.Now, true)
-	e.pub = delivery.NewPublisher(e.pool, e.policy, e.clk.Now)
+	e.pub = publish.NewPublisher(e.pool, e.policy, e.clk.Now)
 
 	e.status.Store(500)
 	customer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -221,7 +222,7 @@ func (e *incidentEnv) opens() {
 	t := e.t
 	// Three events fail at t0; the first attempts open the run of failures.
 	for range 3 {
-		if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tn.ID, EventType: "order.created", Payload: json.RawMessage(`{"secret_field":"do-not-mail"}`)}); err != nil {
+		if _, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tn.ID, EventType: "order.created", Payload: json.RawMessage(`{"secret_field":"do-not-mail"}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -320,7 +321,7 @@ func (e *incidentEnv) recovers() {
 	t := e.t
 	// The endpoint recovers: a 2xx ends the incident.
 	e.status.Store(200)
-	if _, err := e.pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tn.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := e.pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tn.ID, EventType: "order.created", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	e.drain()
@@ -380,7 +381,7 @@ func TestOperatorToldOfDisabledSubscription(t *testing.T) {
 	pool := ownPool(t, 4)
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, policy, time.Now)
+	pub := publish.NewPublisher(pool, policy, time.Now)
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()
 	opRecv := &operatorReceiver{secret: delivery.NewSecret()}
@@ -401,7 +402,7 @@ func TestOperatorToldOfDisabledSubscription(t *testing.T) {
 	inc := incidents.New(pool, incidents.Options{Log: slog.New(slog.DiscardHandler), Operator: operator})
 	w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), policy,
 		delivery.WorkerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

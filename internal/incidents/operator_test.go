@@ -15,6 +15,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,7 +31,7 @@ func TestOperatorSubscriptionIsNeverDisabled(t *testing.T) {
 	pool := ownPool(t, 4)
 	policy := delivery.DefaultRetryPolicy
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, policy, time.Now)
+	pub := publish.NewPublisher(pool, policy, time.Now)
 	var status atomic.Int32
 	status.Store(http.StatusGone)
 	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) }))
@@ -108,7 +109,7 @@ func autoDisableSparesTheOperator(ctx context.Context, t *testing.T, pool *pgxpo
 
 // startUpEnablesTheOperator: an operator subscription disabled by an older version is enabled again at
 // the next start-up, which says so.
-func startUpEnablesTheOperator(ctx context.Context, t *testing.T, pool *pgxpool.Pool, subs *subscriptions.Service, pub *delivery.Publisher,
+func startUpEnablesTheOperator(ctx context.Context, t *testing.T, pool *pgxpool.Pool, subs *subscriptions.Service, pub *publish.Publisher,
 	url, secret string, opSub func() subscriptions.Subscription) {
 	t.Helper()
 	if _, err := pool.Exec(ctx, "UPDATE subscriptions SET state = 'disabled', disabled_reason = 'The endpoint answered 410 Gone' WHERE id = $1", opSub().ID); err != nil {
@@ -133,7 +134,7 @@ func TestOperatorSetupIsRecordedAsTheSystem(t *testing.T) {
 	ctx := context.Background()
 	pool := ownPool(t, 4)
 	subs := subscriptions.NewService(pool, time.Now, true)
-	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
+	pub := publish.NewPublisher(pool, delivery.DefaultRetryPolicy, time.Now)
 	// A URL of its own, so the subscription is created or changed now whatever other tests set up.
 	url := "http://127.0.0.1:9/ops-" + uuid.NewString()
 	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, url, delivery.NewSecret(), slog.New(slog.DiscardHandler))

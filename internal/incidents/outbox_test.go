@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,7 +30,7 @@ func TestIncidentStepClaimAndTellCommitTogether(t *testing.T) {
 	clk := func() time.Time { return now }
 	ts := tenants.NewService(pool, "")
 	subs := subscriptions.NewService(pool, clk, true)
-	pub := delivery.NewPublisher(pool, delivery.DefaultRetryPolicy, clk)
+	pub := publish.NewPublisher(pool, delivery.DefaultRetryPolicy, clk)
 	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer opSrv.Close()
 	operator, err := incidents.EnsureOperator(ctx, pool, subs, pub, opSrv.URL+"/ops", delivery.NewSecret(), nil)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
 )
 
@@ -61,8 +61,8 @@ var listParams = []string{"subscription_id", "event_id", "state", "event_type", 
 // Deliveries reads a deliveries list's query into a filter. The values are filled even when one is wrong.
 // Each dialect checks its parameters in the order it always has, so a query with two wrong values is
 // answered with the same one of them as before.
-func Deliveries(q url.Values, o ListOptions) (delivery.Filter, ListValues, error) {
-	l := deliveriesList{q: q, o: o, f: delivery.Filter{Cursor: q.Get("cursor")}}
+func Deliveries(q url.Values, o ListOptions) (deliveries.Filter, ListValues, error) {
+	l := deliveriesList{q: q, o: o, f: deliveries.Filter{Cursor: q.Get("cursor")}}
 	l.values()
 	steps := []func() error{l.known, l.subscription, l.event, l.state, l.eventType, l.status, l.since, l.until, l.limit, l.totals}
 	if o.Dialect == Form {
@@ -80,7 +80,7 @@ func Deliveries(q url.Values, o ListOptions) (delivery.Filter, ListValues, error
 type deliveriesList struct {
 	q url.Values
 	o ListOptions
-	f delivery.Filter
+	f deliveries.Filter
 	v ListValues
 	// presetSince is where the dashboard's time preset starts the list (nil: none).
 	presetSince *time.Time
@@ -129,7 +129,7 @@ func (l *deliveriesList) event() error {
 	return err
 }
 
-// state is the API's comma list, checked by the service (delivery.ParseStates), or the dashboard's tab.
+// state is the API's comma list, checked by the service (deliveries.ParseStates), or the dashboard's tab.
 func (l *deliveriesList) state() error {
 	if l.o.Dialect == API {
 		if l.v.State != "" {
@@ -206,7 +206,7 @@ func (l *deliveriesList) limit() error {
 }
 
 // totals is the API's include_totals: any deliveries:read token may ask, so the count is capped
-// (delivery.TotalUpTo), never unbounded.
+// (deliveries.TotalUpTo), never unbounded.
 func (l *deliveriesList) totals() error {
 	v := l.q.Get("include_totals")
 	if v == "" {
@@ -217,6 +217,6 @@ func (l *deliveriesList) totals() error {
 		return fault.Invalid("include_totals must be true or false")
 	}
 	l.f.WithTotal = b
-	l.f.CountUpTo = delivery.TotalUpTo
+	l.f.CountUpTo = deliveries.TotalUpTo
 	return nil
 }

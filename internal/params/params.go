@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/eventtype"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/keyset"
@@ -209,9 +209,9 @@ func (d Dialect) EventType(name, v string) (exact, prefix string, err error) {
 	return v, "", nil
 }
 
-// Status reads a last-status filter ("404", "5xx"): see delivery.ParseStatus, whose error it returns.
+// Status reads a last-status filter ("404", "5xx"): see deliveries.ParseStatus, whose error it returns.
 func Status(v string) (string, error) {
-	if _, _, err := delivery.ParseStatus(v); err != nil {
+	if _, _, err := deliveries.ParseStatus(v); err != nil {
 		return "", err
 	}
 	return v, nil

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"go.uber.org/goleak"
 )
 
@@ -93,7 +94,7 @@ func TestDeliveriesAPI(t *testing.T) {
 	q := url.Values{"state": {"failed,dead"}, "event_type": {"a.b"}, "status": {"5xx"}, "limit": {"7"}, "cursor": {"c"}, "include_totals": {"true"}}
 	f, _, err := Deliveries(q, ListOptions{Dialect: API})
 	if err != nil || strings.Join(f.States, "|") != "failed|dead" || f.EventType != "a.b" || f.Status != "5xx" ||
-		f.Limit != 7 || f.Cursor != "c" || !f.WithTotal || f.CountUpTo != delivery.TotalUpTo {
+		f.Limit != 7 || f.Cursor != "c" || !f.WithTotal || f.CountUpTo != deliveries.TotalUpTo {
 		t.Errorf("api filter %+v, %v", f, err)
 	}
 	_, _, err = Deliveries(url.Values{"nope": {"1"}}, ListOptions{Dialect: API})
@@ -163,7 +164,7 @@ func TestSpreads(t *testing.T) {
 	zero := 0
 	_, err = SpreadSeconds(&zero)
 	wantInvalid(t, err, "spread_seconds must be a whole number from 1 to 86400")
-	if d, err := SpreadSeconds(nil); d != delivery.DefaultSpread || err != nil {
+	if d, err := SpreadSeconds(nil); d != replays.DefaultSpread || err != nil {
 		t.Errorf("default spread: %v, %v", d, err)
 	}
 }

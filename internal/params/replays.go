@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // DeadCriteria are the criteria of dead deliveries as sent: a replay's (the API's POST /replays body, the
@@ -56,15 +57,15 @@ var deadNames = map[Dialect]struct{ tenant, subscription, from, to string }{
 
 // DeadFilter reads criteria into a filter, checking what only the way in can say (an id or a time that is
 // malformed, a time the API requires, a dashboard state that is not failed or expired). The caller checks
-// the filter as a whole after (delivery.ValidateReplay for a replay, DeadFilter.Validate for a list),
+// the filter as a whole after (replays.ValidateReplay for a replay, DeadFilter.Validate for a list),
 // since the dashboard's list takes criteria a replay refuses.
 //
 // The API's ids must be ids whenever they are sent (an empty string too: BodyID), and both its times are
 // required; its states are passed on as sent, for Validate to refuse. The dashboard's empty fields are no
 // criterion, and its state is failed or expired.
-func (d Dialect) DeadFilter(c DeadCriteria) (delivery.DeadFilter, error) {
+func (d Dialect) DeadFilter(c DeadCriteria) (replays.DeadFilter, error) {
 	names := deadNames[d]
-	var f delivery.DeadFilter
+	var f replays.DeadFilter
 	var err error
 	if f.TenantID, err = d.criterionID(names.tenant, c.TenantID); err != nil {
 		return f, err
@@ -112,13 +113,13 @@ func deref(s *string) string {
 	return *s
 }
 
-// SpreadSeconds reads the API's spread_seconds: delivery.DefaultSpread when absent, else 1 second to
-// delivery.MaxSpread.
+// SpreadSeconds reads the API's spread_seconds: replays.DefaultSpread when absent, else 1 second to
+// replays.MaxSpread.
 func SpreadSeconds(v *int) (time.Duration, error) {
 	if v == nil {
-		return delivery.DefaultSpread, nil
+		return replays.DefaultSpread, nil
 	}
-	maxSpread := int(delivery.MaxSpread / time.Second)
+	maxSpread := int(replays.MaxSpread / time.Second)
 	if *v < 1 || *v > maxSpread {
 		return 0, fault.Invalid("spread_seconds must be a whole number from 1 to %d", maxSpread)
 	}
@@ -126,14 +127,14 @@ func SpreadSeconds(v *int) (time.Duration, error) {
 }
 
 // DefaultSpreadMinutes is the bulk replay form's spread when it names none.
-var DefaultSpreadMinutes = strconv.Itoa(int(delivery.DefaultSpread / time.Minute))
+var DefaultSpreadMinutes = strconv.Itoa(int(replays.DefaultSpread / time.Minute))
 
-// SpreadMinutes reads the bulk replay form's spread: whole minutes from 0 to delivery.MaxSpread. 0 means
+// SpreadMinutes reads the bulk replay form's spread: whole minutes from 0 to replays.MaxSpread. 0 means
 // "at once" on the form, while a replay reads 0 as its default, so 0 is the smallest spread, a second.
 func SpreadMinutes(v string) (time.Duration, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || time.Duration(n)*time.Minute > delivery.MaxSpread {
-		return 0, fault.Invalid("spread must be a whole number of minutes from 0 to %d", int(delivery.MaxSpread/time.Minute))
+	if err != nil || n < 0 || time.Duration(n)*time.Minute > replays.MaxSpread {
+		return 0, fault.Invalid("spread must be a whole number of minutes from 0 to %d", int(replays.MaxSpread/time.Minute))
 	}
 	return max(time.Duration(n)*time.Minute, time.Second), nil
 }
@@ -141,8 +142,8 @@ func SpreadMinutes(v string) (time.Duration, error) {
 // ReplayList reads the replay audit log's query (API): limit, cursor and dry_run (true: dry runs only;
 // false: real replays only; absent: both, the whole log). Any other or malformed parameter is
 // INVALID_REQUEST.
-func ReplayList(q url.Values) (delivery.ReplayListFilter, error) {
-	var f delivery.ReplayListFilter
+func ReplayList(q url.Values) (replays.ReplayListFilter, error) {
+	var f replays.ReplayListFilter
 	if err := API.Known(q, "limit", "cursor", "dry_run"); err != nil {
 		return f, err
 	}

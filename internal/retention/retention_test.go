@@ -22,6 +22,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/pgxuuid"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
@@ -459,10 +460,10 @@ func (e *env) deadDeliveries() deadSet {
 	}
 	e.exec("DELETE FROM subscriptions WHERE id <> $1", sub.ID)
 	policy := delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}
-	pub := delivery.NewPublisher(e.pool, policy, clock)
+	pub := publish.NewPublisher(e.pool, policy, clock)
 	var events []string
 	for _, payload := range []string{`{"order":"ord_1"}`, `{"order":"ord_2"}`, `{"order":"ord_3"}`} {
-		p, err := pub.Publish(e.ctx, delivery.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(payload)})
+		p, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.created", Payload: json.RawMessage(payload)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -59,7 +59,7 @@ func TestQueueGauges(t *testing.T) {
 	if _, err := srv.Subscriptions.Pause(ctx, tn.ID, paused.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := srv.Publisher.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "a.b", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() string { return "the 410 did not disable the subscription" }, func() bool {

@@ -68,10 +68,7 @@ func (s *Server) running(main *httpServer) together {
 		return t
 	}
 	return append(t,
-		service.Named{Name: "replay runner", Service: funcs{
-			start: func(ctx context.Context) error { s.ReplayRunner.Start(ctx); return nil },
-			stop:  func(ctx context.Context) error { return within(ctx, s.ReplayRunner.Stop) },
-		}},
+		service.Named{Name: "replay runner", Service: s.ReplayRunner},
 		service.Named{Name: "event catalogue", Service: s.Catalogue},
 		// Its Stop gives leadership up at once, so another process takes over within seconds.
 		service.Named{Name: "maintenance", Service: s.maintainer},

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/pgxuuid"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,7 +36,7 @@ const (
 // docs/operations.md and docs/scaling.md size max_connections by MaxConns.
 const (
 	PoolConns    = 16 // Pool's and EnginePool's, each
-	GenericConns = delivery.PublishConns + 2
+	GenericConns = publish.PublishConns + 2
 	MaxConns     = 2*PoolConns + GenericConns + 3
 )
 

@@ -24,12 +24,15 @@ import (
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/secretbox"
 	"github.com/hookline/hookline/internal/service"
@@ -84,10 +87,10 @@ type Server struct {
 	EnginePool    *pgxpool.Pool
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Replays       *delivery.Replays
-	ReplayRunner  *delivery.ReplayRunner
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Replays       *replays.Replays
+	ReplayRunner  *replays.ReplayRunner
+	Publisher     *publish.Publisher
 	Activity      *activity.Log
 	// LoginThrottle counts the dashboard's failed sign-ins (its old rows are pruned by the maintenance leader);
 	// Sessions is the dashboard's session store. Both are built once here and given to the dashboard.
@@ -158,7 +161,7 @@ func (s *Server) open(ctx context.Context, tp trace.TracerProvider) error {
 	s.tracing = &tracer{provider: tp}
 	perCall := &pool{url: s.Config.DatabaseURL, conns: PoolConns, mode: PlanPerCall}
 	cached := &pool{url: s.Config.DatabaseURL, conns: PoolConns, mode: PlanCached}
-	// The publisher's statements and its NOTIFYs (delivery.PublishConns at a time), one more for an
+	// The publisher's statements and its NOTIFYs (publish.PublishConns at a time), one more for an
 	// Idempotency-Key's first answer, and one for the worker's completer (WorkerOptions.GenericPool).
 	generic := &pool{url: s.Config.DatabaseURL, conns: GenericConns, mode: PlanGeneric}
 	s.lifecycle.Add("tracing", s.tracing)
@@ -228,12 +231,12 @@ func (s *Server) buildAccounts(ctx context.Context, allowAddrs []string) error {
 // buildDelivery makes the delivery engine: deliveries, replays, the publisher, its metrics and the worker.
 func (s *Server) buildDelivery(o Options) {
 	cfg, log, tracer := s.Config, s.log, s.tracing.Tracer()
-	s.Deliveries = delivery.NewService(s.Pool, s.Policy, s.now, cfg.MaxManualRetries, cfg.ResendPerMinute)
-	s.Replays = delivery.NewReplays(s.Pool, s.Policy, s.now)
-	s.ReplayRunner = delivery.NewReplayRunner(s.Replays, log.With("component", "replays"))
+	s.Deliveries = deliveries.NewService(s.Pool, s.Policy, s.now, cfg.MaxManualRetries, cfg.ResendPerMinute)
+	s.Replays = replays.NewReplays(s.Pool, s.Policy, s.now)
+	s.ReplayRunner = replays.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake
 	s.Replays.Tracer = tracer
-	s.Publisher = delivery.NewPublisher(s.genericPool, s.Policy, s.now)
+	s.Publisher = publish.NewPublisher(s.genericPool, s.Policy, s.now)
 	s.Publisher.Tracer = tracer
 	s.counters = delivery.NewMetrics(s.registry, delivery.QueueStatsReader(s.Pool, s.now, log.With("component", "metrics")))
 	s.Publisher.Metrics = s.counters

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -38,10 +39,10 @@ func TestDeleteWhileClaimingDoesNotDeadlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := delivery.NewPublisher(pool, delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}, time.Now)
+	pub := publish.NewPublisher(pool, delivery.RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 3, Window: time.Hour}, time.Now)
 	// Two waiting deliveries: the claim takes one, the delete dead-letters the other.
 	for range 2 {
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "order.paid", Payload: []byte(`{}`)}); err != nil {
+		if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "order.paid", Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/retention"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -57,8 +58,8 @@ func TestHealthMatchesItsAttempts(t *testing.T) {
 		}
 		subs = append(subs, s)
 	}
-	pub := delivery.NewPublisher(pool, delivery.RetryPolicy{Base: time.Hour, MaxDelay: time.Hour, MaxAttempts: 1, Window: time.Hour}, clock)
-	ev, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "x", Payload: json.RawMessage(`{}`)})
+	pub := publish.NewPublisher(pool, delivery.RetryPolicy{Base: time.Hour, MaxDelay: time.Hour, MaxAttempts: 1, Window: time.Hour}, clock)
+	ev, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "x", Payload: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

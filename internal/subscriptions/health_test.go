@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
@@ -87,11 +88,11 @@ func TestHealthOfSeveralSubscriptions(t *testing.T) {
 	quiet := create(receiverAnswering(t), "never.sent")
 
 	policy := delivery.RetryPolicy{Base: time.Hour, MaxDelay: time.Hour, MaxAttempts: 1, Window: time.Hour}
-	pub := delivery.NewPublisher(pool, policy, clock)
+	pub := publish.NewPublisher(pool, policy, clock)
 	w := delivery.NewWorker(pool, delivery.NewSender(delivery.SenderOptions{AllowPrivate: true}), policy,
 		delivery.WorkerOptions{Now: clock, Logger: slog.New(slog.DiscardHandler)})
 	for i := range 3 { // one event at a time, so each receiver sees them in order
-		if _, err := pub.Publish(ctx, delivery.PublishInput{TenantID: tn.ID, EventType: "x", Payload: json.RawMessage(`{}`)}); err != nil {
+		if _, err := pub.Publish(ctx, publish.PublishInput{TenantID: tn.ID, EventType: "x", Payload: json.RawMessage(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := w.RunOnce(ctx); err != nil || n != 2 {

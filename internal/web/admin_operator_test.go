@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/testdb"
 )
 
@@ -82,7 +83,7 @@ func checkOperatorCardCountsDead(t *testing.T, e *env, c *client) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]any{"subscription_id": uuid.New()})
-	pub, err := e.srv.Publisher.Publish(ctx, delivery.PublishInput{TenantID: opTenant, EventType: incidents.EventFailing, Payload: b})
+	pub, err := e.srv.Publisher.Publish(ctx, publish.PublishInput{TenantID: opTenant, EventType: incidents.EventFailing, Payload: b})
 	if err != nil || len(pub.Deliveries) != 1 {
 		t.Fatalf("publish to the operator: %+v, %v", pub, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"golang.org/x/net/html"
 )
@@ -499,7 +500,7 @@ func checkReplayRecorded(t *testing.T, e *env, c *client, a tenant, deadA []uuid
 func (e *env) insertReplay(kind, state string, matched, scheduled int, tenantID, subID *uuid.UUID, errText string) uuid.UUID {
 	e.t.Helper()
 	from, to := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 1, 2, 0, 0, 0, 0, time.UTC)
-	crit, _ := json.Marshal(delivery.DeadFilter{TenantID: tenantID, SubscriptionID: subID, EventType: "never.sent", CreatedFrom: &from, CreatedTo: &to})
+	crit, _ := json.Marshal(replays.DeadFilter{TenantID: tenantID, SubscriptionID: subID, EventType: "never.sent", CreatedFrom: &from, CreatedTo: &to})
 	var id uuid.UUID
 	err := e.srv.Pool.QueryRow(context.Background(), `INSERT INTO replays (kind, actor, criteria, matched, scheduled, state, tenant_id,
 		subscription_id, error, finished_at) VALUES ($1, 'fixture@example.com', $2, $3, $4, $5, $6, $7, $8,

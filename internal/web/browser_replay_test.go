@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/hookline/hookline/internal/activity"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // A replay has scheduled everything while its deliveries still wait (their subscription is paused): its
@@ -26,18 +26,18 @@ func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	rep, err := e.srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{SubscriptionID: &sub.ID, CreatedFrom: &from, CreatedTo: &to},
+	rep, err := e.srv.Replays.Start(ctx, replays.ReplayRequest{Filter: replays.DeadFilter{SubscriptionID: &sub.ID, CreatedFrom: &from, CreatedTo: &to},
 		Spread: time.Second, Actor: adminEmail})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got delivery.Replay
+	var got replays.Replay
 	eventually(t, 15*time.Second, 50*time.Millisecond, func() bool {
 		var err error
 		if got, err = e.srv.Replays.Get(ctx, rep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
-		return got.State == delivery.ReplayFinished && got.Pending == 3
+		return got.State == replays.ReplayFinished && got.Pending == 3
 	}, func() string { return fmt.Sprintf("replay not scheduled: %+v", got) })
 
 	b.login(e.base, adminEmail)

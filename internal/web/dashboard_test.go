@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/eventtype"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/web"
 	"golang.org/x/net/html"
 )
@@ -413,7 +415,7 @@ func checkSubscriptionPaging(t *testing.T, e *env, c *client, tn tenant) {
 	}
 	for i := range 30 {
 		b := `{"n":` + strconv.Itoa(i) + `}`
-		if _, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{
+		if _, err := e.srv.Publisher.Publish(context.Background(), publish.PublishInput{
 			TenantID: tn.ID, EventType: "page.test", Payload: []byte(b), OnlySubscription: &paused.ID,
 		}); err != nil {
 			t.Fatal(err)
@@ -721,7 +723,7 @@ func TestSendTestEvent(t *testing.T) {
 			t.Errorf("the test event carries the user's email: %s", h.Body)
 		}
 	}
-	page, err := e.srv.Deliveries.List(context.Background(), tn.ID, delivery.Filter{SubscriptionID: &other.ID})
+	page, err := e.srv.Deliveries.List(context.Background(), tn.ID, deliveries.Filter{SubscriptionID: &other.ID})
 	if err != nil || len(page.Items) != 0 {
 		t.Errorf("the other subscription got %d deliveries (%v)", len(page.Items), err)
 	}
@@ -735,7 +737,7 @@ func TestSendTestEvent(t *testing.T) {
 		t.Errorf("typed test event body %q", body)
 	}
 	for _, id := range []uuid.UUID{other.ID, takesTest.ID} {
-		if page, err := e.srv.Deliveries.List(context.Background(), tn.ID, delivery.Filter{SubscriptionID: &id}); err != nil || len(page.Items) != 0 {
+		if page, err := e.srv.Deliveries.List(context.Background(), tn.ID, deliveries.Filter{SubscriptionID: &id}); err != nil || len(page.Items) != 0 {
 			t.Errorf("subscription %s got %d deliveries of another's test event (%v)", id, len(page.Items), err)
 		}
 	}

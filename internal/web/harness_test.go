@@ -20,7 +20,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/server"
 	"github.com/hookline/hookline/internal/server/servertest"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -214,7 +216,7 @@ func (e *env) newSubscription(tn tenant, path, description string, eventTypes ..
 func (e *env) publish(tn tenant, eventType string, payload map[string]any) []uuid.UUID {
 	e.t.Helper()
 	b, _ := json.Marshal(payload)
-	p, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{TenantID: tn.ID, EventType: eventType, Payload: b})
+	p, err := e.srv.Publisher.Publish(context.Background(), publish.PublishInput{TenantID: tn.ID, EventType: eventType, Payload: b})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func (e *env) publish(tn tenant, eventType string, payload map[string]any) []uui
 func (e *env) publishTo(tn tenant, subID uuid.UUID, eventType string, payload map[string]any) uuid.UUID {
 	e.t.Helper()
 	b, _ := json.Marshal(payload)
-	p, err := e.srv.Publisher.Publish(context.Background(), delivery.PublishInput{
+	p, err := e.srv.Publisher.Publish(context.Background(), publish.PublishInput{
 		TenantID: tn.ID, EventType: eventType, Payload: b, OnlySubscription: &subID,
 	})
 	if err != nil || len(p.Deliveries) != 1 {
@@ -239,12 +241,12 @@ func (e *env) publishTo(tn tenant, subID uuid.UUID, eventType string, payload ma
 }
 
 // waitState waits until a delivery is in one of the states.
-func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) delivery.Detail {
+func (e *env) waitState(tn tenant, id uuid.UUID, states ...delivery.State) deliveries.Detail {
 	e.t.Helper()
 	// Generous: every test of this package shares one database and runs in parallel with browsers under the
 	// race detector, so a few retries 100–300 ms apart can take seconds. It returns as soon as the state is
 	// reached; a delivery that never gets there still fails, with what it was doing.
-	var d delivery.Detail
+	var d deliveries.Detail
 	eventually(e.t, 60*time.Second, 25*time.Millisecond, func() bool {
 		var err error
 		if d, err = e.srv.Deliveries.Get(context.Background(), tn.ID, id); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web"
 )
 
@@ -252,7 +253,7 @@ func newWebIsoTenant(w *webIsoWorld, label string) *webIsoTenant {
 	}
 	tn.recoverReplay = rec.ID
 	to := time.Now().Add(time.Hour)
-	bulk, err := e.srv.Replays.Start(ctx, delivery.ReplayRequest{Filter: delivery.DeadFilter{TenantID: &tn.ID,
+	bulk, err := e.srv.Replays.Start(ctx, replays.ReplayRequest{Filter: replays.DeadFilter{TenantID: &tn.ID,
 		CreatedFrom: &since, CreatedTo: &to}, DryRun: true, Actor: "ops@example.com"})
 	if err != nil {
 		t.Fatal(err)

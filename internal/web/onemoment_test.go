@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/pgxuuid"
 	"github.com/hookline/hookline/internal/web"
@@ -108,7 +109,7 @@ func TestPageNumbersAreOfOneMoment(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	dels := delivery.NewService(pool, e.srv.Policy, time.Now, e.srv.Config.MaxManualRetries, e.srv.Config.ResendPerMinute)
+	dels := deliveries.NewService(pool, e.srv.Policy, time.Now, e.srv.Config.MaxManualRetries, e.srv.Config.ResendPerMinute)
 	h := web.New(web.Options{Sessions: e.srv.Sessions, LoginThrottle: e.srv.LoginThrottle, Activity: e.srv.Activity, Tenants: e.srv.Tenants, Subscriptions: e.srv.Subscriptions, Deliveries: dels,
 		Replays: e.srv.Replays, Incidents: e.srv.Incidents, Portal: e.srv.Portal, Catalogue: e.srv.Catalogue,
 		Publisher: e.srv.Publisher, Policy: e.srv.Policy, MaxManualRetries: e.srv.Config.MaxManualRetries})

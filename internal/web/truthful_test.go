@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/replays"
 )
 
 // The message a bulk replay's start leaves on its page stays true once the replay has scheduled
@@ -37,7 +37,7 @@ func TestReplayStartedMessageStaysTrue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rep.State != delivery.ReplayRunning
+		return rep.State != replays.ReplayRunning
 	}, func() string { return fmt.Sprintf("replay %s still scheduling", id) })
 	p := c.get(loc)
 	if got := attr(one(t, p.Doc, "replay-head"), "data-state"); got != "finished" {

@@ -22,16 +22,19 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 	"github.com/hookline/hookline/internal/web/activitylog"
 	"github.com/hookline/hookline/internal/web/admin"
 	"github.com/hookline/hookline/internal/web/core"
-	"github.com/hookline/hookline/internal/web/deliveries"
+	deliverypages "github.com/hookline/hookline/internal/web/deliveries"
 	"github.com/hookline/hookline/internal/web/endpoints"
 	"github.com/hookline/hookline/internal/web/eventtypes"
 	"github.com/hookline/hookline/internal/web/session"
@@ -43,9 +46,9 @@ import (
 type Options struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
-	Deliveries    *delivery.Service
-	Replays       *delivery.Replays
-	Publisher     *delivery.Publisher
+	Deliveries    *deliveries.Service
+	Replays       *replays.Replays
+	Publisher     *publish.Publisher
 	// Activity is the activity log the Activity pages read.
 	Activity *activity.Log
 	// LoginThrottle counts failed sign-ins per email and per client address.
@@ -92,7 +95,7 @@ type Handler struct {
 	httpsOnly bool // the public URL is https
 
 	endpoints   *endpoints.Handler
-	deliveries  *deliveries.Handler
+	deliveries  *deliverypages.Handler
 	eventTypes  *eventtypes.Handler
 	activityLog *activitylog.Handler
 	admin       *admin.Handler
@@ -132,7 +135,7 @@ func New(o Options) *Handler {
 	h.Sessions = session.NewManager(o.Sessions, o.IdleTimeout, o.Lifetime, h.sessionError)
 	h.Sessions.Cookie.Secure = h.httpsOnly
 	h.embeddable()
-	h.deliveries = deliveries.New(c)
+	h.deliveries = deliverypages.New(c)
 	h.endpoints = endpoints.New(c, h.deliveries)
 	h.eventTypes = eventtypes.New(c)
 	h.activityLog = activitylog.New(c)

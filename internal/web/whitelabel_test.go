@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -99,7 +100,7 @@ func TestWhiteLabelNamesNoHookline(t *testing.T) {
 
 // checkPagesNameNoHookline checks no page a customer sees, signed in with a password (c) or in a portal
 // session, names Hookline under a brand.
-func checkPagesNameNoHookline(t *testing.T, e *env, tn tenant, sub subscriptions.Subscription, c *client, d delivery.Detail) {
+func checkPagesNameNoHookline(t *testing.T, e *env, tn tenant, sub subscriptions.Subscription, c *client, d deliveries.Detail) {
 	t.Helper()
 	pc := e.portalClient(e.portalLink(tn, portal.LinkRequest{User: portal.User{Name: "Ann"}}))
 	fill := strings.NewReplacer("{id}", sub.ID.String(), "{token}", "unknown-link")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -13,8 +14,8 @@ import (
 // parseDeadFilter reads the dead-letter criteria of a form or query (params, in the dashboard's dialect),
 // then checks them as a whole (DeadFilter.Validate). The form view is filled even when a
 // value is wrong, so the page shows what was typed next to the message.
-func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFilter, templates.DeadFilterForm, error) {
-	var f delivery.DeadFilter
+func parseDeadFilter(v url.Values, tenants []templates.Option) (replays.DeadFilter, templates.DeadFilterForm, error) {
+	var f replays.DeadFilter
 	form := templates.DeadFilterForm{
 		Tenant: strings.TrimSpace(v.Get("tenant")), Subscription: strings.TrimSpace(v.Get("subscription")),
 		EventType: strings.TrimSpace(v.Get("event_type")), From: v.Get("from"), To: v.Get("to"),
@@ -32,7 +33,7 @@ func parseDeadFilter(v url.Values, tenants []templates.Option) (delivery.DeadFil
 		form.States = append(form.States, o)
 	}
 	form.Reasons = append(form.Reasons, templates.Option{Value: "", Label: "Any reason", Selected: reason == ""})
-	for _, r := range delivery.DeadReasons {
+	for _, r := range replays.DeadReasons {
 		form.Reasons = append(form.Reasons, templates.Option{Value: r, Label: strings.ReplaceAll(r, "_", " "), Selected: r == reason})
 	}
 	f, err := params.Form.DeadFilter(params.FormDeadCriteria(v))
@@ -53,7 +54,7 @@ func criteriaQuery(v url.Values) url.Values {
 	return out
 }
 
-func (h *Handler) deadRow(d delivery.DeadLetter) templates.DeadLetterRow {
+func (h *Handler) deadRow(d replays.DeadLetter) templates.DeadLetterRow {
 	label, class := core.DeliveryState(d.Delivery)
 	row := templates.DeadLetterRow{
 		ID: d.ID.String(), ShortID: core.ShortID(d.ID), Href: "/deliveries/" + d.ID.String(),

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -33,7 +33,7 @@ func (h *Handler) DeadLetters(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		limit, err = params.Form.Limit(q.Get("limit"), deadPageSize)
 	}
-	var page delivery.DeadPage
+	var page replays.DeadPage
 	if err == nil {
 		page, err = h.Replays.DeadLetters(ctx, f, limit, q.Get("cursor"), countUpTo)
 	}

@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/web/templates"
 )
 
 // deadChartView lays out the dead letters by hour of creation over the overview's range: one bar per hour,
 // empty hours included, and the same numbers as the (visually hidden) table.
-func deadChartView(o delivery.DeadOverview, filtered bool) templates.DeadChart {
+func deadChartView(o replays.DeadOverview, filtered bool) templates.DeadChart {
 	c := templates.DeadChart{Height: 80}
 	counts := map[time.Time]int64{}
 	for _, h := range o.Hours {
@@ -39,8 +39,8 @@ func deadChartView(o delivery.DeadOverview, filtered bool) templates.DeadChart {
 	}
 	c.Label = fmt.Sprintf("Dead letters per hour of creation, %s to %s: %d in all", c.From, c.To, c.Total)
 	if o.HoursCapped {
-		c.Capped, c.CapText = true, strconv.Itoa(delivery.DeadChartMaxRows)
-		c.Label += fmt.Sprintf(" (the newest %d counted)", delivery.DeadChartMaxRows)
+		c.Capped, c.CapText = true, strconv.Itoa(replays.DeadChartMaxRows)
+		c.Label += fmt.Sprintf(" (the newest %d counted)", replays.DeadChartMaxRows)
 	}
 	scale := 0.0
 	if c.Max > 0 {
@@ -62,8 +62,8 @@ func deadChartView(o delivery.DeadOverview, filtered bool) templates.DeadChart {
 // deadGroupsView is the grouped table, each row leading to the bulk replay form filled with that group's
 // tenant, subscription and a window covering its first to its last dead letter (the form takes minutes:
 // from the first's minute to the minute after the last).
-func (h *Handler) deadGroupsView(o delivery.DeadOverview) templates.DeadGroups {
-	g := templates.DeadGroups{Capped: o.GroupsCapped, More: o.MoreGroups, CapText: strconv.Itoa(delivery.DeadGroupsMaxRows)}
+func (h *Handler) deadGroupsView(o replays.DeadOverview) templates.DeadGroups {
+	g := templates.DeadGroups{Capped: o.GroupsCapped, More: o.MoreGroups, CapText: strconv.Itoa(replays.DeadGroupsMaxRows)}
 	for _, x := range o.Groups {
 		status := "no response"
 		if x.LastStatus != nil {

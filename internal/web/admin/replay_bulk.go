@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -50,10 +50,10 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		switch action {
 		case "confirm":
-			var rep delivery.Replay
+			var rep replays.Replay
 			// Spread 0 means "at once" on the form; Start reads 0 as its default, so SpreadMinutes asks for
 			// the smallest spread.
-			rep, err = h.Replays.Start(ctx, delivery.ReplayRequest{Filter: f, Spread: spread, Actor: core.Caller(r).AuditName()})
+			rep, err = h.Replays.Start(ctx, replays.ReplayRequest{Filter: f, Spread: spread, Actor: core.Caller(r).AuditName()})
 			if err == nil {
 				// The message stays on the page while the page follows the replay (and a small replay is
 				// scheduled before the page is even shown), so it says only what stays true: the progress
@@ -68,7 +68,7 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case "preview":
-			var pv delivery.Preview
+			var pv replays.Preview
 			pv, err = h.Replays.Preview(ctx, f)
 			if err == nil {
 				p.Preview = h.previewView(pv, v, form.Spread)
@@ -89,8 +89,8 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 	h.Render(w, r, status, templates.BulkReplay(p))
 }
 
-func (h *Handler) previewView(pv delivery.Preview, v url.Values, spread string) *templates.ReplayPreview {
-	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= delivery.MaxPreviewGroups}
+func (h *Handler) previewView(pv replays.Preview, v url.Values, spread string) *templates.ReplayPreview {
+	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= replays.MaxPreviewGroups}
 	for _, g := range pv.Groups {
 		out.Groups = append(out.Groups, templates.GroupRow{
 			TenantName: g.TenantName, TenantHref: "/admin/tenants/" + g.TenantID.String(),

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -24,7 +24,7 @@ func (h *Handler) ReplayLog(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	dry := dryRunFilter(r)
-	f := delivery.ReplayListFilter{Limit: core.ReplayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
+	f := replays.ReplayListFilter{Limit: core.ReplayPageSize, Cursor: q.Get("cursor"), DryRun: &dry}
 	p := templates.ReplaysPage{Layout: h.adminLayout(r, templates.NavReplays, "Replays", templates.Crumb{Label: "Replays"}), DryRuns: dry}
 	base, tab := "/admin/replays", url.Values{}
 	tenantID, err := params.Form.ID("tenant", q.Get("tenant"))

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
 
-func (h *Handler) DeliveryRow(d delivery.Delivery) templates.DeliveryRow {
+func (h *Handler) DeliveryRow(d deliveries.Delivery) templates.DeliveryRow {
 	label, class := DeliveryState(d)
 	row := templates.DeliveryRow{
 		ID: d.ID.String(), ShortID: ShortID(d.ID), Href: "/deliveries/" + d.ID.String(), EventType: d.EventType,
@@ -39,7 +40,7 @@ func ShortID(id uuid.UUID) string {
 }
 
 // StateText says in words why a delivery is where it is.
-func (h *Handler) StateText(d delivery.Detail, subState string) string {
+func (h *Handler) StateText(d deliveries.Detail, subState string) string {
 	last := func() string {
 		if d.LastStatus != nil {
 			return "the endpoint answered " + delivery.StatusLine(*d.LastStatus)
@@ -114,7 +115,7 @@ func PrettyJSON(b []byte) string {
 	return out.String()
 }
 
-func (h *Handler) AttemptsView(as []delivery.Attempt) []templates.Attempt {
+func (h *Handler) AttemptsView(as []deliveries.Attempt) []templates.Attempt {
 	out := make([]templates.Attempt, 0, len(as))
 	for i, a := range as {
 		v := templates.Attempt{

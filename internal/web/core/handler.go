@@ -13,9 +13,12 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/brand"
 	"github.com/hookline/hookline/internal/catalogue"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
+	"github.com/hookline/hookline/internal/publish"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/tenants"
 )
@@ -24,10 +27,10 @@ import (
 type Handler struct {
 	Tenants   *tenants.Service
 	Subs      *subscriptions.Service
-	Dels      *delivery.Service
-	Replays   *delivery.Replays
+	Dels      *deliveries.Service
+	Replays   *replays.Replays
 	Activity  *activity.Log
-	Publisher *delivery.Publisher
+	Publisher *publish.Publisher
 	// Catalogue, when set, is the event catalogue (nil: an empty one).
 	Catalogue *catalogue.Service
 	// Incidents, when set, puts the open incidents' banner on a tenant's pages.

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -20,11 +21,11 @@ const ReplayPageSize = 50
 
 // replayStatus is the word a replay's badge shows, and its class: a finished replay whose deliveries are
 // still on their way is "delivering", not "finished"; only a settled one is finished.
-func replayStatus(r delivery.Replay) (string, string) {
+func replayStatus(r replays.Replay) (string, string) {
 	switch {
-	case r.State == delivery.ReplayRunning:
+	case r.State == replays.ReplayRunning:
 		return "scheduling", "badge-info"
-	case r.State == delivery.ReplayFailed:
+	case r.State == replays.ReplayFailed:
 		return "failed", "badge-bad"
 	case r.Pending > 0:
 		return "delivering", "badge-info"
@@ -34,7 +35,7 @@ func replayStatus(r delivery.Replay) (string, string) {
 
 // outcomeWords says what became of what a replay scheduled: "delivered 58, dead again 1, still pending 1",
 // and how many a later replay took over when any did.
-func outcomeWords(r delivery.Replay) string {
+func outcomeWords(r replays.Replay) string {
 	out := fmt.Sprintf("delivered %d, dead again %d, still pending %d", r.Delivered, r.Failed, r.Pending)
 	if r.TakenOver > 0 {
 		out += fmt.Sprintf(", %d taken over by a later replay or deleted", r.TakenOver)
@@ -46,14 +47,14 @@ func outcomeWords(r delivery.Replay) string {
 // taken over by a later replay, or skipped because it was no longer dead) of what matched, so it is full
 // only when nothing it scheduled is still on its way. A bar of what was scheduled would be full within a
 // second while every delivery was still pending. A dry run schedules nothing.
-func progressView(r delivery.Replay) templates.Progress {
+func progressView(r replays.Replay) templates.Progress {
 	p := templates.Progress{Value: r.Delivered + r.Failed + r.TakenOver + r.Skipped, Max: r.Matched}
 	if r.DryRun {
 		p.Value = 0
 	}
 	if p.Max <= 0 {
 		p.Max, p.Value = 1, 0
-		if r.State != delivery.ReplayRunning && !r.DryRun {
+		if r.State != replays.ReplayRunning && !r.DryRun {
 			p.Value = 1
 		}
 	}
@@ -66,7 +67,7 @@ func progressView(r delivery.Replay) templates.Progress {
 		p.Text = "nothing matched"
 	default:
 		p.Text = fmt.Sprintf("Scheduled %d of %d", r.Scheduled, r.Matched)
-		if r.State == delivery.ReplayRunning {
+		if r.State == replays.ReplayRunning {
 			p.Text += fmt.Sprintf(" (%d %%)", r.Scheduled*100/r.Matched)
 		}
 		if r.Skipped > 0 {
@@ -78,7 +79,7 @@ func progressView(r delivery.Replay) templates.Progress {
 }
 
 // criteriaWords says a replay's criteria in words: "tenant Acme, event type order.paid, created 2026-… to …".
-func criteriaWords(f delivery.DeadFilter, names map[uuid.UUID]string) string {
+func criteriaWords(f replays.DeadFilter, names map[uuid.UUID]string) string {
 	var parts []string
 	if f.TenantID != nil {
 		name := names[*f.TenantID]
@@ -111,7 +112,7 @@ func criteriaWords(f delivery.DeadFilter, names map[uuid.UUID]string) string {
 	return strings.Join(parts, ", ")
 }
 
-func (h *Handler) ReplayRow(r delivery.Replay, names map[uuid.UUID]string) templates.ReplayRow {
+func (h *Handler) ReplayRow(r replays.Replay, names map[uuid.UUID]string) templates.ReplayRow {
 	row := templates.ReplayRow{
 		ID: r.ID.String(), ShortID: ShortID(r.ID), Href: "/admin/replays/" + r.ID.String(), Kind: r.Kind, Actor: r.Actor,
 		Criteria: criteriaWords(r.Criteria, names), Matched: r.Matched, Scheduled: r.Scheduled, Skipped: r.Skipped,
@@ -128,7 +129,7 @@ func RecoverHref(id uuid.UUID) string { return "/recovers/" + id.String() }
 // FillReplayPage fills what the operator's replay page and the customer's recover page share: the
 // counts, the deliveries, and following the replay until it is settled (scheduled and every scheduled
 // delivery final), not only while it schedules.
-func (h *Handler) FillReplayPage(p *templates.ReplayPage, rep delivery.Replay, names map[uuid.UUID]string, dels delivery.Page, base, cursor string) {
+func (h *Handler) FillReplayPage(p *templates.ReplayPage, rep replays.Replay, names map[uuid.UUID]string, dels deliveries.Page, base, cursor string) {
 	p.Replay, p.Spread = h.ReplayRow(rep, names), SpreadWords(rep.SpreadSeconds)
 	p.Running = !rep.Settled()
 	if p.Running {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
@@ -124,7 +125,7 @@ func SubStateClass(state string) string {
 }
 
 // DeliveryState is a delivery's state as pages name it ("retrying" is pending after a failed attempt).
-func DeliveryState(d delivery.Delivery) (label, class string) {
+func DeliveryState(d deliveries.Delivery) (label, class string) {
 	switch {
 	case d.Retrying():
 		return "retrying", "badge-warn"

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -21,7 +22,7 @@ import (
 // its attempts newest first.
 // wait is how long until the subscription's resend budget allows another retry by hand; circuit is the
 // subscription's circuit breaker.
-func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subState string, circuit subscriptions.Circuit, admin bool, wait time.Duration) {
+func (h *Handler) answerFirst(p *templates.DeliveryPage, d deliveries.Detail, subState string, circuit subscriptions.Circuit, admin bool, wait time.Duration) {
 	p.Final = d.State == delivery.Delivered || d.State.Dead()
 	p.Live = !p.Final && !d.Discarded
 	if p.Live {
@@ -75,7 +76,7 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d delivery.Detail, subS
 }
 
 // summary says in one glance what happened to a delivery and what happens next.
-func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary {
+func (h *Handler) summary(d deliveries.Detail, subState string) templates.Summary {
 	var s templates.Summary
 	s.Response = lastResponse(d)
 	now := h.Now()
@@ -129,7 +130,7 @@ func (h *Handler) summary(d delivery.Detail, subState string) templates.Summary 
 }
 
 // lastResponse is the last attempt's answer: "Last response 400: {…}", or why there was none.
-func lastResponse(d delivery.Detail) string {
+func lastResponse(d deliveries.Detail) string {
 	if len(d.Attempts) == 0 {
 		return ""
 	}
@@ -157,7 +158,7 @@ func clip(s string, n int) string {
 
 // endpointDeletedText says that a delivery's subscription was deleted, naming it, and what that means for
 // the delivery: nothing is sent to it any more, so it cannot be resent, and one still waiting ends as dead.
-func endpointDeletedText(d delivery.Detail) string {
+func endpointDeletedText(d deliveries.Detail) string {
 	s := "Its subscription " + httpx.RedactURL(d.Endpoint.URL) + " (" + d.SubscriptionID.String() + ") was deleted"
 	if d.Endpoint.DeletedAt != nil {
 		s += " on " + d.Endpoint.DeletedAt.UTC().Format(core.TimeLayout)
@@ -171,17 +172,17 @@ func endpointDeletedText(d delivery.Detail) string {
 
 // actions says which of Resend and Retry now a delivery's page offers, and why one is disabled. A deleted
 // subscription's delivery gets neither: nothing would ever send it (the page says why instead).
-func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templates.Action) {
+func (h *Handler) actions(d deliveries.Detail, admin bool) (resend, retryNow templates.Action) {
 	if d.Endpoint.Deleted() {
 		return resend, retryNow
 	}
 	capped := fmt.Sprintf("Retried by hand %d of %d times, the most allowed: it cannot be retried again from here.", d.ManualRetries, h.MaxManual)
 	if d.Retrying() {
 		retryNow.Show = true
-		switch delivery.CheckRetryNow(d.Delivery, d.Endpoint, admin, h.MaxManual) {
-		case delivery.RetryCapped:
+		switch deliveries.CheckRetryNow(d.Delivery, d.Endpoint, admin, h.MaxManual) {
+		case deliveries.RetryCapped:
 			retryNow.Reason = capped
-		case delivery.RetryDiscarded:
+		case deliveries.RetryDiscarded:
 			retryNow.Reason = "It was discarded."
 		default:
 			retryNow.Note = "Retry now sends it right away instead of at the next attempt; it counts toward the limit of retries by hand."
@@ -189,12 +190,12 @@ func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templ
 		return resend, retryNow
 	}
 	resend.Show = true
-	switch delivery.CheckRetry(d.Delivery, d.Endpoint, admin, h.MaxManual) {
-	case delivery.RetryDiscarded:
+	switch deliveries.CheckRetry(d.Delivery, d.Endpoint, admin, h.MaxManual) {
+	case deliveries.RetryDiscarded:
 		resend.Reason = "It was discarded and cannot be resent."
-	case delivery.RetryQueued:
+	case deliveries.RetryQueued:
 		resend.Reason = "It is queued already; Resend is for delivered, failed and expired deliveries."
-	case delivery.RetryCapped:
+	case deliveries.RetryCapped:
 		resend.Reason = capped
 	default:
 		resend.Note = "Resend puts it back in the queue with a fresh schedule; it counts toward the limit of retries by hand."
@@ -202,7 +203,7 @@ func (h *Handler) actions(d delivery.Detail, admin bool) (resend, retryNow templ
 	return resend, retryNow
 }
 
-// circuitHold is delivery.CircuitHold in the page's words: while the subscription's circuit is open
+// circuitHold is deliveries.CircuitHold in the page's words: while the subscription's circuit is open
 // nothing but its probe is sent, so the API refuses Retry now and the page disables it with this reason.
 func (h *Handler) circuitHold(c subscriptions.Circuit) string {
 	switch c.State {

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/web/core"
 )
@@ -20,7 +20,7 @@ func (h *Handler) Resend(w http.ResponseWriter, r *http.Request) {
 // manualRetry runs Resend or Retry now (do) on the {id} delivery and says what happened in a flash: done,
 // rate-limited ("<notDone>: <limited> for this subscription right now") or not allowed, with the reason.
 func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
-	do func(ctx context.Context, tenantID, id uuid.UUID, actor delivery.Actor) (delivery.Delivery, error),
+	do func(ctx context.Context, tenantID, id uuid.UUID, actor deliveries.Actor) (deliveries.Delivery, error),
 	done, notDone, limited string) {
 	u := core.Caller(r)
 	tenantID, id, err := h.deliveryTenant(r)
@@ -28,7 +28,7 @@ func (h *Handler) manualRetry(w http.ResponseWriter, r *http.Request,
 		h.Fail(w, r, err)
 		return
 	}
-	_, err = do(r.Context(), tenantID, id, delivery.Actor{Admin: u.Admin})
+	_, err = do(r.Context(), tenantID, id, deliveries.Actor{Admin: u.Admin})
 	fe := fault.As(err)
 	switch {
 	case err == nil:

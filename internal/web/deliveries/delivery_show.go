@@ -7,6 +7,7 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
@@ -102,7 +103,7 @@ func (h *Handler) replayedBy(r *http.Request, tenantID uuid.UUID, replayID *uuid
 		text = "replay " + core.ShortID(*replayID)
 		if rep, err := h.Replays.Get(r.Context(), *replayID, nil); err == nil {
 			text = rep.Kind + " replay by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(core.TimeLayout)
-			if rep.Kind == delivery.ReplayRecover {
+			if rep.Kind == replays.ReplayRecover {
 				text = "recover by " + rep.Actor + ", " + rep.StartedAt.UTC().Format(core.TimeLayout)
 			}
 		}

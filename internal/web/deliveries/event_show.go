@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
@@ -41,7 +41,7 @@ func (h *Handler) Event(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	page, err := h.Dels.List(ctx, tenantID, delivery.Filter{EventID: &id, Limit: delivery.MaxPageSize})
+	page, err := h.Dels.List(ctx, tenantID, deliveries.Filter{EventID: &id, Limit: deliveries.MaxPageSize})
 	if err != nil {
 		h.Fail(w, r, err)
 		return

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/params"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/web/core"
@@ -30,7 +30,7 @@ const pageSize = 25
 // type (exact, or a prefix ending in "." or "*"), last status (404, 5xx), time preset, from/until, and on
 // the Deliveries page the subscription and event. The form view is filled even when a value is wrong, so the
 // page can show it with the error.
-func parseListFilter(q url.Values, all bool, now time.Time) (delivery.Filter, templates.Filter, error) {
+func parseListFilter(q url.Values, all bool, now time.Time) (deliveries.Filter, templates.Filter, error) {
 	f, lv, err := params.Deliveries(q, params.ListOptions{Dialect: params.Form, Across: all, Now: now, PageSize: pageSize})
 	v := templates.Filter{State: lv.State, EventType: lv.EventType, Range: lv.Range, Since: lv.Since, Until: lv.Until,
 		Status: lv.Status, Subscription: lv.Subscription, EventID: lv.EventID, Active: lv.Active()}

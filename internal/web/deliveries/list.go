@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/subscriptions"
@@ -34,10 +35,10 @@ type ListScope struct {
 // On a subscription's page (sc.Sub set) it also returns the subscription's deliveries by state now
 // (its health card's counts and its paused note's "N waiting"): read in the same snapshot as the rows and
 // the tabs, so that every number on the page is of one moment.
-func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templates.DeliveryList, int, delivery.StateCounts, error) {
+func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templates.DeliveryList, int, deliveries.StateCounts, error) {
 	l, f, ferr, err := h.listForm(ctx, q, sc)
 	if err != nil {
-		return l, 0, delivery.StateCounts{}, err
+		return l, 0, deliveries.StateCounts{}, err
 	}
 	snap, err := h.readList(ctx, sc, f, ferr, l.Tabs)
 	if err != nil {
@@ -56,7 +57,7 @@ func (h *Handler) List(ctx context.Context, q url.Values, sc ListScope) (templat
 
 // listForm reads the list's filter and fills its form (with the event-type and subscription choices) and
 // its tabs. ferr is the filter's own fault (shown on the list); err fails the page.
-func (h *Handler) listForm(ctx context.Context, q url.Values, sc ListScope) (l templates.DeliveryList, f delivery.Filter, ferr, err error) {
+func (h *Handler) listForm(ctx context.Context, q url.Values, sc ListScope) (l templates.DeliveryList, f deliveries.Filter, ferr, err error) {
 	l = templates.DeliveryList{Action: sc.Base, AllSubscriptions: sc.Sub == nil}
 	f, fv, ferr := parseListFilter(q, sc.Sub == nil, h.Now())
 	var subID *uuid.UUID
@@ -101,19 +102,19 @@ func (h *Handler) listForm(ctx context.Context, q url.Values, sc ListScope) (l t
 // subscription's page, the subscription's deliveries by state. listErr is the filter's fault found by the
 // list's query.
 type listSnapshot struct {
-	page    delivery.Page
+	page    deliveries.Page
 	listErr error
-	counts  []delivery.Capped
-	states  delivery.StateCounts
+	counts  []deliveries.Capped
+	states  deliveries.StateCounts
 }
 
 // readList reads the page, each tab's capped count and the subscription's counts by state, in one snapshot:
 // one by one, a delivery that moved in between was counted by one number and not by the next ("10
 // matching" above 9 rows). One transaction runs its statements one after another; each count stops at
 // TabCountUpTo. With a filter already at fault (ferr) only the subscription's counts are read.
-func (h *Handler) readList(ctx context.Context, sc ListScope, f delivery.Filter, ferr error, tabs []templates.Tab) (listSnapshot, error) {
-	snap := listSnapshot{counts: make([]delivery.Capped, len(tabs))}
-	err := h.Dels.Read(ctx, func(v *delivery.View) error {
+func (h *Handler) readList(ctx context.Context, sc ListScope, f deliveries.Filter, ferr error, tabs []templates.Tab) (listSnapshot, error) {
+	snap := listSnapshot{counts: make([]deliveries.Capped, len(tabs))}
+	err := h.Dels.Read(ctx, func(v *deliveries.View) error {
 		if sc.Sub != nil {
 			by, err := v.StateCounts(ctx, sc.TenantID, []uuid.UUID{sc.Sub.ID}, TabCountUpTo)
 			if err != nil {
@@ -140,7 +141,7 @@ func (h *Handler) readList(ctx context.Context, sc ListScope, f delivery.Filter,
 			if err != nil {
 				return err
 			}
-			snap.counts[i] = delivery.Capped{N: n, AtLeast: atLeast}
+			snap.counts[i] = deliveries.Capped{N: n, AtLeast: atLeast}
 		}
 		return nil
 	})
@@ -186,7 +187,7 @@ func (h *Handler) listError(l templates.DeliveryList, err error) (templates.Deli
 
 // listRow is deliveryRow with the event's link and, from the tenant's subscriptions, the subscription's
 // name and whether it holds the delivery (paused or disabled: a waiting delivery is then not overdue).
-func (h *Handler) listRow(d delivery.Delivery, subs map[uuid.UUID]subscriptions.Subscription) templates.DeliveryRow {
+func (h *Handler) listRow(d deliveries.Delivery, subs map[uuid.UUID]subscriptions.Subscription) templates.DeliveryRow {
 	row := h.DeliveryRow(d)
 	row.EventID, row.EventShort, row.EventHref = d.EventID.String(), core.ShortID(d.EventID), "/events/"+d.EventID.String()
 	row.SubName = "deleted subscription"

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/web/core"
-	"github.com/hookline/hookline/internal/web/deliveries"
+	deliverypages "github.com/hookline/hookline/internal/web/deliveries"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -40,7 +40,7 @@ func (h *Handler) SubscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 	if err != nil {
 		return nil, err
 	}
-	states, err := h.Dels.StateCounts(ctx, tenantID, ids, deliveries.TabCountUpTo)
+	states, err := h.Dels.StateCounts(ctx, tenantID, ids, deliverypages.TabCountUpTo)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (h *Handler) SubscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 // subscriptionWithHealth is one subscription with its health over the page's ?range (24 h when absent or
 // unknown), with the other ranges offered; states are its deliveries by state now, read by the caller
 // with the page's list.
-func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, states delivery.StateCounts) (templates.Subscription, error) {
+func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s subscriptions.Subscription, states deliveries.StateCounts) (templates.Subscription, error) {
 	ctx := r.Context()
 	rg, ok := subscriptions.RangeNamed(r.URL.Query().Get("range"))
 	if !ok {
@@ -110,7 +110,7 @@ func percent(share float64) string {
 // the card says 30 delivered beside 30 attempts at 100 %; and now, the subscription's deliveries that
 // are dead, pending (of them retrying) or in flight, counted as its list's state tabs count them (states),
 // each a link to that tab.
-func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.HourBucket, states delivery.StateCounts,
+func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.HourBucket, states deliveries.StateCounts,
 	rg subscriptions.Range, subHref string) templates.Health {
 	v := templates.Health{
 		HasAttempts: hl.Attempts > 0, Attempts: hl.Attempts, Successes: hl.Successes, Failures: hl.Attempts - hl.Successes,
@@ -135,7 +135,7 @@ func (h *Handler) healthView(hl subscriptions.Health, series []subscriptions.Hou
 		v.P95 = core.Span(time.Duration(hl.LatencyMsP95 * float64(time.Millisecond)))
 	}
 	link := func(state string) string { return subHref + "?state=" + state }
-	now := func(label string, c delivery.Capped, state, class, testID string, part bool) templates.Outcome {
+	now := func(label string, c deliveries.Capped, state, class, testID string, part bool) templates.Outcome {
 		return templates.Outcome{Label: label, Count: core.CountText(c.N, c.AtLeast), N: c.N, Href: link(state), Class: class,
 			TestID: testID, Part: part}
 	}

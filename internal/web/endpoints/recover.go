@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -40,7 +40,7 @@ func (h *Handler) Recover(w http.ResponseWriter, r *http.Request) {
 		err = fault.Invalid("choose since when to recover failed deliveries")
 	}
 	action := r.PostFormValue("action")
-	var rep delivery.Replay
+	var rep replays.Replay
 	if err == nil {
 		switch action {
 		case "preview", "confirm":

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -25,7 +25,7 @@ func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec te
 	// Real recovers and previews (dry runs, recorded too) are listed apart, so a row of previews never
 	// hides what was actually sent.
 	for _, dry := range []bool{false, true} {
-		page, err := h.Replays.List(r.Context(), delivery.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, DryRun: &dry, Limit: recentRecovers})
+		page, err := h.Replays.List(r.Context(), replays.ReplayListFilter{TenantID: &tenantID, SubscriptionID: &subID, DryRun: &dry, Limit: recentRecovers})
 		if err != nil {
 			return rec, err
 		}
@@ -42,7 +42,7 @@ func (h *Handler) recoverForm(r *http.Request, tenantID, subID uuid.UUID, rec te
 }
 
 // recoverRow is a recover as a customer reads it: its criteria in their words, and a link to its own page.
-func recoverRow(row templates.ReplayRow, rep delivery.Replay) templates.ReplayRow {
+func recoverRow(row templates.ReplayRow, rep replays.Replay) templates.ReplayRow {
 	row.Href = core.RecoverHref(rep.ID)
 	if rep.Criteria.CreatedFrom != nil {
 		row.Criteria = "dead deliveries created since " + rep.Criteria.CreatedFrom.UTC().Format("2006-01-02 15:04") + " UTC"
@@ -54,7 +54,7 @@ func recoverRow(row templates.ReplayRow, rep delivery.Replay) templates.ReplayRo
 // portal link gave, else their email (ActorName), never the audit's identifier ("portal:<user id>"). A
 // recover recorded without a name (a preview from before names were kept) falls back to that identifier
 // in words.
-func startedBy(rep delivery.Replay) string {
+func startedBy(rep replays.Replay) string {
 	if rep.ActorName != "" {
 		return rep.ActorName
 	}

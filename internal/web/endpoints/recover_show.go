@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/replays"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/web/templates"
 )
@@ -31,7 +31,7 @@ func (h *Handler) RecoverPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	rep, err := h.Replays.Get(ctx, id, scope)
-	if err == nil && (rep.Kind != delivery.ReplayRecover || rep.TenantID == nil || rep.SubscriptionID == nil) {
+	if err == nil && (rep.Kind != replays.ReplayRecover || rep.TenantID == nil || rep.SubscriptionID == nil) {
 		err = fault.Missing("recover")
 	}
 	if err != nil {
