@@ -30,7 +30,7 @@ func TestAdminOperatorCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop) // after the servers stop (cleanups run last first)
-	off := setup(t, httpOnly, func(cfg *config.Config) {
+	off := setup(t, withBackground, func(cfg *config.Config) {
 		withAdmin(cfg)
 		cfg.DatabaseURL = ownDB
 	})
@@ -46,7 +46,7 @@ func TestAdminOperatorCard(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer failing.Close()
-	e := setup(t, httpOnly, func(cfg *config.Config) {
+	e := setup(t, withBackground, func(cfg *config.Config) {
 		withAdmin(cfg)
 		cfg.DatabaseURL = ownDB
 		cfg.OperatorWebhookURL = failing.URL + "/operator"

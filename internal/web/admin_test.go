@@ -94,7 +94,7 @@ func TestAdminPagesAreAdminOnly(t *testing.T) {
 
 func TestAdminOverviewCounts(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	s := seed(e, "overview", 2) // 2 delivered, 2 dead, 4 attempts
 	paused := e.newSubscription(s.tn, "/good/overview-paused", "paused")
 	ctx := activity.System(context.Background(), "test setup")
@@ -336,7 +336,7 @@ func replayCriteria(eventType, action string) url.Values {
 
 func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	a := e.newTenant("replay-a")
 	b := e.newTenant("replay-b")
 	subA := e.newSubscription(a, "/bad/replay-a", "replay a")
@@ -588,7 +588,7 @@ func TestAdminReplayPageWhileRunningAndFailed(t *testing.T) {
 
 func TestRecoverForCustomer(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("recover")
 	sub := e.newSubscription(tn, "/bad/recover", "recover endpoint")
 	dead := e.deadOf(tn, sub.ID, "order.paid", 2)
@@ -769,7 +769,7 @@ func checkRecoverRefusals(t *testing.T, e *env, c *client, tn tenant, sub subscr
 
 func TestAdminOpensAnyTenantsPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	s := seed(e, "admin-any", 1)
 	c := e.client()
 	c.login(adminEmail)

@@ -302,7 +302,7 @@ func (e *env) tenantDeliveries(tenantID uuid.UUID) int {
 
 func TestCatalogueSendExample(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	s := e.seedCatalogue("catsend")
 	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("catalogue send")
@@ -506,7 +506,7 @@ func TestCatalogueEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop)
-	e := setup(t, httpOnly, func(c *config.Config) {
+	e := setup(t, withBackground, func(c *config.Config) {
 		withAdmin(c)
 		c.DatabaseURL = dbURL
 	})

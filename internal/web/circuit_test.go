@@ -52,7 +52,7 @@ func TestCircuitStateShown(t *testing.T) {
 // The failing line says "all N attempts" only when several attempts failed, and a single failure as such.
 func TestFailingSinceCountsTheAttempts(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("failing-count")
 	bad := e.newSubscription(tn, "/bad/failing-count", "Failing endpoint")
 	c := e.client()

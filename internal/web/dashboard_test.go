@@ -236,7 +236,7 @@ func seed(e *env, name string, events int) seeded {
 
 func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "home", 3)
 	c := e.client()
 	p := c.login(s.tn.Email)
@@ -336,7 +336,7 @@ func checkHealthChart(t *testing.T, card *html.Node) {
 
 func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "filter", 2)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -460,7 +460,7 @@ func hasAttr(n *html.Node, key string) bool {
 
 func TestPauseAndResume(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("pause")
 	sub := e.newSubscription(tn, "/good/pause", "pausable")
 	c := e.client()
@@ -550,7 +550,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 
 func TestDeliveryPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "detail", 1)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -614,7 +614,7 @@ func TestDeliveryPage(t *testing.T) {
 
 func TestResendSaysWhatHappened(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, func(c *config.Config) { c.MaxManualRetries = 1; c.ResendPerMinute = 1 })
+	e := setup(t, withBackground, func(c *config.Config) { c.MaxManualRetries = 1; c.ResendPerMinute = 1 })
 	s := seed(e, "resend", 2)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -684,7 +684,7 @@ func TestResendWhileQueued(t *testing.T) {
 
 func TestSendTestEvent(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("test-event")
 	sub := e.newSubscription(tn, "/good/test-event", "tested")
 	other := e.newSubscription(tn, "/good/test-other", "other")
@@ -754,7 +754,7 @@ func TestSendTestEvent(t *testing.T) {
 
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	a := seed(e, "iso-a", 1)
 	b := e.newTenant("iso-b")
 	c := e.client()

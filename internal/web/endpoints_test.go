@@ -343,7 +343,7 @@ func TestAddEndpointLimit(t *testing.T) {
 // stored one, a new one replaces it, a cleared name removes the header; a bad field changes nothing.
 func TestEditEndpoint(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("edit endpoint")
 	s := e.newSubscription(tn, "/edit/one", "Before", "order.paid")
 	headers := map[string]string{"X-Api-Key": "stored-key-value", "X-Env": "prod", "X-Old": "old-value"}

@@ -149,7 +149,7 @@ func TestEndpointFormWildcards(t *testing.T) {
 // instructions, and plain words instead of "a session that may make changes".
 func TestEndpointSettingsViewOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("settings view")
 	s := e.newSubscription(tn, "/view/settings", "Billing hook", "order.paid")
 	headers := map[string]string{"X-Api-Key": "stored-key-value"}

@@ -53,7 +53,7 @@ func tabCounts(t *testing.T, p *page) (map[string]string, string) {
 // deliveries to every subscription with state, attempts and last status; a delivery id to its page;
 // anything else stays on the search page with a message (400 for what is not an id, 404 for an unknown id).
 func TestFindEventAndDelivery(t *testing.T) {
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "finder", 1) // one order.paid event: delivered to the good endpoint, failed at the bad one
 	c := e.client()
 	home := c.login(s.tn.Email)
@@ -135,7 +135,7 @@ func TestFindEventAndDelivery(t *testing.T) {
 // TestFindIsolation: a customer searching another tenant's event or delivery id is told nothing is there,
 // exactly as for an unknown id, and their event page is a 404; an operator finds any tenant's.
 func TestFindIsolation(t *testing.T) {
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	a, b := seed(e, "find-a", 1), seed(e, "find-b", 1)
 	ev := e.eventOf(b.tn, b.dead[0])
 	c := e.client()
@@ -169,7 +169,7 @@ func TestFindIsolation(t *testing.T) {
 // choice of the tenant's types), time presets, subscription and event; a bad filter says so (400) without
 // also saying that nothing matches.
 func TestDeliveriesPageFilters(t *testing.T) {
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("lists")
 	good := e.newSubscription(tn, "/good/lists", "lists good", "invoice.paid", "invoice.failed", "order.created")
 	bad := e.newSubscription(tn, "/bad/lists", "lists bad", "invoice.paid")
@@ -399,7 +399,7 @@ func TestWaitingNotOverdue(t *testing.T) {
 // tenant's subscriptions says "No such subscription" (404); a deleted one of its own still filters.
 func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("sub-filter")
 	other := e.newTenant("sub-filter-other")
 	good := e.newSubscription(tn, "/good/sub-filter", "sub-filter good")
@@ -447,7 +447,7 @@ func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 // page, in the tabs and in the form.
 func TestStatusFilterPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("status-pages")
 	sub := e.newSubscription(tn, "/bad/status-pages", "status pages")
 	var ids []uuid.UUID

@@ -380,7 +380,7 @@ func (c *client) noFollow() *client {
 // (subscription states, deliveries, replays, tokens, secrets) are unchanged afterwards, with no replay
 // started and no request sent to B's endpoints.
 func TestWebIsolationWalk(t *testing.T) {
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	w := &webIsoWorld{e: e, since: time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")}
 	w.a = newWebIsoTenant(w, "a")
 	w.b = newWebIsoTenant(w, "b")

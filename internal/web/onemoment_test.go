@@ -23,7 +23,7 @@ import (
 // created in the range) beside "4 attempts · 100 %".
 func TestHealthCardAfterAReplay(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	ctx := setupCtx()
 	tn := e.newTenant("replayed health")
 	sub := e.newSubscription(tn, "/good/replayed", "replayed", "order.paid")

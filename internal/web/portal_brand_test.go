@@ -29,7 +29,7 @@ func withBrand(t *testing.T) func(*config.Config) {
 // pages) never name Hookline: titles, header, footer, logo and request headers; the accent colour and the
 // logo are served at fixed URLs with the right types; a link's theme forces the scheme.
 func TestPortalBrandNeverNamesHookline(t *testing.T) {
-	e := setup(t, httpOnly, withBrand(t))
+	e := setup(t, withBackground, withBrand(t))
 	tn := e.newTenant("portal brand")
 	sub := e.newSubscription(tn, "/ok", "branded endpoint")
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})

@@ -258,7 +258,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // the router, so a route added later is covered) answers 403, and its pages show no button that would
 // change something; a manage session's pause works.
 func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("portal view")
 	sub := e.newSubscription(tn, "/ok", "view endpoint")
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})
