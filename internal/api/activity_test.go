@@ -81,7 +81,7 @@ type activityWorld struct {
 // newActivityWorld makes the world, checking the entries of the two subscriptions' creation: by the token
 // with the correlation id it sent, and by the admin.
 func newActivityWorld(t *testing.T) *activityWorld {
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, func(path string, _ int) int {
 		if strings.HasSuffix(path, "/dead") {
 			return 400 // permanent: dead at once
@@ -214,7 +214,7 @@ func (a *activityWorld) discardAndRefusals(t *testing.T) {
 // TestActivityList: newest first, keyset pages, the filters, scopes and tenants.
 func TestActivityList(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	rc := newReceiver(t, nil)
 	tid, other := e.newTenant("activity-list"), e.newTenant("activity-other")
 	sub := e.newSubscription(tid, map[string]any{"url": rc.URL})

@@ -52,7 +52,7 @@ func newFixture(e *env) fixture {
 
 func TestUnauthenticated(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	paths := []struct{ method, path string }{
 		{"GET", "/tenants"}, {"POST", "/tenants"}, {"GET", "/tenants/" + f.tenant + "/deliveries"},
@@ -85,7 +85,7 @@ func TestUnauthenticated(t *testing.T) {
 // TestForbidden: tenant tokens on admin-only calls, and tenant tokens without the scope a call needs.
 func TestForbidden(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	tok := f.fullToken // every tenant scope, still not admin
 	for _, c := range []struct{ method, path string }{
@@ -107,7 +107,7 @@ func TestForbidden(t *testing.T) {
 // authorization (admin-only operations refuse every tenant token).
 func TestScopesEnforced(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	tokens := map[string]string{} // scope -> token with only it; "!"+scope -> every other scope
 	for _, s := range tenants.AllScopes {
@@ -165,7 +165,7 @@ func TestScopesEnforced(t *testing.T) {
 // TestNotFound: unknown, malformed and other tenants' ids, unknown routes.
 func TestNotFound(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	unknown := uuid.NewString()
 	malformed := []string{"not-a-uuid", "123", "00000000-0000-0000-0000-00000000000g", "%20", "'%20OR%201=1", strings.Repeat("a", 300)}
@@ -229,7 +229,7 @@ func TestNotFound(t *testing.T) {
 // TestInvalidRequest: malformed bodies, unknown fields, wrong types, invalid values and query parameters.
 func TestInvalidRequest(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	tp := "/tenants/" + f.tenant
 	for _, c := range invalidRequests(tp, f.sub) {
@@ -337,7 +337,7 @@ var invalidListQueries = []string{
 // pausing a disabled subscription is covered by the subscriptions package.
 func TestInvalidState(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	tp := "/tenants/" + f.tenant
 	paused := e.newSubscription(f.tenant, map[string]any{"url": "https://example.com/hook", "event_types": []string{"wait.event"}})
@@ -372,7 +372,7 @@ func TestInvalidState(t *testing.T) {
 // are neither capped nor counted.
 func TestMaxRetriesExceeded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.MaxManualRetries = 2 })
+	e := newEnv(t, withBackground, func(c *config.Config) { c.MaxManualRetries = 2 })
 	f := newFixture(e)
 	path := "/tenants/" + f.tenant + "/deliveries/" + f.dead + "/retry"
 	type retried struct {
@@ -411,7 +411,7 @@ func TestMaxRetriesExceeded(t *testing.T) {
 // TestRateLimited: manual resends per subscription per minute, with Retry-After.
 func TestRateLimited(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.ResendPerMinute = 1 })
+	e := newEnv(t, withBackground, func(c *config.Config) { c.ResendPerMinute = 1 })
 	rc := newReceiver(t, func(string, int) int { return 400 })
 	tid := e.newTenant("ratelimit")
 	e.newSubscription(tid, map[string]any{"url": rc.URL + "/gone"})
@@ -446,7 +446,7 @@ func TestRateLimited(t *testing.T) {
 // TestPayloadTooLarge: bodies over 256 KiB are refused on every route that reads one; 256 KiB exactly is read.
 func TestPayloadTooLarge(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("large")
 	sub := e.newSubscription(tid, map[string]any{"url": "https://example.com/hook", "event_types": []string{"none"}})
 	big := `{"name":"` + strings.Repeat("a", 256<<10) + `"}`
@@ -472,7 +472,7 @@ func TestPayloadTooLarge(t *testing.T) {
 // TestCorrelationID: every response carries X-Correlation-ID, the request's own when it sent a sane one.
 func TestCorrelationID(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("corr")
 	idRE := regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{1,128}$`)
 	reqs := []struct{ method, path, token string }{
@@ -514,7 +514,7 @@ func codeOf(r reply) string {
 // TestOperationalEndpoints: /healthz, /readyz and /metrics answer without a token.
 func TestOperationalEndpoints(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if r := e.call("GET", e.base+p, "", nil); r.status != 200 || strings.TrimSpace(string(r.body)) != "ok" {
 			t.Errorf("%s: %s", p, r)
@@ -533,7 +533,7 @@ func TestOperationalEndpoints(t *testing.T) {
 // TestConcurrentRetries: of concurrent retries of one dead delivery exactly one queues it; the rest are 409.
 func TestConcurrentRetries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	// Pause the endpoint so the retried delivery stays pending while the calls race.
 	bad := must[struct {

@@ -46,7 +46,7 @@ func nestedProperties(n int) string {
 // allocate less than 100 MiB in all, and each answer is a clear, small 400.
 func TestHostilePublishesAgainstRecursiveSchemasStayCheap(t *testing.T) {
 	// Not parallel: heapAllocated counts what the whole process allocates, other tests' servers included.
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	p := catPrefix()
 	tid := e.newTenant("hostile " + p)
 	token := e.newToken(tid, tenants.ScopeEventsWrite)
@@ -96,7 +96,7 @@ func TestHostilePublishesAgainstRecursiveSchemasStayCheap(t *testing.T) {
 // +355 MiB, even as a dry run) and 7 KB of YAML aliases that stored a 6.5 MB schema.
 func TestCostlySchemasAreRefused(t *testing.T) {
 	// Not parallel: heapAllocated counts what the whole process allocates, other tests' servers included.
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	p := catPrefix()
 	for _, c := range []struct {
 		what   string

@@ -12,7 +12,7 @@ import (
 // delivery "retrying" for good.
 func TestResendOfADeletedSubscriptionIsInvalidState(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, func(string, int) int { return 400 })
 	tid := e.newTenant("resend-deleted")
 	sub := e.newSubscription(tid, map[string]any{"url": rc.URL + "/gone"})
@@ -41,7 +41,7 @@ func TestResendOfADeletedSubscriptionIsInvalidState(t *testing.T) {
 // reason subscription_deleted, and it no longer counts as pending.
 func TestDeletedSubscriptionsInFlightDeliveryEndsDead(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	rc := newReceiver(t, func(_ string, n int) int {
 		if n == 1 {

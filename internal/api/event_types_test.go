@@ -71,7 +71,7 @@ func details(t *testing.T, r reply) errorWithDetails {
 
 func TestEventTypeRoutes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	p := catPrefix()
 	tid := e.newTenant("catalogue " + p)
 	c := &catalogueRoutes{e: e, p: p, tid: tid, paid: p + ".invoice.paid",
@@ -216,7 +216,7 @@ func (c *catalogueRoutes) archive(t *testing.T) {
 
 func TestPublishIsCheckedAgainstTheSchema(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	p := catPrefix()
 	tid := e.newTenant("publish " + p)
 	rc := newReceiver(t, nil)
@@ -279,7 +279,7 @@ func TestPublishIsCheckedAgainstTheSchema(t *testing.T) {
 
 func TestRegisteredTypesOnly(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.EventTypes = config.EventTypesRegistered })
+	e := newEnv(t, httpOnly, func(c *config.Config) { c.EventTypes = config.EventTypesRegistered })
 	p := catPrefix()
 	tid := e.newTenant("registered " + p)
 	rc := newReceiver(t, nil)
@@ -323,8 +323,8 @@ func TestRegisteredTypesOnly(t *testing.T) {
 // its poll (1 s), with no database read per publish.
 func TestCatalogueChangeReachesAnotherProcess(t *testing.T) {
 	t.Parallel()
-	a := newEnv(t)
-	b := newEnv(t)
+	a := newEnv(t, httpOnly)
+	b := newEnv(t, withBackground) // its catalogue poller brings in a's change
 	p := catPrefix()
 	tid := a.newTenant("two processes " + p)
 	typ := p + ".invoice.paid"
@@ -346,7 +346,7 @@ func TestCatalogueChangeReachesAnotherProcess(t *testing.T) {
 
 func TestImportEventTypes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	p := catPrefix()
 	doc := shopDocument(p)
 	created, shipped := p+".order.created", p+".order.shipped"

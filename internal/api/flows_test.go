@@ -17,7 +17,7 @@ import (
 // TestPublishIdempotency: the same Idempotency-Key returns the first answer and creates nothing.
 func TestPublishIdempotency(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("idem")
 	other := e.newTenant("idem-other")
 	e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:9/a"})
@@ -86,7 +86,7 @@ func verifySignatures(t *testing.T, h received, secrets ...string) []int {
 // delete.
 func TestSubscriptionLifecycle(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, func(path string, n int) int {
 		if path == "/flaky" && n%2 == 1 {
 			return 500
@@ -262,7 +262,7 @@ func (l *lifecycle) delete(t *testing.T) {
 // request copy.
 func TestCustomHeaders(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, nil)
 	tid := e.newTenant("headers")
 	tp := "/tenants/" + tid
@@ -320,7 +320,7 @@ func TestCustomHeaders(t *testing.T) {
 // TestDeliveryDetail: request {url, headers, body} and the attempts with their fields.
 func TestDeliveryDetail(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, func(_ string, n int) int {
 		if n == 1 {
 			return 503
@@ -382,7 +382,7 @@ func TestDeliveryDetail(t *testing.T) {
 // TestListDeliveries: filters, newest-first keyset pages, include_totals.
 func TestListDeliveries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newReceiver(t, func(p string, _ int) int {
 		if p == "/bad" {
 			return 422
@@ -576,7 +576,7 @@ func sameSet(a, b []string) bool {
 // exact and total_at_least false.
 func TestDeliveriesTotalIsCapped(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("many")
 	sub := e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:1/hook"})
 	// 1,001 delivered deliveries, written straight to the tables (nothing for the worker to send).

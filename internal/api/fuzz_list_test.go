@@ -26,7 +26,7 @@ type listFuzz struct {
 }
 
 func newListFuzz(f *testing.F) *listFuzz {
-	e := newEnv(f)
+	e := newEnv(f, httpOnly)
 	lf := &listFuzz{e: e}
 	lf.tenant = e.newTenant("fuzz-list")
 	other := e.newTenant("fuzz-list-other")

@@ -6,7 +6,7 @@ import "testing"
 // is sniffed as HTML.
 func TestSecurityHeadersOnAPIAnswers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	for _, r := range []reply{
 		e.call("GET", "/tenants", adminToken, nil),
 		e.call("GET", "/tenants", "", nil),

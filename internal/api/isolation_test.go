@@ -375,7 +375,7 @@ func TestIsolationWalk(t *testing.T) {
 
 // newIsoWorld makes the walk's fixture: tenants A and B, a replay of no tenant, a catalogued event type.
 func newIsoWorld(t *testing.T) *isoWorld {
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	w := &isoWorld{e: e, since: time.Now().Add(-time.Hour).UTC()}
 	w.rc = newReceiver(t, func(p string, _ int) int {
 		if strings.HasSuffix(p, "/bad") {

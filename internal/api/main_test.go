@@ -48,15 +48,37 @@ func testConfig(t testing.TB) config.Config {
 	return cfg
 }
 
-// newEnv starts a server for one test; mutate changes its configuration. It stops with the test.
-func newEnv(t testing.TB, mutate ...func(*config.Config)) *env {
+// services says which of a process's services a test server runs.
+type services int
+
+const (
+	// httpOnly is the API alone (servertest.Start): enough for a test that checks answers, or publishes
+	// and reads deliveries without waiting for an attempt.
+	httpOnly services = iota
+	// withBackground adds the delivery worker, the maintenance leader, the replay runner and the
+	// catalogue's poller (servertest.StartWithBackground), for a test that waits on one of them.
+	withBackground
+)
+
+// start serves cfg with opts and the services asked for, and returns the env's client for it.
+func start(t testing.TB, svc services, cfg config.Config, opts server.Options) *env {
+	t.Helper()
+	begin := servertest.Start
+	if svc == withBackground {
+		begin = servertest.StartWithBackground
+	}
+	srv, base := begin(t, cfg, nil, opts)
+	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
+}
+
+// newEnv starts a server with svc for one test; mutate changes its configuration. It stops with the test.
+func newEnv(t testing.TB, svc services, mutate ...func(*config.Config)) *env {
 	t.Helper()
 	cfg := testConfig(t)
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
-	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
+	return start(t, svc, cfg, server.Options{})
 }
 
 // reply is one HTTP answer.

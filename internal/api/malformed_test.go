@@ -73,7 +73,7 @@ var malformedHeaders = [][2]string{
 // route and requires an answer below 500, in the contract's error shape when it is an error.
 func TestNoServerErrorOnMalformedInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	routes, idRoutes := malformedRoutes(t, f)
 	reqs := malformedRequests(routes, idRoutes, f)
@@ -225,7 +225,7 @@ func FuzzPublishBody(f *testing.F) {
 		f.Add(s, "")
 	}
 	f.Add(`{"event_type":"order.created","payload":{"id":1}}`, "key-\xff")
-	e := newEnv(f)
+	e := newEnv(f, httpOnly)
 	tid := e.newTenant("fuzz")
 	e.newSubscription(tid, map[string]any{"url": "http://127.0.0.1:9/fuzz", "event_types": []string{"none"}})
 	f.Fuzz(func(t *testing.T, body, key string) {

@@ -17,7 +17,7 @@ import (
 // in internal/delivery.
 func TestConcurrentAdminRetriesQueueOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.ResendPerMinute = 1000 })
+	e := newEnv(t, withBackground, func(c *config.Config) { c.ResendPerMinute = 1000 })
 	gate := newGate()
 	rc := newReceiver(t, func(string, int) int {
 		gate.wait()
@@ -109,7 +109,7 @@ func TestRetryNowRefusedWhileCircuitOpen(t *testing.T) {
 	t.Parallel()
 	// A database of its own: another test's server, with the default breaker, would send the delivery
 	// again rather than hold it behind the open circuit.
-	e := newEnv(t, ownDatabase(t), func(c *config.Config) {
+	e := newEnv(t, withBackground, ownDatabase(t), func(c *config.Config) {
 		c.BreakerThreshold = 1
 		c.BreakerProbeInterval = time.Hour
 		c.RetryMaxDelay = 2 * time.Hour // the probe interval is capped at it

@@ -21,7 +21,7 @@ type portalLink struct {
 // url holds a 256-bit token of which only the hash is stored.
 func TestPortalLinkStatuses(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.PublicURL = "https://hooks.example.com/" })
+	e := newEnv(t, httpOnly, func(c *config.Config) { c.PublicURL = "https://hooks.example.com/" })
 	tenant, other := e.newTenant("portal"), e.newTenant("portal-other")
 	writer := e.newToken(tenant, append([]string{"portal:write"}, manageScopes...)...)
 	reader := e.newToken(tenant, "subscriptions:read", "subscriptions:write", "deliveries:write")
@@ -106,7 +106,7 @@ var (
 // refusal is 403 FORBIDDEN naming what the token lacks, and nothing is made. The admin makes any link.
 func TestPortalLinkNeedsTheScopesItGrants(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tenant := e.newTenant("portal scopes")
 	path := "/tenants/" + tenant + "/portal-links"
 	portalOnly := e.newToken(tenant, "portal:write")

@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/server"
-	"github.com/hookline/hookline/internal/server/servertest"
 )
 
 // testClock is a clock the test moves by hand.
@@ -23,13 +21,12 @@ func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t
 
 // newEnvAt is newEnv with the server on clock, on a database of its own: its worker and maintenance run
 // on that clock too, and must not work on the other tests' deliveries.
-func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env {
+func newEnvAt(t *testing.T, svc services, clock *testClock, mutate func(*config.Config)) *env {
 	t.Helper()
 	cfg := testConfig(t)
 	ownDatabase(t)(&cfg)
 	mutate(&cfg)
-	srv, base := servertest.Start(t, cfg, nil, server.Options{Now: clock.Now})
-	return &env{t: t, srv: srv, base: base, client: &http.Client{Timeout: 20 * time.Second}}
+	return start(t, svc, cfg, server.Options{Now: clock.Now})
 }
 
 // HOOKLINE_API_RATE_PER_SECOND and HOOKLINE_API_BURST: a token past its burst gets 429 RATE_LIMITED with
@@ -39,7 +36,7 @@ func newEnvAt(t *testing.T, clock *testClock, mutate func(*config.Config)) *env 
 func TestAPIRateLimitPerToken(t *testing.T) {
 	t.Parallel()
 	clock := &testClock{t: time.Now()}
-	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 2, 0 })
+	e := newEnvAt(t, httpOnly, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 2, 0 })
 	a, b := e.newTenant("limited"), e.newTenant("neighbour")
 	noisy, quiet := e.newToken(a, "subscriptions:read"), e.newToken(a, "subscriptions:read")
 	other := e.newToken(b, "subscriptions:read")
@@ -81,7 +78,7 @@ func TestAPIRateLimitPerToken(t *testing.T) {
 func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
 	t.Parallel()
 	clock := &testClock{t: time.Now()}
-	e := newEnvAt(t, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 0.4, 1, 0 })
+	e := newEnvAt(t, httpOnly, clock, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 0.4, 1, 0 })
 	a := e.newTenant("slow")
 	tok := e.newToken(a, "subscriptions:read")
 	if r := e.call("GET", "/tenants/"+a+"/subscriptions", tok, nil); r.status != 200 {
@@ -97,7 +94,7 @@ func TestAPIRateLimitRetryAfterRoundsUp(t *testing.T) {
 // Off by default: one token's many requests are all served.
 func TestAPIRateLimitOffByDefault(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	a := e.newTenant("unlimited")
 	tok := e.newToken(a, "subscriptions:read")
 	for i := range 50 {
@@ -112,7 +109,7 @@ func TestAPIRateLimitOffByDefault(t *testing.T) {
 // refused with 429.
 func TestAPIRateLimitHoldsRequestsForTheirTurn(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 20, 1, time.Second })
+	e := newEnv(t, httpOnly, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 20, 1, time.Second })
 	a := e.newTenant("held")
 	tok := e.newToken(a, "subscriptions:read")
 	start := time.Now()
@@ -136,7 +133,7 @@ func TestAPIRateLimitHoldsRequestsForTheirTurn(t *testing.T) {
 		t.Errorf("six requests took %v: they were not held for their turns", took)
 	}
 
-	slow := newEnv(t, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 1, 500*time.Millisecond })
+	slow := newEnv(t, httpOnly, func(c *config.Config) { c.APIRatePerSecond, c.APIBurst, c.APIRateWait = 1, 1, 500*time.Millisecond })
 	b := slow.newTenant("refused")
 	tk := slow.newToken(b, "subscriptions:read")
 	if r := slow.call("GET", "/tenants/"+b+"/subscriptions", tk, nil); r.status != 200 {

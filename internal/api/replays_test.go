@@ -143,7 +143,7 @@ func (e *env) waitReplay(path, token string) replayAnswer {
 // other tenants' subscriptions and replays are 404.
 func TestReplayAuth(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	from, to := window()
 	body := map[string]any{"tenant_id": f.tenant, "created_from": from, "created_to": to, "dry_run": true}
@@ -213,7 +213,7 @@ func TestReplayAuth(t *testing.T) {
 // TestReplayInvalidRequest: every malformed or missing field is 400 INVALID_REQUEST, and changes nothing.
 func TestReplayInvalidRequest(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	f := newFixture(e)
 	from, to := window()
 	for _, c := range invalidReplays(f.tenant, from, to) {
@@ -312,7 +312,7 @@ func invalidReplays(tenant, from, to string) []struct {
 // TestReplayDryRun: a dry run (bulk or recover) shows what matches and changes nothing.
 func TestReplayDryRun(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-dry")
 	sub := e.newSubscription(tid, map[string]any{"url": rc.URL + "/dry"}).ID
@@ -370,7 +370,7 @@ func TestReplayDryRun(t *testing.T) {
 // shows the replay until it is finished, and they are delivered once the endpoint works.
 func TestReplayRedelivers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-real")
 	sub := e.newSubscription(tid, map[string]any{"url": rc.URL + "/hook"}).ID
@@ -432,7 +432,7 @@ func TestRecover(t *testing.T) {
 	t.Parallel()
 	// A database of its own: the test holds its server's replay runner, and another server's would run
 	// the held recover.
-	e := newEnv(t, ownDatabase(t))
+	e := newEnv(t, withBackground, ownDatabase(t))
 	rc := newSwitchable(t)
 	tid := e.newTenant("recover")
 	subA := e.newSubscription(tid, map[string]any{"url": rc.URL + "/a"}).ID
@@ -501,7 +501,7 @@ func TestRecover(t *testing.T) {
 // TestReplayAuditLog: GET /replays lists every replay newest first, page by page.
 func TestReplayAuditLog(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("audit")
 	from, to := window()
 	var mine []string
@@ -561,7 +561,7 @@ func TestReplayAuditLog(t *testing.T) {
 // be listed apart.
 func TestReplayOutcomeInTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	rc := newSwitchable(t)
 	tid := e.newTenant("replay-outcome")
 	sub := e.newSubscription(tid, map[string]any{"url": rc.URL + "/hook"}).ID
@@ -651,7 +651,7 @@ func (e *env) listedReplay(id string) (replayAnswer, bool) {
 // the real recover is not.
 func TestRecoverPreviewRateLimited(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tid := e.newTenant("recover-limit")
 	sub := e.newSubscription(tid, map[string]any{"url": "https://example.com/hook"}).ID
 	tok := e.newToken(tid, tenants.ScopeDeliveriesWrite, tenants.ScopeDeliveriesRead)

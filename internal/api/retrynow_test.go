@@ -14,7 +14,7 @@ import (
 // meanwhile, gets it without waiting out the backoff.
 func TestRetryNow(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withBackground)
 	var fixed atomic.Bool
 	rc := newReceiver(t, func(string, int) int {
 		if fixed.Load() {

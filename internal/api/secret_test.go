@@ -20,7 +20,7 @@ type secretsReply struct {
 // tenant's subscription (by its path or one's own) is NOT_FOUND and shows nothing of it.
 func TestGetSubscriptionSecrets(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tn, other := e.newTenant("secrets"), e.newTenant("secrets other")
 	s := e.newSubscription(tn, map[string]any{"url": "https://example.com/hook"})
 	theirs := e.newSubscription(other, map[string]any{"url": "https://example.com/theirs"})
@@ -61,7 +61,7 @@ func TestGetSubscriptionSecrets(t *testing.T) {
 // saying so; a deleted one makes room.
 func TestSubscriptionLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.MaxSubscriptions = 2 })
+	e := newEnv(t, httpOnly, func(c *config.Config) { c.MaxSubscriptions = 2 })
 	tn := e.newTenant("limit")
 	a := e.newSubscription(tn, map[string]any{"url": "https://example.com/a"})
 	e.newSubscription(tn, map[string]any{"url": "https://example.com/b"})

@@ -10,7 +10,7 @@ import (
 // working at once. Only admins manage them; another tenant's token is a 404.
 func TestTokensListAndRevoke(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tenant, other := e.newTenant("tokens"), e.newTenant("tokens-other")
 	used := e.newToken(tenant, "deliveries:read")
 	unused := e.newToken(tenant, "events:write")
@@ -79,7 +79,7 @@ func TestTokensListAndRevoke(t *testing.T) {
 // every request): two servers, no waiting.
 func TestRevokedTokenRefusedByEveryProcessAtOnce(t *testing.T) {
 	t.Parallel()
-	a, b := newEnv(t), newEnv(t)
+	a, b := newEnv(t, httpOnly), newEnv(t, httpOnly)
 	tenant := a.newTenant("revoked everywhere")
 	token := a.newToken(tenant, "deliveries:read")
 	list := "/tenants/" + tenant + "/deliveries"

@@ -12,7 +12,7 @@ import (
 // which rule it broke, and nothing is created. An accepted password signs in.
 func TestCreateUserPasswordRules(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, httpOnly)
 	tn := e.newTenant("passwords")
 	path := "/tenants/" + tn + "/users"
 	n := 0

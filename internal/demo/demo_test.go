@@ -108,7 +108,7 @@ func TestSeedDeliversThroughTheGuardedSender(t *testing.T) {
 	if !strings.HasPrefix(cfg.AdminToken, "hl_admin_") || cfg.AdminEmail == "" || cfg.AdminPassword == "" {
 		t.Fatalf("credentials not prepared: %+v", cfg)
 	}
-	srv, base := servertest.Start(t, cfg, nil, server.Options{AllowAddrs: []string{rcv.Addr()}})
+	srv, base := servertest.StartWithBackground(t, cfg, nil, server.Options{AllowAddrs: []string{rcv.Addr()}})
 	ctx := context.Background()
 	first := seedTwice(t, srv, rcv)
 	checkSeeded(t, srv, first)

@@ -39,7 +39,7 @@ func TestQueueGauges(t *testing.T) {
 	t.Parallel()
 	cfg := servertest.Config(t, ownDatabase(t)) // the gauges count the whole database
 	cfg.RetryMaxAttempts = 1
-	srv, base := servertest.Start(t, cfg, nil, server.Options{})
+	srv, base := servertest.StartWithBackground(t, cfg, nil, server.Options{})
 	ctx := activity.System(context.Background(), "test setup")
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()

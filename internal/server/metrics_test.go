@@ -33,7 +33,7 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	t.Parallel()
 	cfg := servertest.Config(t, dbURL)
 	cfg.MetricsAddr = "127.0.0.1:0"
-	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
+	srv, base := servertest.Start(t, cfg, nil, server.Options{})
 	if srv.MetricsAddr() == "" {
 		t.Fatal("no metrics listener")
 	}
@@ -63,7 +63,7 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 func TestMetricsOnTheMainAddressByDefault(t *testing.T) {
 	t.Parallel()
 	cfg := servertest.Config(t, dbURL)
-	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
+	srv, base := servertest.Start(t, cfg, nil, server.Options{})
 	if srv.MetricsAddr() != "" {
 		t.Errorf("a metrics listener without HOOKLINE_METRICS_ADDR: %s", srv.MetricsAddr())
 	}

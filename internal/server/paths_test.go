@@ -73,7 +73,7 @@ func TestEveryPathParameterRefusesBadBytes(t *testing.T) {
 	const token, email, password = "paths-admin-token", "paths-admin@example.com", "paths-admin-password"
 	cfg := servertest.Config(t, dbURL)
 	cfg.AdminToken, cfg.AdminEmail, cfg.AdminPassword = token, email, password
-	srv, base := servertest.StartHTTP(t, cfg, nil, server.Options{})
+	srv, base := servertest.Start(t, cfg, nil, server.Options{})
 	w := &pathWalk{t: t, c: newPathClient(t, base), token: token}
 	w.makeObjects()
 

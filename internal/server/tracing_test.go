@@ -65,7 +65,7 @@ func newTraceEnv(t *testing.T, opts server.Options) *traceEnv {
 	cfg := servertest.Config(t, url)
 	cfg.AdminToken = traceAdminToken
 	e := &traceEnv{t: t}
-	e.srv, e.base = servertest.Start(t, cfg, nil, opts)
+	e.srv, e.base = servertest.StartWithBackground(t, cfg, nil, opts)
 	e.tenant = e.call("POST", "/api/v1/tenants", map[string]any{"name": "tracing " + uuid.NewString()}, nil, 201)["id"].(string)
 	return e
 }

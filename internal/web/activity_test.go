@@ -25,7 +25,7 @@ func activityRows(t *testing.T, p *page) [][3]string {
 // /activity lists them newest first with the filter; operators see a tenant's from its admin page; another
 // tenant's entries never show.
 func TestActivityPages(t *testing.T) {
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn, other := e.newTenant("activity pages"), e.newTenant("activity other")
 	sub := e.newSubscription(tn, "/good/activity", "Orders")
 	otherSub := e.newSubscription(other, "/good/activity-other", "Other")

@@ -31,7 +31,7 @@ func TestAdminOperatorCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop) // after the servers stop (cleanups run last first)
-	off := setup(t, func(cfg *config.Config) {
+	off := setup(t, withBackground, func(cfg *config.Config) {
 		withAdmin(cfg)
 		cfg.DatabaseURL = ownDB
 	})
@@ -47,7 +47,7 @@ func TestAdminOperatorCard(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer failing.Close()
-	e := setup(t, func(cfg *config.Config) {
+	e := setup(t, withBackground, func(cfg *config.Config) {
 		withAdmin(cfg)
 		cfg.DatabaseURL = ownDB
 		cfg.OperatorWebhookURL = failing.URL + "/operator"

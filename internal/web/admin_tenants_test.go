@@ -45,7 +45,7 @@ func fieldError(t *testing.T, p *page, status int, input *html.Node, want string
 
 func TestAdminCreatesTenant(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	customer := e.client()
 	customer.login(e.newTenant("not-an-operator").Email)
 	admin := e.client()
@@ -131,7 +131,7 @@ func userRow(t *testing.T, p *page, email string) *html.Node {
 
 func TestAdminManagesUsers(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("users page")
 	other := e.newTenant("users page other")
 	admin := e.client()
@@ -265,7 +265,7 @@ func checkNewPassword(t *testing.T, admin, user *client, tn tenant, base, userID
 
 func TestAdminCreatesToken(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("token page")
 	admin := e.client()
 	admin.login(adminEmail)

@@ -53,7 +53,7 @@ func rowOf(t *testing.T, p *page, id uuid.UUID) *html.Node {
 
 func TestAdminPagesAreAdminOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("admin-only")
 	id := uuid.NewString()
 	paths := []string{"/admin", "/admin?sort=dead", "/admin/tenants/" + tn.ID.String(), "/admin/dead", "/admin/dead?tenant=" + tn.ID.String(),
@@ -95,7 +95,7 @@ func TestAdminPagesAreAdminOnly(t *testing.T) {
 
 func TestAdminOverviewCounts(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	s := seed(e, "overview", 2) // 2 delivered, 2 dead, 4 attempts
 	paused := e.newSubscription(s.tn, "/good/overview-paused", "paused")
 	ctx := activity.System(context.Background(), "test setup")
@@ -200,7 +200,7 @@ func checkAdminTenantPage(t *testing.T, c *client, tn tenant) {
 
 func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("dead-filter")
 	bad := e.newSubscription(tn, "/bad/dead-filter", "dead filter bad")
 	other := e.newSubscription(tn, "/bad/dead-filter-other", "dead filter other")
@@ -337,7 +337,7 @@ func replayCriteria(eventType, action string) url.Values {
 
 func TestAdminBulkReplayPreviewConfirmAndProgress(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	a := e.newTenant("replay-a")
 	b := e.newTenant("replay-b")
 	subA := e.newSubscription(a, "/bad/replay-a", "replay a")
@@ -539,7 +539,7 @@ func (e *env) insertRunningReplay(kind string, matched, scheduled int, tenantID,
 
 func TestAdminReplayPageWhileRunningAndFailed(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("replay-running")
 	// A running replay held by the test, so no runner moves it on while the page is read.
 	id, release := e.insertRunningReplay("bulk", 10, 4, &tn.ID, nil)
@@ -589,7 +589,7 @@ func TestAdminReplayPageWhileRunningAndFailed(t *testing.T) {
 
 func TestRecoverForCustomer(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("recover")
 	sub := e.newSubscription(tn, "/bad/recover", "recover endpoint")
 	dead := e.deadOf(tn, sub.ID, "order.paid", 2)
@@ -770,7 +770,7 @@ func checkRecoverRefusals(t *testing.T, e *env, c *client, tn tenant, sub subscr
 
 func TestAdminOpensAnyTenantsPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	s := seed(e, "admin-any", 1)
 	c := e.client()
 	c.login(adminEmail)

@@ -24,7 +24,7 @@ func (b *browser) signOut(base string) {
 func TestBrowserOperatorReplaysAnOutage(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	a := e.newTenant("outage-a")
 	bt := e.newTenant("outage-b")
 	subA := e.newSubscription(a, "/bad/outage-a", "Orders endpoint")
@@ -169,7 +169,7 @@ func checkCustomerRecovers(t *testing.T, b *browser, e *env, a tenant, subA subs
 func TestBrowserAdminLayouts(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	s := seed(e, "admin-layout", 2)
 	const typ = "outage.browser-layout"
 	e.deadOf(s.tn, s.bad, "order.paid", 1)

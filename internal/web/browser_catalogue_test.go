@@ -19,7 +19,7 @@ import (
 func TestBrowserCatalogue(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := e.seedCatalogue("catbrowser")
 	tn := e.newTenant("catalogue browser")
 	e.newSubscription(tn, "/good/catbrowser", "Browser endpoint", "something.else")

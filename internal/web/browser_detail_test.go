@@ -54,7 +54,7 @@ func (b *browser) axeCheck(page string) {
 func TestBrowserAccessibility(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	pages := everyPage(t, e)
 
 	for _, size := range []struct {
@@ -107,7 +107,7 @@ func TestBrowserAccessibility(t *testing.T) {
 func TestBrowserRetryNow(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("browser-retry-now")
 	_, id := e.retrying(tn, "browser-retry-now")
 	want := fmt.Sprintf("Delivered in %d attempts", e.attemptsOf(tn, id)+1)
@@ -140,7 +140,7 @@ func TestBrowserRetryNow(t *testing.T) {
 func TestBrowserLiveUpdate(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("browser-live")
 	sub := e.newSubscription(tn, "/good/browser-live", "live endpoint")
 	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
@@ -236,7 +236,7 @@ func checkCopyEventID(t *testing.T, b *browser, base, eventID string) {
 func TestBrowserHealthPanel(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "browser-health", 2)
 	b.login(e.base, s.tn.Email)
 	b.run("viewport", chromedp.EmulateViewport(1366, 900))

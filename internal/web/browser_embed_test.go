@@ -94,7 +94,7 @@ func TestBrowserPortalEmbedded(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
 	allowed, other := newPlatform(t), newPlatform(t)
-	e := setup(t, func(c *config.Config) {
+	e := setup(t, withBackground, func(c *config.Config) {
 		c.PublicURL = "https://hooks.example.com" // framing needs https; the test reaches the server on 127.0.0.1
 		c.PortalFrameAncestors = allowed.origin
 	})

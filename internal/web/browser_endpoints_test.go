@@ -56,7 +56,7 @@ func verifyStandardWebhook(secret string, h http.Header, body []byte) error {
 func TestBrowserEndpointSelfService(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("browser self-service")
 	// Event types the tenant already receives: offered as choices.
 	known := e.newSubscription(tn, "/selfservice/known", "Known types", "order.paid", "order.refunded")

@@ -15,7 +15,7 @@ import (
 func TestBrowserFindAndLists(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "bfind", 2) // two order.paid events: each delivered to good, failed at bad
 	other := e.newSubscription(s.tn, "/good/bfind-other", "bfind invoices", "invoice.paid", "invoice.failed")
 	for _, typ := range []string{"invoice.paid", "invoice.failed"} {

@@ -67,7 +67,7 @@ func (b *browser) visible(sel string) string {
 func TestBrowserEndpointFormAndViewOnly(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	prefix, _ := e.wildcardCatalogue("browser")
 	pattern := prefix + ".*"
 	tn := e.newTenant("browser forms")

@@ -39,7 +39,7 @@ const fieldsCut = `(() => {
 func TestBrowserListAtLaptopAndPhone(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("browser-list-widths")
 	billing := e.newSubscription(tn, "/good/widths-billing", "Billing service production endpoint")
 	e.newSubscription(tn, "/good/widths-ledger", "Ledger")

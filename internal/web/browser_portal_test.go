@@ -17,7 +17,7 @@ import (
 func TestBrowserPortalDarkAccessibility(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "portal-dark", 2)
 	dead, err := e.srv.Deliveries.Get(context.Background(), s.tn.ID, s.dead[0])
 	if err != nil {

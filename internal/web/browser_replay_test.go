@@ -17,7 +17,7 @@ import (
 func TestBrowserReplayPageFollowsUntilDeliveriesAreFinal(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("browser-follow")
 	sub := e.newSubscription(tn, "/bad/browser-follow", "Follow endpoint")

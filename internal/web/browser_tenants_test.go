@@ -13,7 +13,7 @@ import (
 func TestBrowserOperatorOnboardsATenant(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	name := "Onboarded " + uuid.NewString()[:8]
 	email := "first-user-" + uuid.NewString()[:8] + "@example.com"
 

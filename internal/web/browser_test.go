@@ -177,7 +177,7 @@ func (b *browser) login(base, email string) {
 func TestBrowserDeadDeliveryResendPauseResume(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, func(c *config.Config) { c.MaxManualRetries = 1 })
+	e := setup(t, withBackground, func(c *config.Config) { c.MaxManualRetries = 1 })
 	s := seed(e, "browser", 2)
 
 	// A wrong password stays on /login and says so.
@@ -302,7 +302,7 @@ func checkResendOnce(t *testing.T, b *browser, e *env, s seeded, id string) {
 func TestBrowserLayouts(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "layout", 3)
 	flaky := e.newSubscription(s.tn, "/flaky/layout", "Flaky billing endpoint", "invoice.created", "invoice.paid")
 	// Custom headers and a rate limit, shown on its page.

@@ -99,7 +99,7 @@ func fieldRows(t *testing.T, card *html.Node) []string {
 // form; a type without a schema says so; archived types are not shown; ?q= searches names.
 func TestCataloguePage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	s := e.seedCatalogue("catpage")
 	tn := e.newTenant("catalogue page")
 	sub := e.newSubscription(tn, "/good/catpage", "Catalogue endpoint")
@@ -302,7 +302,7 @@ func (e *env) tenantDeliveries(tenantID uuid.UUID) int {
 
 func TestCatalogueSendExample(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := e.seedCatalogue("catsend")
 	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("catalogue send")
@@ -461,7 +461,7 @@ func checkRefusedSends(t *testing.T, e *env, nf *client, s catalogueSeed, tn, ot
 // nothing; a manage session sends.
 func TestCatalogueViewPortalSession(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	s := e.seedCatalogue("catportal")
 	tn := e.newTenant("catalogue portal")
 	sub := e.newSubscription(tn, "/good/catportal", "Portal endpoint")
@@ -506,7 +506,7 @@ func TestCatalogueEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop)
-	e := setup(t, func(c *config.Config) {
+	e := setup(t, withBackground, func(c *config.Config) {
 		withAdmin(c)
 		c.DatabaseURL = dbURL
 	})
@@ -539,7 +539,7 @@ func TestCatalogueEmpty(t *testing.T) {
 // under one spelling, on the catalogue page and in the subscription form alike.
 func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	ctx := context.Background()
 	m := "bnd" + uuid.NewString()[:8]
 	group := "Money " + m
@@ -597,7 +597,7 @@ func TestCatalogueBoundsAndGroupsCaseAside(t *testing.T) {
 // $refs made this page take 16 s) is listed in part, and the page says so.
 func TestCataloguePageOfACostlyStoredSchema(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	ctx := context.Background()
 	m := "chain" + uuid.NewString()[:8]
 	var b strings.Builder

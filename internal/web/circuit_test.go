@@ -14,7 +14,7 @@ import (
 // words, with since when and when the next probe goes; a healthy subscription shows neither.
 func TestCircuitStateShown(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("circuit")
 	broken := e.newSubscription(tn, "/flaky/circuit", "Broken endpoint")
 	healthy := e.newSubscription(tn, "/ok/circuit", "Healthy endpoint")
@@ -52,7 +52,7 @@ func TestCircuitStateShown(t *testing.T) {
 // The failing line says "all N attempts" only when several attempts failed, and a single failure as such.
 func TestFailingSinceCountsTheAttempts(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("failing-count")
 	bad := e.newSubscription(tn, "/bad/failing-count", "Failing endpoint")
 	c := e.client()

@@ -15,7 +15,7 @@ import (
 // successful attempts (none here: the deliveries were moved by hand, without attempts).
 func TestCountsAgree(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("counts")
 	sub := e.newSubscription(tn, "/good/counts", "counted")
 	ctx := activity.System(context.Background(), "test setup")

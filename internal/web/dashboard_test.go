@@ -23,7 +23,7 @@ import (
 
 func TestLoginPageAndWrongPassword(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("login")
 	c := e.client()
 
@@ -63,7 +63,7 @@ func TestLoginPageAndWrongPassword(t *testing.T) {
 
 func TestLoginThrottled(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("throttle")
 	c := e.client()
 	for i := range 5 {
@@ -91,7 +91,7 @@ func TestLoginThrottled(t *testing.T) {
 
 func TestSessionCookieAndRenewal(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("cookie")
 	c := e.client()
 	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -166,7 +166,7 @@ func jarValue(c *client, u *url.URL) string {
 
 func TestSignedOutLeadsToLogin(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	c := e.client()
 	id := uuid.NewString()
 	for _, path := range []string{"/", "/subscriptions/" + id, "/deliveries/" + id, "/admin", "/no/such/page", "/subscriptions/not-an-id"} {
@@ -189,7 +189,7 @@ func TestSignedOutLeadsToLogin(t *testing.T) {
 
 func TestLoginReturnsToThePageAsked(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("next")
 	s := e.newSubscription(tn, "/ok", "next-endpoint")
 	c := e.client()
@@ -238,7 +238,7 @@ func seed(e *env, name string, events int) seeded {
 
 func TestHomeListsSubscriptionsWithHealth(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "home", 3)
 	c := e.client()
 	p := c.login(s.tn.Email)
@@ -338,7 +338,7 @@ func checkHealthChart(t *testing.T, card *html.Node) {
 
 func TestSubscriptionPageFiltersAndPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "filter", 2)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -462,7 +462,7 @@ func hasAttr(n *html.Node, key string) bool {
 
 func TestPauseAndResume(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("pause")
 	sub := e.newSubscription(tn, "/good/pause", "pausable")
 	c := e.client()
@@ -504,7 +504,7 @@ func TestPauseAndResume(t *testing.T) {
 
 func TestCrossOriginPostRefused(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("csrf")
 	sub := e.newSubscription(tn, "/good/csrf", "csrf")
 	c := e.client()
@@ -552,7 +552,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 
 func TestDeliveryPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "detail", 1)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -616,7 +616,7 @@ func TestDeliveryPage(t *testing.T) {
 
 func TestResendSaysWhatHappened(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) { c.MaxManualRetries = 1; c.ResendPerMinute = 1 })
+	e := setup(t, withBackground, func(c *config.Config) { c.MaxManualRetries = 1; c.ResendPerMinute = 1 })
 	s := seed(e, "resend", 2)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -662,7 +662,7 @@ func TestResendSaysWhatHappened(t *testing.T) {
 
 func TestResendWhileQueued(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("queued")
 	sub := e.newSubscription(tn, "/good/queued", "queued")
 	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
@@ -686,7 +686,7 @@ func TestResendWhileQueued(t *testing.T) {
 
 func TestSendTestEvent(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("test-event")
 	sub := e.newSubscription(tn, "/good/test-event", "tested")
 	other := e.newSubscription(tn, "/good/test-other", "other")
@@ -756,7 +756,7 @@ func TestSendTestEvent(t *testing.T) {
 
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	a := seed(e, "iso-a", 1)
 	b := e.newTenant("iso-b")
 	c := e.client()
@@ -810,7 +810,7 @@ func TestTenantIsolation(t *testing.T) {
 
 func TestNotFoundPageAndAssets(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("assets")
 	e.newSubscription(tn, "/good/assets", "assets")
 	c := e.client()
@@ -868,7 +868,7 @@ func TestNotFoundPageAndAssets(t *testing.T) {
 
 func TestAdminSeesTenants(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) { c.AdminEmail = "ops@example.com"; c.AdminPassword = password })
+	e := setup(t, httpOnly, func(c *config.Config) { c.AdminEmail = "ops@example.com"; c.AdminPassword = password })
 	tn := e.newTenant("admin-visible")
 	c := e.client()
 	p := c.login("ops@example.com")

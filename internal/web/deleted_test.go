@@ -14,7 +14,7 @@ import (
 // offered Resend, which queued the delivery for good as "Retrying · due 14 s ago".
 func TestDeliveryOfADeletedSubscription(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("deleted endpoint")
 	sub := e.newSubscription(tn, "/bad/deleted-endpoint", "soon deleted", "order.paid")
 	id := e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": 1})

@@ -55,7 +55,7 @@ func (e *env) attemptsOf(tn tenant, id uuid.UUID) int {
 
 func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "answer", 1)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -136,7 +136,7 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 
 func TestRetryNow(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) { c.MaxManualRetries = 1 })
+	e := setup(t, withBackground, func(c *config.Config) { c.MaxManualRetries = 1 })
 	tn := e.newTenant("retry-now")
 	_, id := e.retrying(tn, "retry-now")
 	c := e.client()
@@ -198,7 +198,7 @@ func TestRetryNow(t *testing.T) {
 
 func TestHealthRanges(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "ranges", 2)
 	c := e.client()
 	c.login(s.tn.Email)
@@ -254,7 +254,7 @@ func TestHealthRanges(t *testing.T) {
 // that due deliveries wait for the probe, Retry now included.
 func TestRetryNowSaysWhenTheCircuitHoldsIt(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("retry-now-circuit")
 	sub, id := e.retrying(tn, "retry-now-circuit")
 	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE subscriptions SET circuit_state = 'open', circuit_opened_at = now(),

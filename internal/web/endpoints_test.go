@@ -152,7 +152,7 @@ func checkedTypes(p *page) []string {
 // redirect.
 func TestAddEndpoint(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("add endpoint")
 	first := e.newSubscription(tn, "/add/first", "first", "invoice.paid", "customer.created")
 	// A type the tenant received (a delivery's), though no subscription names it.
@@ -235,7 +235,7 @@ func TestAddEndpoint(t *testing.T) {
 // was typed comes back except header values.
 func TestAddEndpointRefusesBadFields(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("add refused")
 	c := e.client()
 	c.login(tn.Email)
@@ -293,7 +293,7 @@ func TestAddEndpointRefusesBadFields(t *testing.T) {
 // words, beside the URL, not the API's operator hint.
 func TestAddEndpointRefusesPrivateAddresses(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("add ssrf")
 	// The same dashboard over a subscription service with the guard on: the test servers allow private
 	// networks (their receivers are on 127.0.0.1), and a guarded server's workers would refuse those.
@@ -321,7 +321,7 @@ func TestAddEndpointRefusesPrivateAddresses(t *testing.T) {
 // Past HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT the form says so (400) and saves nothing.
 func TestAddEndpointLimit(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) { c.MaxSubscriptions = 2 })
+	e := setup(t, httpOnly, func(c *config.Config) { c.MaxSubscriptions = 2 })
 	tn := e.newTenant("add limit")
 	e.newSubscription(tn, "/limit/1", "one")
 	e.newSubscription(tn, "/limit/2", "two")
@@ -343,7 +343,7 @@ func TestAddEndpointLimit(t *testing.T) {
 // stored one, a new one replaces it, a cleared name removes the header; a bad field changes nothing.
 func TestEditEndpoint(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("edit endpoint")
 	s := e.newSubscription(tn, "/edit/one", "Before", "order.paid")
 	headers := map[string]string{"X-Api-Key": "stored-key-value", "X-Env": "prod", "X-Old": "old-value"}
@@ -434,7 +434,7 @@ func checkEditFormShowsSettings(t *testing.T, c *client, s subscriptions.Subscri
 // ends them as the API's DELETE does (dead, subscription_deleted) and leads to the list, without it.
 func TestDeleteEndpoint(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("delete endpoint")
 	s := e.newSubscription(tn, "/delete/one", "Doomed")
 	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, s.ID); err != nil {
@@ -499,7 +499,7 @@ func secretsShown(p *page) []string {
 // either; the reveal and the rotation are in the activity log.
 func TestRevealAndRotateSecret(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("secret")
 	s := e.newSubscription(tn, "/secret/one", "Signed")
 	c := e.client()
@@ -570,7 +570,7 @@ func TestRevealAndRotateSecret(t *testing.T) {
 // that changes anything, and every POST of self-service is refused (403) with nothing changed.
 func TestEndpointPagesReadOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("endpoint view")
 	s := e.newSubscription(tn, "/view/one", "Looked at", "order.paid")
 	view := e.portalClient(e.portalLink(tn, portal.LinkRequest{Role: portal.RoleView}))
@@ -625,7 +625,7 @@ func TestEndpointPagesReadOnly(t *testing.T) {
 // where already chosen), and a type the tenant receives that the catalogue also lists appears once.
 func TestAddEndpointOffersTheCatalogue(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	ctx := activity.System(context.Background(), "test setup")
 	desc, group, dep := "A form's order was placed.", "Form orders", true
 	for _, in := range []catalogue.Input{

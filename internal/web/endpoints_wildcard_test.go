@@ -66,7 +66,7 @@ func coveredNote(box *html.Node) string {
 // beside unchecked types; and a customer can choose a whole kind of events, saved as its wildcard.
 func TestEndpointFormWildcards(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	prefix, group := e.wildcardCatalogue("form")
 	pattern := prefix + ".*"
 	tn := e.newTenant("wildcard form")
@@ -149,7 +149,7 @@ func TestEndpointFormWildcards(t *testing.T) {
 // instructions, and plain words instead of "a session that may make changes".
 func TestEndpointSettingsViewOnly(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("settings view")
 	s := e.newSubscription(tn, "/view/settings", "Billing hook", "order.paid")
 	headers := map[string]string{"X-Api-Key": "stored-key-value"}

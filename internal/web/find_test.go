@@ -53,7 +53,7 @@ func tabCounts(t *testing.T, p *page) (map[string]string, string) {
 // deliveries to every subscription with state, attempts and last status; a delivery id to its page;
 // anything else stays on the search page with a message (400 for what is not an id, 404 for an unknown id).
 func TestFindEventAndDelivery(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	s := seed(e, "finder", 1) // one order.paid event: delivered to the good endpoint, failed at the bad one
 	c := e.client()
 	home := c.login(s.tn.Email)
@@ -135,7 +135,7 @@ func TestFindEventAndDelivery(t *testing.T) {
 // TestFindIsolation: a customer searching another tenant's event or delivery id is told nothing is there,
 // exactly as for an unknown id, and their event page is a 404; an operator finds any tenant's.
 func TestFindIsolation(t *testing.T) {
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	a, b := seed(e, "find-a", 1), seed(e, "find-b", 1)
 	ev := e.eventOf(b.tn, b.dead[0])
 	c := e.client()
@@ -169,7 +169,7 @@ func TestFindIsolation(t *testing.T) {
 // choice of the tenant's types), time presets, subscription and event; a bad filter says so (400) without
 // also saying that nothing matches.
 func TestDeliveriesPageFilters(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("lists")
 	good := e.newSubscription(tn, "/good/lists", "lists good", "invoice.paid", "invoice.failed", "order.created")
 	bad := e.newSubscription(tn, "/bad/lists", "lists bad", "invoice.paid")
@@ -323,7 +323,7 @@ func renderHTML(n *html.Node) string {
 // TestTabCountsCapped: a tab's count stops at 1,000 ("1,000+"), so that a list over a million rows never
 // counts them all; under the cap it is exact.
 func TestTabCountsCapped(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("capped")
 	sub := e.newSubscription(tn, "/good/capped", "capped", "bulk.created")
 	if _, err := e.srv.Subscriptions.Pause(setupCtx(), tn.ID, sub.ID); err != nil {
@@ -369,7 +369,7 @@ func TestTabCountsCapped(t *testing.T) {
 // TestWaitingNotOverdue: a delivery held by an open circuit is due but waits; the list says so instead of a
 // next attempt in the past.
 func TestWaitingNotOverdue(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("held")
 	broken := e.newSubscription(tn, "/flaky/held", "Held endpoint")
 	if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE subscriptions SET circuit_state = 'open', circuit_opened_at = now(),
@@ -399,7 +399,7 @@ func TestWaitingNotOverdue(t *testing.T) {
 // tenant's subscriptions says "No such subscription" (404); a deleted one of its own still filters.
 func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("sub-filter")
 	other := e.newTenant("sub-filter-other")
 	good := e.newSubscription(tn, "/good/sub-filter", "sub-filter good")
@@ -447,7 +447,7 @@ func TestDeliveriesPageSubscriptionFilterChecked(t *testing.T) {
 // page, in the tabs and in the form.
 func TestStatusFilterPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("status-pages")
 	sub := e.newSubscription(tn, "/bad/status-pages", "status pages")
 	var ids []uuid.UUID

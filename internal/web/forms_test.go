@@ -69,7 +69,7 @@ type formFixture struct {
 }
 
 func newFormFixture(t *testing.T) *formFixture {
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("forms")
 	s := e.newSubscription(tn, "/ok", "forms")
 	d := e.publishTo(tn, s.ID, "order.created", map[string]any{"n": 1})

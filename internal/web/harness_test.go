@@ -45,15 +45,28 @@ type env struct {
 	recv *receiver
 }
 
-// setup starts a server. Every server in this package shares one database and one retry policy (their
-// workers claim each other's deliveries), so tests change only per-process settings in mod.
-func setup(t *testing.T, mod func(*config.Config)) *env {
+// services says which of a process's services a test server runs.
+type services int
+
+const (
+	// httpOnly is the API and the dashboard alone (servertest.Start): enough for a test that checks
+	// pages, or publishes and reads deliveries without waiting for an attempt.
+	httpOnly services = iota
+	// withBackground adds the delivery worker, the maintenance leader, the replay runner and the
+	// catalogue's poller (servertest.StartWithBackground), for a test that waits on one of them.
+	withBackground
+)
+
+// setup starts a server with svc. Every server in this package shares one database and one retry policy
+// (the workers of those withBackground claim each other's deliveries), so tests change only per-process
+// settings in mod.
+func setup(t *testing.T, svc services, mod func(*config.Config)) *env {
 	t.Helper()
-	return setupWith(t, mod, server.Options{})
+	return setupWith(t, svc, mod, server.Options{})
 }
 
-// setupWith starts a server with options (an injected clock, say).
-func setupWith(t *testing.T, mod func(*config.Config), opts server.Options) *env {
+// setupWith starts a server with svc and options (an injected clock, say).
+func setupWith(t *testing.T, svc services, mod func(*config.Config), opts server.Options) *env {
 	t.Helper()
 	cfg := servertest.Config(t, dbURL)
 	cfg.RetryBase = 100 * time.Millisecond
@@ -68,7 +81,11 @@ func setupWith(t *testing.T, mod func(*config.Config), opts server.Options) *env
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv, base := servertest.Start(t, cfg, log, opts)
+	begin := servertest.Start
+	if svc == withBackground {
+		begin = servertest.StartWithBackground
+	}
+	srv, base := begin(t, cfg, log, opts)
 	return &env{t: t, srv: srv, base: base, recv: newReceiver(t)}
 }
 

@@ -14,7 +14,7 @@ import (
 // server configured" when set aside for lack of HOOKLINE_SMTP_URL; never "told" on the claim alone.
 func TestIncidentStepsSayWhatWasSent(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("incident sent")
 	subID := e.failingSubscription(tn, "sent", 1)
 	c := e.client()

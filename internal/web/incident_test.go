@@ -67,7 +67,7 @@ func banner(t *testing.T, p *page) []*html.Node {
 
 func TestIncidentBannerOnEveryCustomerPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("incident banner")
 	other := e.newTenant("incident bystander")
 	subID := e.failingSubscription(tn, "banner", 3)
@@ -166,7 +166,7 @@ func firstElement(n *html.Node) *html.Node {
 
 func TestIncidentBannerOneLinePerIncident(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("incident two")
 	a := e.failingSubscription(tn, "two-a", 1)
 	b := e.failingSubscription(tn, "two-b", 0)
@@ -190,7 +190,7 @@ func TestIncidentBannerOneLinePerIncident(t *testing.T) {
 
 func TestSubscriptionPageListsIncidents(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("incident list")
 	subID := e.failingSubscription(tn, "list", 2)
 	c := e.client()
@@ -291,7 +291,7 @@ func checkIncidentRows(t *testing.T, c *client, path string) {
 func TestBrowserIncidentBanner(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("incident browser")
 	other := e.failingSubscription(tn, "https-api-example-com-webhooks-with-a-rather-long-path-that-must-wrap", 1)
 	subID := e.failingSubscription(tn, "browser", 214)

@@ -196,7 +196,7 @@ func walkWeb(t *testing.T, e *env) []walkedWebRoute {
 // TestWebIsolationWalkCoversEveryRoute fails when the dashboard registers a route the walk does not know,
 // or the walk lists one that is gone.
 func TestWebIsolationWalkCoversEveryRoute(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	walked := map[string]bool{}
 	for _, rt := range walkWeb(t, e) {
 		walked[rt.key] = true
@@ -381,7 +381,7 @@ func (c *client) noFollow() *client {
 // (subscription states, deliveries, replays, tokens, secrets) are unchanged afterwards, with no replay
 // started and no request sent to B's endpoints.
 func TestWebIsolationWalk(t *testing.T) {
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	w := &webIsoWorld{e: e, since: time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")}
 	w.a = newWebIsoTenant(w, "a")
 	w.b = newWebIsoTenant(w, "b")

@@ -86,7 +86,7 @@ func TestDeliveriesPageHoldsOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop) // after the server's own cleanup, which runs first
-	e := setup(t, func(c *config.Config) { c.DatabaseURL = private })
+	e := setup(t, httpOnly, func(c *config.Config) { c.DatabaseURL = private })
 	tn := e.newTenant("list conns")
 	sub := e.newSubscription(tn, "/good/conns", "conns")
 	e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": 1})

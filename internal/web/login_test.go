@@ -66,7 +66,7 @@ func (e *env) throttleRows(s string) int {
 // refilled by its clock, another test's half-spent one included.
 func TestLoginThrottleHoldsUnderParallelRequests(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
-	e := setupWith(t, trustLoopback, server.Options{Now: clock.Now})
+	e := setupWith(t, httpOnly, trustLoopback, server.Options{Now: clock.Now})
 	tn := e.newTenant("parallel")
 	c := e.from("198.51.100.40")
 
@@ -107,8 +107,8 @@ func TestLoginThrottleHoldsUnderParallelRequests(t *testing.T) {
 // Every process sees the same buckets: failures on one server count on another.
 func TestLoginThrottleSharedByServers(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
-	a := setupWith(t, trustLoopback, server.Options{Now: clock.Now})
-	b := setupWith(t, trustLoopback, server.Options{Now: clock.Now})
+	a := setupWith(t, httpOnly, trustLoopback, server.Options{Now: clock.Now})
+	b := setupWith(t, httpOnly, trustLoopback, server.Options{Now: clock.Now})
 	tn := a.newTenant("shared")
 	ca, cb := a.from("198.51.100.41"), b.from("198.51.100.42")
 	for i := range 5 {
@@ -152,7 +152,7 @@ func TestLoginThrottleSharedByServers(t *testing.T) {
 // A refilled bucket is deleted by the maintenance task, and is the same as none.
 func TestLoginThrottleRowsPruned(t *testing.T) {
 	// The real clock (and not in parallel: see TestLoginThrottleHoldsUnderParallelRequests).
-	e := setup(t, trustLoopback)
+	e := setup(t, httpOnly, trustLoopback)
 	c := e.from("198.51.100.44")
 	if p := c.post("/login", url.Values{"email": {"prune@example.com"}, "password": {"x"}}); p.Status != http.StatusUnauthorized {
 		t.Fatalf("failure: %s", p)
@@ -185,7 +185,7 @@ func pruneAt(e *env, now time.Time) error {
 // longer than 254 bytes a 400 that does not echo it; neither spends a try or stores a bucket.
 func TestLoginRefusesOversizedForms(t *testing.T) {
 	t.Parallel()
-	e := setup(t, trustLoopback)
+	e := setup(t, httpOnly, trustLoopback)
 	c := e.from("198.51.100.45")
 
 	huge := "huge-" + strings.Repeat("x", 5<<20) + "@example.com"
@@ -216,7 +216,7 @@ func TestLoginRefusesOversizedForms(t *testing.T) {
 // newlines inside URLs and read "\" as "/", so each refused target below would lead to another host.
 func TestLoginNextIsOnlyALocalPath(t *testing.T) {
 	t.Parallel()
-	e := setup(t, trustLoopback)
+	e := setup(t, httpOnly, trustLoopback)
 	cases := []struct {
 		next string
 		keep bool
@@ -277,7 +277,7 @@ func TestLoginThrottlePerIPv6Prefix(t *testing.T) {
 	// Not in parallel: see TestLoginThrottleSharedByServers. A clock that stands still, so no try comes
 	// back while twenty bcrypt checks run on a slow machine.
 	clock := &fakeClock{now: time.Now()}
-	e := setupWith(t, trustLoopback, server.Options{Now: clock.Now})
+	e := setupWith(t, httpOnly, trustLoopback, server.Options{Now: clock.Now})
 	for i := range 20 {
 		addr := "2001:db8:16:1::a"
 		if i%2 == 1 {

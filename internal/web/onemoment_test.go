@@ -24,7 +24,7 @@ import (
 // created in the range) beside "4 attempts · 100 %".
 func TestHealthCardAfterAReplay(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	ctx := setupCtx()
 	tn := e.newTenant("replayed health")
 	sub := e.newSubscription(tn, "/good/replayed", "replayed", "order.paid")
@@ -77,7 +77,7 @@ func TestHealthCardAfterAReplay(t *testing.T) {
 // parallel), the rows listed 3 pending under "2 matching deliveries" beside "3 waiting".
 func TestPageNumbersAreOfOneMoment(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	ctx := setupCtx()
 	tn := e.newTenant("one moment")
 	sub := e.newSubscription(tn, "/good/one-moment", "one moment", "order.paid")

@@ -123,7 +123,7 @@ var templateCall = regexp.MustCompile(`@[A-Z][A-Za-z]*\(`)
 // ("created @TimeTag(p.Created, \"\")"), which templ prints verbatim when it follows other text on a line.
 func TestNoTemplateCallShownAsText(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	pages := everyPage(t, e)
 	check := func(c *client, path string) {
 		t.Helper()

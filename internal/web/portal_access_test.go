@@ -55,7 +55,7 @@ func (c *client) sessionCookie() string {
 // A portal session's changes are recorded with the person the link named and, beside them, the token that
 // made the link (API and /activity); revoking that token ends the session.
 func TestPortalSessionChangesNameTheLinksToken(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("portal maker")
 	sub := e.newSubscription(tn, "/ok", "made by a token")
 	ctx := setupCtx()
@@ -115,7 +115,7 @@ func TestPortalSessionChangesNameTheLinksToken(t *testing.T) {
 // form; a password sign-in in the same browser takes that back.
 func TestExpiredPortalSessionSaysItEnded(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
-	e := setupWith(t, nil, server.Options{Now: clock.Now})
+	e := setupWith(t, httpOnly, nil, server.Options{Now: clock.Now})
 	tn := e.newTenant("portal expired")
 	ttl := int64(60)
 	c := e.portalClient(e.portalLink(tn, portal.LinkRequest{SessionTTLSeconds: &ttl}))
@@ -150,7 +150,7 @@ func TestExpiredPortalSessionSaysItEnded(t *testing.T) {
 // cookie answering, on the other server, as the session it was, without handing it back as a cookie and
 // without extending it; after a sign-out (another renewal) the old cookie says the session ended.
 func TestRenewedCookieKeepsWorkingOnAnotherProcess(t *testing.T) {
-	a, b := setup(t, nil), setup(t, nil)
+	a, b := setup(t, httpOnly, nil), setup(t, httpOnly, nil)
 	b.recv = a.recv
 	tn := a.newTenant("renewed cookie")
 	sub := a.newSubscription(tn, "/ok", "renewed endpoint")
@@ -207,7 +207,7 @@ func TestRenewedCookieKeepsWorkingOnAnotherProcess(t *testing.T) {
 // A portal link is used up only with its session stored: when storing the session fails, the link still
 // works afterwards.
 func TestPortalLinkSurvivesAFailedSessionStore(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("portal store fails")
 	link := e.portalLink(tn, portal.LinkRequest{})
 	ctx := context.Background()

@@ -29,7 +29,7 @@ func withBrand(t *testing.T) func(*config.Config) {
 // pages) never name Hookline: titles, header, footer, logo and request headers; the accent colour and the
 // logo are served at fixed URLs with the right types; a link's theme forces the scheme.
 func TestPortalBrandNeverNamesHookline(t *testing.T) {
-	e := setup(t, withBrand(t))
+	e := setup(t, withBackground, withBrand(t))
 	tn := e.newTenant("portal brand")
 	sub := e.newSubscription(tn, "/ok", "branded endpoint")
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})
@@ -104,7 +104,7 @@ func TestPortalFramingHeaders(t *testing.T) {
 		c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		return c
 	}
-	off := setup(t, nil)
+	off := setup(t, httpOnly, nil)
 	tn := off.newTenant("framing off")
 	p := noRedirect(off.client()).get(off.portalLink(tn, portal.LinkRequest{}))
 	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || p.Header.Get("X-Frame-Options") != "DENY" {
@@ -117,7 +117,7 @@ func TestPortalFramingHeaders(t *testing.T) {
 		t.Errorf("framing off: the page names frame origins")
 	}
 
-	on := setup(t, func(c *config.Config) {
+	on := setup(t, httpOnly, func(c *config.Config) {
 		c.PublicURL = "https://hooks.example.com"
 		c.PortalFrameAncestors = "https://app.example.com http://localhost:9400"
 	})

@@ -137,7 +137,7 @@ func (s *syncBuffer) String() string {
 
 // Of many browsers opening one link at the same moment exactly one gets in.
 func TestPortalLinkRace(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, httpOnly, nil)
 	tn := e.newTenant("portal race")
 	link := e.portalLink(tn, portal.LinkRequest{})
 	const n = 20
@@ -181,7 +181,7 @@ const endedText = "Your session has ended"
 // tenant's data and not a password sign-in form. Other tenants' sessions and password users go on.
 func TestPortalSessionsEnd(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
-	e := setupWith(t, nil, server.Options{Now: clock.Now})
+	e := setupWith(t, httpOnly, nil, server.Options{Now: clock.Now})
 	tn, other := e.newTenant("portal end"), e.newTenant("portal end other")
 	sub := e.newSubscription(tn, "/ok", "ending endpoint")
 	subPath := "/subscriptions/" + sub.ID.String()
@@ -258,7 +258,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // the router, so a route added later is covered) answers 403, and its pages show no button that would
 // change something; a manage session's pause works.
 func TestPortalViewRoleRefusesEveryPost(t *testing.T) {
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("portal view")
 	sub := e.newSubscription(tn, "/ok", "view endpoint")
 	ids := e.publish(tn, "order.created", map[string]any{"n": 1})

@@ -34,7 +34,7 @@ func signIn(t *testing.T, e *env, email string, header http.Header) *http.Respon
 // proxy talks plain HTTP to us, and every page asks browsers for https only (HSTS).
 func TestHTTPSPublicURLMakesCookiesSecureAndSendsHSTS(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *config.Config) { c.PublicURL = "https://hooks.example.com" })
+	e := setup(t, httpOnly, func(c *config.Config) { c.PublicURL = "https://hooks.example.com" })
 	tn := e.newTenant("https-public")
 	res := signIn(t, e, tn.Email, nil)
 	if set := res.Header.Get("Set-Cookie"); !strings.Contains(set, "hookline_session=") || !strings.Contains(set, "; Secure") {
@@ -56,7 +56,7 @@ func TestHTTPSPublicURLMakesCookiesSecureAndSendsHSTS(t *testing.T) {
 // when they come from an address that is not a trusted proxy.
 func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 	t.Parallel()
-	plain := setup(t, nil)
+	plain := setup(t, httpOnly, nil)
 	tn := plain.newTenant("untrusted-proxy")
 	spoof := http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-For": {"203.0.113.99"}}
 	res := signIn(t, plain, tn.Email, spoof)
@@ -77,7 +77,7 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 
 	// From a trusted proxy both are believed: the cookie is Secure, the page sends HSTS, and the
 	// throttle counts the client the proxy names (the last hop that is not itself a trusted proxy).
-	proxied := setup(t, func(c *config.Config) { c.TrustedProxies = "127.0.0.1/32, 10.0.0.0/8" })
+	proxied := setup(t, httpOnly, func(c *config.Config) { c.TrustedProxies = "127.0.0.1/32, 10.0.0.0/8" })
 	res = signIn(t, proxied, tn.Email, http.Header{"X-Forwarded-Proto": {"https"}})
 	if set := res.Header.Get("Set-Cookie"); !strings.Contains(set, "; Secure") {
 		t.Errorf("a trusted X-Forwarded-Proto: https left the cookie without Secure: %q", set)

@@ -40,7 +40,7 @@ func followsItself(p *page) bool {
 // keeps following it; once every delivery is final it says finished and stops.
 func TestReplayPageShowsOutcomeAndFollowsUntilSettled(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("replay-outcome")
 	sub := e.newSubscription(tn, "/bad/replay-outcome", "outcome")
 	ids := e.deadOf(tn, sub.ID, "order.paid", 3)
@@ -105,7 +105,7 @@ func TestReplayPageShowsOutcomeAndFollowsUntilSettled(t *testing.T) {
 // The audit log lists real replays by default and dry runs under their own tab, marked.
 func TestReplayLogKeepsDryRunsApart(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("replay-dry")
 	real := e.insertReplay("bulk", "finished", 0, 0, &tn.ID, nil, "")
 	dry := e.insertReplay("bulk", "finished", 5, 0, &tn.ID, nil, "")
@@ -145,7 +145,7 @@ func TestReplayLogKeepsDryRunsApart(t *testing.T) {
 // A customer's recover previews are limited per subscription; the refused one says so on the page.
 func TestRecoverPreviewLimitOnPage(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("recover-limit")
 	sub := e.newSubscription(tn, "/bad/recover-limit", "limited")
 	c := e.client()
@@ -170,7 +170,7 @@ func TestRecoverPreviewLimitOnPage(t *testing.T) {
 // tenant, endpoint and status, each group linking to the replay form filled with its window.
 func TestDeadLettersByHourAndGroups(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	tn := e.newTenant("dead-groups")
 	sub := e.newSubscription(tn, "/bad/dead-groups", "groups")
 	before := time.Now()

@@ -11,7 +11,7 @@ import (
 // anyway says why it was not retried, counts nothing and sends nothing.
 func TestRetryNowOffWhileCircuitOpen(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("retry-now-circuit")
 	sub, id := e.retrying(tn, "retry-now-circuit")
 	// Its circuit opens (as HOOKLINE_BREAKER_THRESHOLD failures in a row would; the package's servers share

@@ -14,7 +14,7 @@ import (
 // customers never see it.
 func TestAdminWarnsWithoutSecretKey(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("secret-key-banner")
 	admin := e.client()
 	admin.login(adminEmail)
@@ -37,7 +37,7 @@ func TestAdminWarnsWithoutSecretKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop)
-	keyed := setup(t, func(c *config.Config) {
+	keyed := setup(t, withBackground, func(c *config.Config) {
 		withAdmin(c)
 		c.DatabaseURL = url
 		c.SecretKey = secretbox.NewKey()

@@ -34,7 +34,7 @@ func requestHeaders(t *testing.T, p *page) map[string]string {
 // custom headers it carries, masked. No page shows a value, though the receiver gets them.
 func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("settings shown")
 	u, desc, rate := e.recv.URL+"/good/settings-shown", "With headers", 10
 	headers := map[string]string{"X-Api-Key": "secret-value-1", "X-Env": "prod-value"}

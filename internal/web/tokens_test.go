@@ -16,7 +16,7 @@ import (
 // value) and revokes one with a POST; the revoked token no longer authenticates.
 func TestAdminTenantPageListsAndRevokesTokens(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, httpOnly, withAdmin)
 	ctx := activity.System(context.Background(), "test setup")
 	tn := e.newTenant("tokens")
 	other := e.newTenant("tokens-other")

@@ -17,7 +17,7 @@ import (
 // while it follows the replay, so it must not say that scheduling is going on.
 func TestReplayStartedMessageStaysTrue(t *testing.T) {
 	t.Parallel()
-	e := setup(t, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("replay-banner")
 	sub := e.newSubscription(tn, "/bad/replay-banner", "replay banner")
 	// An event type no other test uses: the replay must not touch their deliveries.

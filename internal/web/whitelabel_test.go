@@ -33,7 +33,7 @@ func namesHookline(s string) string {
 func TestWhiteLabelNamesNoHookline(t *testing.T) {
 	t.Parallel()
 	branded := withBrand(t)
-	e := setup(t, func(c *config.Config) { branded(c); c.MaxSubscriptions = 1 })
+	e := setup(t, withBackground, func(c *config.Config) { branded(c); c.MaxSubscriptions = 1 })
 	tn := e.newTenant("white label")
 	u := e.recv.URL + "/good/white-label"
 	desc := "branded endpoint"

@@ -1,12 +1,16 @@
-// Package servertest starts real Hookline servers for tests in other packages: a whole process's worth
-// (API, dashboard, workers) on a loopback port, stopped when the test ends.
+// Package servertest starts real Hookline servers for tests in other packages: the API, the dashboard
+// and, when asked, the background services, on a loopback port, stopped when the test ends.
 //
-// Start starts everything a process runs: the HTTP side and the background services (the delivery
-// worker, the maintenance leader, the replay runner, the event catalogue's poller), as cmd/server does.
-// StartHTTP starts the HTTP side only (server.Options.WithoutBackground): for tests that publish nothing
-// to be delivered, or drive the engine by hand, on a database other tests share, where a background
-// service would claim, rescue or sweep their rows and they would wait on its intervals. Either may be
-// asked for with the other's options: Start with opts.WithoutBackground set is StartHTTP.
+// Start starts the HTTP side only (server.Options.WithoutBackground): the API, the dashboard, the
+// metrics address. Most tests need no more: they check answers and pages, publish nothing to be
+// delivered, or drive the engine by hand, on a database other tests share, where a background service
+// would claim, rescue or sweep their rows and they would wait on its intervals.
+//
+// StartWithBackground starts everything a process runs, as cmd/server does: the HTTP side and the
+// background services (the delivery worker, the maintenance leader, the replay runner, the event
+// catalogue's poller). A test asks for it when it waits on one of them: a delivery delivered, retried or
+// dead-lettered, a replay run, the catalogue reloaded after another process's change, an incident
+// opened or a session pruned by the maintenance leader.
 package servertest
 
 import (
@@ -35,16 +39,23 @@ func Config(t testing.TB, databaseURL string) config.Config {
 	return cfg
 }
 
-// StartHTTP is Start without the background services.
-func StartHTTP(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
+// Start builds a server with cfg, serves its HTTP side (not the background services, whatever
+// opts.WithoutBackground says) on a free loopback port and stops it when the test ends. It returns the
+// server and its base URL (http://127.0.0.1:port).
+func Start(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
 	t.Helper()
 	opts.WithoutBackground = true
-	return Start(t, cfg, log, opts)
+	return start(t, cfg, log, opts)
 }
 
-// Start builds a server with cfg, serves it on a free loopback port and stops it when the test ends. It
-// returns the server and its base URL (http://127.0.0.1:port).
-func Start(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
+// StartWithBackground is Start with the background services running too, as in a real process.
+func StartWithBackground(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
+	t.Helper()
+	opts.WithoutBackground = false
+	return start(t, cfg, log, opts)
+}
+
+func start(t testing.TB, cfg config.Config, log *slog.Logger, opts server.Options) (*server.Server, string) {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
