@@ -38,7 +38,7 @@ var sharedKey = secretbox.NewKey()
 // make run's secret key: made once under the data directory, kept across runs, never overriding a
 // configured one, and a damaged file is an error rather than a new key (the old one sealed the database).
 func TestPrepareCredentialsKeepsOneSecretKey(t *testing.T) {
-	t.Parallel()
+	// Not parallel: PrepareCredentials sets the package's credentials, which PrintWelcome reads.
 	dir := t.TempDir()
 	var first, second config.Config
 	first.DataDir, second.DataDir = dir, dir

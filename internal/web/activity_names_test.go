@@ -18,7 +18,7 @@ import (
 // "portal:<id>"), here and on the recover page of a recover they started, and of a preview.
 func TestActivityNamesEndpointsAndPeople(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, nil)
+	e := setup(t, withBackground, nil)
 	tn := e.newTenant("activity names")
 	u, desc, types, rate := e.recv.URL+"/bad/names", "Orders", []string{"order.paid"}, 5
 	sub, _, err := e.srv.Subscriptions.Create(byOperator(), tn.ID, subscriptions.Input{URL: &u, Description: &desc, EventTypes: &types,

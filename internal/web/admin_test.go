@@ -200,7 +200,7 @@ func checkAdminTenantPage(t *testing.T, c *client, tn tenant) {
 
 func TestAdminDeadLettersFilterAndPages(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("dead-filter")
 	bad := e.newSubscription(tn, "/bad/dead-filter", "dead filter bad")
 	other := e.newSubscription(tn, "/bad/dead-filter-other", "dead filter other")

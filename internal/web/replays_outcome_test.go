@@ -40,7 +40,7 @@ func followsItself(p *page) bool {
 // keeps following it; once every delivery is final it says finished and stops.
 func TestReplayPageShowsOutcomeAndFollowsUntilSettled(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("replay-outcome")
 	sub := e.newSubscription(tn, "/bad/replay-outcome", "outcome")
 	ids := e.deadOf(tn, sub.ID, "order.paid", 3)
@@ -170,7 +170,7 @@ func TestRecoverPreviewLimitOnPage(t *testing.T) {
 // tenant, endpoint and status, each group linking to the replay form filled with its window.
 func TestDeadLettersByHourAndGroups(t *testing.T) {
 	t.Parallel()
-	e := setup(t, httpOnly, withAdmin)
+	e := setup(t, withBackground, withAdmin)
 	tn := e.newTenant("dead-groups")
 	sub := e.newSubscription(tn, "/bad/dead-groups", "groups")
 	before := time.Now()
