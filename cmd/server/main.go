@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/demo"
+	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/migrate"
 	"github.com/hookline/hookline/internal/pgdev"
 	"github.com/hookline/hookline/internal/pgfail"
@@ -32,6 +33,7 @@ import (
 	"github.com/hookline/hookline/internal/sleep"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/version"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	// Time zone data inside the binary: the image is built from scratch and has no /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -74,6 +76,9 @@ func run(args []string) error {
 	switch cfg.Command {
 	case config.CommandMigrate:
 		if err := migrate.Up(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+		if err := makeHistoryPartitions(ctx, cfg, log); err != nil {
 			return err
 		}
 		log.Info("database migrated")
@@ -302,4 +307,16 @@ func healthcheck(args []string, getenv func(string) string) error {
 		return fmt.Errorf("healthcheck: %s answered %s: %s", target, res.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// makeHistoryPartitions makes the history's partitions ahead, as a server's start would, so that a
+// migrated database takes rows before any server runs on it.
+func makeHistoryPartitions(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("history partitions: %w", err)
+	}
+	defer pool.Close()
+	_, err = history.New(pool, history.Options{Interval: cfg.PartitionInterval, Logger: log}).Make(ctx)
+	return err
 }

@@ -111,7 +111,8 @@ UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = sqlc.arg('lease_expires_at')::timestamptz, lease_id = sqlc.arg('lease_id')::uuid,
     updated_at = sqlc.arg('now')::timestamptz
 FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATERAL unnest(s.ids) AS p(id), events e
-WHERE d.id = p.id AND e.id = d.event_id
+-- the rows are pending (locked so by picked): saying so confines the update to the queue's partitions
+WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
           coalesce(k.secrets, '{}')::text[] AS secrets;

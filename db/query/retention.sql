@@ -1,6 +1,6 @@
 -- Retention (internal/retention): old delivered and dead deliveries are deleted in bounded batches found by
 -- the partial indexes webhook_deliveries_delivered_at_idx and webhook_deliveries_dead_at_idx. Their
--- attempts go with them (ON DELETE CASCADE). SKIP LOCKED leaves rows a worker or a manual retry is
+-- attempts go with them, in the same statement. SKIP LOCKED leaves rows a worker or a manual retry is
 -- touching for the next batch instead of waiting on them.
 
 -- name: DeleteDeliveredBefore :many
@@ -11,10 +11,14 @@ WITH doomed AS (
     ORDER BY last_attempt_at
     LIMIT @max::int
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_deliveries d USING doomed
+    WHERE d.id = doomed.id
+    RETURNING d.id, d.event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
 )
-DELETE FROM webhook_deliveries d USING doomed
-WHERE d.id = doomed.id
-RETURNING d.event_id;
+SELECT gone.event_id FROM gone;
 
 -- name: DeleteDeadBefore :many
 -- Deletes up to max dead deliveries (failed or expired, discarded or not) that died before cutoff, oldest
@@ -25,10 +29,14 @@ WITH doomed AS (
     ORDER BY dead_at
     LIMIT @max::int
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_deliveries d USING doomed
+    WHERE d.id = doomed.id
+    RETURNING d.id, d.event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
 )
-DELETE FROM webhook_deliveries d USING doomed
-WHERE d.id = doomed.id
-RETURNING d.event_id;
+SELECT gone.event_id FROM gone;
 
 -- name: LockDeadBefore :many
 -- Locks up to max dead deliveries that died before cutoff, with their events, for archiving; the caller
@@ -52,17 +60,30 @@ WHERE delivery_id = ANY(@delivery_ids::uuid[])
 ORDER BY delivery_id, attempt;
 
 -- name: DeleteDeliveriesByID :many
--- Deletes the given deliveries (locked by LockDeadBefore in this transaction) and returns their events' ids.
-DELETE FROM webhook_deliveries
-WHERE id = ANY(@delivery_ids::uuid[])
-RETURNING event_id;
+-- Deletes the given deliveries (locked by LockDeadBefore in this transaction) with their attempts and
+-- returns their events' ids.
+WITH gone AS (
+    DELETE FROM webhook_deliveries
+    WHERE id = ANY(@delivery_ids::uuid[])
+    RETURNING id, event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
+)
+SELECT gone.event_id FROM gone;
 
--- name: DeleteEventsWithoutDeliveries :execrows
--- Deletes those of the given events that have no delivery left. It runs after the deliveries' delete in
--- the same transaction: within one statement the deleted rows would still be visible to NOT EXISTS.
-DELETE FROM events e
-WHERE e.id = ANY(@event_ids::uuid[])
-  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id);
+-- name: DeleteEventsWithoutDeliveries :one
+-- Deletes those of the given events that have no delivery left, with their Idempotency-Keys, and counts
+-- them. It runs after the deliveries' delete in the same transaction: within one statement the deleted
+-- rows would still be visible to NOT EXISTS.
+WITH gone AS (
+    DELETE FROM events e
+    WHERE e.id = ANY(@event_ids::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+    RETURNING e.id
+), keys AS (
+    DELETE FROM event_idempotency k USING gone WHERE k.event_id = gone.id
+)
+SELECT count(*)::bigint FROM gone;
 
 -- name: DeleteUndeliveredEventsInRange :one
 -- Scans up to max events with after < id < before in primary-key order (ids are UUIDv7, so an id range is a
@@ -77,6 +98,8 @@ WITH scanned AS (
     DELETE FROM events e USING scanned s
     WHERE e.id = s.id AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
     RETURNING e.id
+), keys AS (
+    DELETE FROM event_idempotency k USING deleted WHERE k.event_id = deleted.id
 )
 SELECT COALESCE((SELECT s.id FROM scanned s ORDER BY s.id DESC LIMIT 1), @after::uuid)::uuid AS last_id,
        (SELECT count(*) FROM scanned)::int AS scanned,

@@ -41,6 +41,7 @@ type Config struct {
 	RetentionActivity     time.Duration // HOOKLINE_RETENTION_ACTIVITY: activity log entries are deleted after this (0: kept)
 	ArchiveDir            string        // HOOKLINE_ARCHIVE_DIR
 	RetentionInterval     time.Duration // HOOKLINE_RETENTION_INTERVAL: pause between retention sweeps
+	PartitionInterval     time.Duration // HOOKLINE_PARTITION_INTERVAL: the time span of one partition of the history
 	AutoDisableAfter      time.Duration // HOOKLINE_AUTO_DISABLE_AFTER
 	SMTPURL               string        // HOOKLINE_SMTP_URL
 	OperatorWebhookURL    string        // HOOKLINE_OPERATOR_WEBHOOK_URL
@@ -199,6 +200,7 @@ func fields(c *Config) []field {
 		{"HOOKLINE_RETENTION_ACTIVITY", "activity log entries are deleted after this (0: keep them)", "8760h", dur(&c.RetentionActivity)},
 		{"HOOKLINE_ARCHIVE_DIR", "archive dead deliveries there before deletion", "", str(&c.ArchiveDir)},
 		{"HOOKLINE_RETENTION_INTERVAL", "pause between retention sweeps (on the maintenance leader)", "1m", dur(&c.RetentionInterval)},
+		{"HOOKLINE_PARTITION_INTERVAL", "the time span of one partition of the delivery history (1h to 168h)", "24h", dur(&c.PartitionInterval)},
 		{"HOOKLINE_AUTO_DISABLE_AFTER", "disable a subscription failing this long", "24h", dur(&c.AutoDisableAfter)},
 		{"HOOKLINE_SMTP_URL", "smtp://[user:pass@]host:port?from=...[&tls=required] (or smtps://) for customer alert emails", "", str(&c.SMTPURL)},
 		{"HOOKLINE_OPERATOR_WEBHOOK_URL", "operator notifications as signed webhooks", "", str(&c.OperatorWebhookURL)},
@@ -244,6 +246,9 @@ func (c *Config) checkSettings() error {
 	}
 	if c.RetentionInterval <= 0 {
 		return fmt.Errorf("HOOKLINE_RETENTION_INTERVAL must be more than zero")
+	}
+	if c.PartitionInterval < time.Hour || c.PartitionInterval > 7*24*time.Hour {
+		return fmt.Errorf("HOOKLINE_PARTITION_INTERVAL must be from 1h to 168h (7 days)")
 	}
 	if c.OperatorWebhookURL != "" {
 		if u, err := url.Parse(c.OperatorWebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -97,7 +97,7 @@ UPDATE webhook_deliveries d
 SET state = 'in_flight', lease_expires_at = $1::timestamptz, lease_id = $2::uuid,
     updated_at = $3::timestamptz
 FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATERAL unnest(s.ids) AS p(id), events e
-WHERE d.id = p.id AND e.id = d.event_id
+WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
           coalesce(k.secrets, '{}')::text[] AS secrets
@@ -158,6 +158,7 @@ type ClaimDeliveriesRow struct {
 //
 // The event body and the subscription's URL, headers and valid secrets come back with each row so sending
 // needs no more queries; so does the delivery's trace context, which the attempt's span continues.
+// the rows are pending (locked so by picked): saying so confines the update to the queue's partitions
 func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDeliveries,
 		arg.LeaseExpiresAt,
@@ -774,7 +775,7 @@ func (q *Queries) GetDeliveryToRetry(ctx context.Context, arg GetDeliveryToRetry
 }
 
 const listAttempts = `-- name: ListAttempts :many
-SELECT id, delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, response_snippet, error, outcome, request_url, request_headers FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY attempt
+SELECT delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, response_snippet, error, outcome, request_url, request_headers FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY attempt
 `
 
 type ListAttemptsParams struct {
@@ -792,7 +793,6 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 	for rows.Next() {
 		var i WebhookAttempt
 		if err := rows.Scan(
-			&i.ID,
 			&i.DeliveryID,
 			&i.TenantID,
 			&i.SubscriptionID,

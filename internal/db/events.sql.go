@@ -50,12 +50,14 @@ func (q *Queries) GetEvent(ctx context.Context, arg GetEventParams) (Event, erro
 }
 
 const getEventByIdempotencyKey = `-- name: GetEventByIdempotencyKey :one
-SELECT id, tenant_id, event_type, body, idempotency_key, request_hash, response, created_at FROM events WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT e.id, e.tenant_id, e.event_type, e.body, e.idempotency_key, e.request_hash, e.response, e.created_at FROM event_idempotency k
+JOIN events e ON e.id = k.event_id AND e.tenant_id = k.tenant_id
+WHERE k.tenant_id = $1 AND k.idempotency_key = $2
 `
 
 type GetEventByIdempotencyKeyParams struct {
 	TenantID       uuid.UUID
-	IdempotencyKey *string
+	IdempotencyKey string
 }
 
 func (q *Queries) GetEventByIdempotencyKey(ctx context.Context, arg GetEventByIdempotencyKeyParams) (Event, error) {
@@ -127,12 +129,21 @@ WITH input AS (
                SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
                WHERE substr(i.event_type, p, 1) = '.') AS wanted_by
     FROM input i
+), keyed AS (
+    -- An Idempotency-Key is claimed in event_idempotency (unique per tenant; events, partitioned by time,
+    -- cannot hold a unique index without the event's id). DO NOTHING also skips a key's second use within
+    -- this batch.
+    INSERT INTO event_idempotency (tenant_id, idempotency_key, event_id)
+    SELECT i.tenant_id, i.idempotency_key, i.id FROM input i
+    WHERE i.idempotency_key <> ''
+    ORDER BY i.tenant_id, i.idempotency_key, i.id
+    ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+    RETURNING event_id
 ), ev AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
     SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
     FROM input i
-    ORDER BY i.tenant_id, i.idempotency_key, i.id
-    ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    WHERE i.idempotency_key = '' OR i.id IN (SELECT k.event_id FROM keyed k)
     RETURNING id
 ), matching AS (
     SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id AS subscription_id,

@@ -60,6 +60,12 @@ type Event struct {
 	CreatedAt      time.Time
 }
 
+type EventIdempotency struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	EventID        uuid.UUID
+}
+
 type EventType struct {
 	Name        string
 	Description string
@@ -75,6 +81,22 @@ type EventType struct {
 type EventTypeCatalogue struct {
 	ID      bool
 	Version int64
+}
+
+type EventsLegacy struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	EventType      string
+	Body           []byte
+	IdempotencyKey *string
+	RequestHash    []byte
+	Response       []byte
+	CreatedAt      time.Time
+}
+
+type HistoryCutover struct {
+	LegacyUntil time.Time
+	OnlyRow     bool
 }
 
 type Incident struct {
@@ -233,7 +255,6 @@ type User struct {
 }
 
 type WebhookAttempt struct {
-	ID              int64
 	DeliveryID      uuid.UUID
 	TenantID        uuid.UUID
 	SubscriptionID  uuid.UUID
@@ -246,6 +267,48 @@ type WebhookAttempt struct {
 	Outcome         string
 	RequestURL      string
 	RequestHeaders  []byte
+}
+
+type WebhookAttemptsLegacy struct {
+	DeliveryID      uuid.UUID
+	TenantID        uuid.UUID
+	SubscriptionID  uuid.UUID
+	Attempt         int32
+	StartedAt       time.Time
+	DurationMs      int32
+	Status          *int32
+	ResponseSnippet string
+	Error           string
+	Outcome         string
+	RequestURL      string
+	RequestHeaders  []byte
+}
+
+type WebhookDeliveriesLegacy struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	EventID        uuid.UUID
+	SubscriptionID uuid.UUID
+	EventType      string
+	State          string
+	AttemptCount   int32
+	TotalAttempts  int32
+	ManualRetries  int32
+	NextAttemptAt  time.Time
+	GiveUpAt       time.Time
+	LeaseExpiresAt *time.Time
+	LeaseID        *uuid.UUID
+	LastAttemptAt  *time.Time
+	LastStatus     *int32
+	LastResponse   *string
+	LastError      *string
+	DeadReason     *string
+	DiscardedAt    *time.Time
+	ReplayID       *uuid.UUID
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	DeadAt         *time.Time
+	Traceparent    *string
 }
 
 type WebhookDelivery struct {

@@ -44,10 +44,14 @@ WITH doomed AS (
     ORDER BY dead_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_deliveries d USING doomed
+    WHERE d.id = doomed.id
+    RETURNING d.id, d.event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
 )
-DELETE FROM webhook_deliveries d USING doomed
-WHERE d.id = doomed.id
-RETURNING d.event_id
+SELECT gone.event_id FROM gone
 `
 
 type DeleteDeadBeforeParams struct {
@@ -85,10 +89,14 @@ WITH doomed AS (
     ORDER BY last_attempt_at
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_deliveries d USING doomed
+    WHERE d.id = doomed.id
+    RETURNING d.id, d.event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
 )
-DELETE FROM webhook_deliveries d USING doomed
-WHERE d.id = doomed.id
-RETURNING d.event_id
+SELECT gone.event_id FROM gone
 `
 
 type DeleteDeliveredBeforeParams struct {
@@ -98,7 +106,7 @@ type DeleteDeliveredBeforeParams struct {
 
 // Retention (internal/retention): old delivered and dead deliveries are deleted in bounded batches found by
 // the partial indexes webhook_deliveries_delivered_at_idx and webhook_deliveries_dead_at_idx. Their
-// attempts go with them (ON DELETE CASCADE). SKIP LOCKED leaves rows a worker or a manual retry is
+// attempts go with them, in the same statement. SKIP LOCKED leaves rows a worker or a manual retry is
 // touching for the next batch instead of waiting on them.
 // Deletes up to max deliveries delivered before cutoff, oldest first, and returns their events' ids.
 func (q *Queries) DeleteDeliveredBefore(ctx context.Context, arg DeleteDeliveredBeforeParams) ([]uuid.UUID, error) {
@@ -122,12 +130,18 @@ func (q *Queries) DeleteDeliveredBefore(ctx context.Context, arg DeleteDelivered
 }
 
 const deleteDeliveriesByID = `-- name: DeleteDeliveriesByID :many
-DELETE FROM webhook_deliveries
-WHERE id = ANY($1::uuid[])
-RETURNING event_id
+WITH gone AS (
+    DELETE FROM webhook_deliveries
+    WHERE id = ANY($1::uuid[])
+    RETURNING id, event_id
+), attempts AS (
+    DELETE FROM webhook_attempts a USING gone WHERE a.delivery_id = gone.id
+)
+SELECT gone.event_id FROM gone
 `
 
-// Deletes the given deliveries (locked by LockDeadBefore in this transaction) and returns their events' ids.
+// Deletes the given deliveries (locked by LockDeadBefore in this transaction) with their attempts and
+// returns their events' ids.
 func (q *Queries) DeleteDeliveriesByID(ctx context.Context, deliveryIds []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, deleteDeliveriesByID, deliveryIds)
 	if err != nil {
@@ -148,20 +162,26 @@ func (q *Queries) DeleteDeliveriesByID(ctx context.Context, deliveryIds []uuid.U
 	return items, nil
 }
 
-const deleteEventsWithoutDeliveries = `-- name: DeleteEventsWithoutDeliveries :execrows
-DELETE FROM events e
-WHERE e.id = ANY($1::uuid[])
-  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+const deleteEventsWithoutDeliveries = `-- name: DeleteEventsWithoutDeliveries :one
+WITH gone AS (
+    DELETE FROM events e
+    WHERE e.id = ANY($1::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+    RETURNING e.id
+), keys AS (
+    DELETE FROM event_idempotency k USING gone WHERE k.event_id = gone.id
+)
+SELECT count(*)::bigint FROM gone
 `
 
-// Deletes those of the given events that have no delivery left. It runs after the deliveries' delete in
-// the same transaction: within one statement the deleted rows would still be visible to NOT EXISTS.
+// Deletes those of the given events that have no delivery left, with their Idempotency-Keys, and counts
+// them. It runs after the deliveries' delete in the same transaction: within one statement the deleted
+// rows would still be visible to NOT EXISTS.
 func (q *Queries) DeleteEventsWithoutDeliveries(ctx context.Context, eventIds []uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteEventsWithoutDeliveries, eventIds)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, deleteEventsWithoutDeliveries, eventIds)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const deleteUndeliveredEventsInRange = `-- name: DeleteUndeliveredEventsInRange :one
@@ -174,6 +194,8 @@ WITH scanned AS (
     DELETE FROM events e USING scanned s
     WHERE e.id = s.id AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
     RETURNING e.id
+), keys AS (
+    DELETE FROM event_idempotency k USING deleted WHERE k.event_id = deleted.id
 )
 SELECT COALESCE((SELECT s.id FROM scanned s ORDER BY s.id DESC LIMIT 1), $1::uuid)::uuid AS last_id,
        (SELECT count(*) FROM scanned)::int AS scanned,

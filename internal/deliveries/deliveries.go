@@ -17,6 +17,7 @@ import (
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -178,13 +179,18 @@ func (s *Service) get(ctx context.Context, tenantID, id uuid.UUID) (db.WebhookDe
 // Discard removes a dead delivery from lists; it stays stored for audit.
 func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 	now := s.now()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if _, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now}); err != nil {
-			return err
-		}
-		return activity.Record(ctx, tx, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
-	})
+	var err error
+	// A delivery retried meanwhile has moved to the queue's partition (pgfail.Moved): looked for again,
+	// it is found pending, and the discard is refused below.
+	for try := 1; try == 1 || (pgfail.Moved(err) && try <= pgfail.MovedTries); try++ {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			q := s.q.WithTx(tx)
+			if _, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now}); err != nil {
+				return err
+			}
+			return activity.Record(ctx, tx, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
+		})
+	}
 	if err == nil {
 		return nil
 	}

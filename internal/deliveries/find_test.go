@@ -77,7 +77,7 @@ func TestListByEventUsesEventIndex(t *testing.T) {
 	for _, name := range []string{"ListDeliveries", "CountDeliveries"} {
 		sql, args := tr.Last(t, name)
 		plan := testdb.Explain(t, conn.Conn(), sql, args...)
-		if !strings.Contains(plan, "webhook_deliveries_event_id_idx") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
+		if !readsAsIntended(plan, "event_id_idx") {
 			t.Errorf("%s by event does not use webhook_deliveries_event_id_idx:\n%s", name, plan)
 		}
 	}
@@ -116,12 +116,12 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 	for _, c := range []struct {
 		states []string
 		want   int    // rows of these states
-		index  string // the index the plan must read (a prefix of its name)
+		index  string // the index the plan must read in the history's partitions (its name after the table's); "" none
 	}{
-		{[]string{"pending"}, 30, "webhook_deliveries_tenant_pending_idx"},
-		{[]string{"in_flight"}, 30, "webhook_deliveries_in_flight_idx"},
-		{[]string{"dead"}, 60, "webhook_deliveries_dead_"}, // any of the dead-letter partial indexes
-		{[]string{"delivered"}, 30000 - 120, "webhook_deliveries_tenant_created_idx"},
+		{[]string{"pending"}, 30, ""},   // the queue's partition alone: it holds only waiting and in-flight rows
+		{[]string{"in_flight"}, 30, ""}, // the same
+		{[]string{"dead"}, 60, "dead_"}, // any of the dead-letter partial indexes
+		{[]string{"delivered"}, 30000 - 120, "tenant_created_idx"},
 	} {
 		page, err := svc.List(e.ctx, e.tenant, deliveries.Filter{States: c.states, Limit: 100, WithTotal: true})
 		if err != nil {
@@ -136,15 +136,15 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 			}
 		}
 		sql, args := tr.Last(t, "ListDeliveries")
-		if plan := testdb.Explain(t, conn.Conn(), sql, args...); !strings.Contains(plan, c.index) || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
-			t.Errorf("ListDeliveries of %v does not read %s:\n%s", c.states, c.index, plan)
+		if plan := testdb.Explain(t, conn.Conn(), sql, args...); !readsAsIntended(plan, c.index) {
+			t.Errorf("ListDeliveries of %v does not read %q:\n%s", c.states, c.index, plan)
 		}
 		if c.states[0] == "delivered" {
 			continue // counting most of the table reads most of an index whichever it is
 		}
 		sql, args = tr.Last(t, "CountDeliveries")
-		if plan := testdb.Explain(t, conn.Conn(), sql, args...); !strings.Contains(plan, c.index) || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
-			t.Errorf("CountDeliveries of %v does not read %s:\n%s", c.states, c.index, plan)
+		if plan := testdb.Explain(t, conn.Conn(), sql, args...); !readsAsIntended(plan, c.index) {
+			t.Errorf("CountDeliveries of %v does not read %q:\n%s", c.states, c.index, plan)
 		}
 	}
 }
@@ -178,4 +178,16 @@ func (e *env) seedStateHistory(sub uuid.UUID) {
 		t.Fatal(err)
 	}
 
+}
+
+// readsAsIntended says whether a plan over webhook_deliveries reads its history's time partitions only
+// through the index named index (after the partition's name: "tenant_created_idx"), never whole (but for
+// those PostgreSQL knows empty: the partitions made ahead); with index
+// "", whether it reads none of them at all (a list of waiting or in-flight rows reads the queue's partition
+// alone, small however long the history).
+func readsAsIntended(plan, index string) bool {
+	if index == "" {
+		return !strings.Contains(plan, "webhook_deliveries_p")
+	}
+	return strings.Contains(plan, "_"+index) && len(testdb.WholeScans(plan, "webhook_deliveries_p")) == 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/tracing"
 	"github.com/jackc/pgx/v5"
 )
@@ -88,7 +89,19 @@ func CircuitHold(state string, probeAt *time.Time) string {
 // The order is the claim's (the delivery's row, then its subscription's), so the two never wait for each
 // other in a cycle; and the subscription's row, locked by the token, keeps a delete from committing under
 // a retry it did not see.
+// A call whose row another call moved meanwhile between the queue's partition and the history's
+// (pgfail.Moved) is made again from the start: it then reads the delivery as it now is.
 func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what, action string,
+	allowed func(Delivery, Endpoint, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
+	for try := 1; ; try++ {
+		d, err := s.manualRetryOnce(ctx, tenantID, id, actor, what, action, allowed, move)
+		if !pgfail.Moved(err) || try == pgfail.MovedTries {
+			return d, err
+		}
+	}
+}
+
+func (s *Service) manualRetryOnce(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what, action string,
 	allowed func(Delivery, Endpoint, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
 	cur, ep, err := s.getToRetry(ctx, tenantID, id)
 	if err != nil {

@@ -121,7 +121,7 @@ func checkClaimPlans(t *testing.T, e *env, pool *pgxpool.Pool, tr *testdb.Statem
 	}
 	defer conn.Release()
 	text := testdb.Explain(t, conn.Conn(), sql, args...)
-	if !strings.Contains(text, "webhook_deliveries_sub_pending_idx") || strings.Contains(text, "Seq Scan on webhook_deliveries") {
+	if !usesQueuePendingIndex(text) {
 		t.Errorf("the claim does not use the per-subscription pending index:\n%s", text)
 	}
 
@@ -146,9 +146,16 @@ func checkClaimPlans(t *testing.T, e *env, pool *pgxpool.Pool, tr *testdb.Statem
 		}
 	}
 	generic := testdb.Explain(t, conn.Conn(), "EXECUTE hl_claim("+strings.Join(literals, ", ")+")")
-	if !strings.Contains(generic, "webhook_deliveries_sub_pending_idx") || strings.Contains(generic, "Seq Scan on webhook_deliveries") {
+	if !usesQueuePendingIndex(generic) {
 		t.Errorf("the claim's generic plan does not use the per-subscription pending index:\n%s", generic)
 	}
+}
+
+// usesQueuePendingIndex says whether a claim's plan finds the due rows through the queue partition's
+// per-subscription pending index and reads no partition of the table whole (but those PostgreSQL knows
+// empty: the legacy partition of a database made after partitioning, partitions made ahead).
+func usesQueuePendingIndex(plan string) bool {
+	return strings.Contains(plan, "webhook_deliveries_queue_sub_pending_idx") && len(testdb.WholeScans(plan, "webhook_deliveries_")) == 0
 }
 
 func containsID(ids []uuid.UUID, id uuid.UUID) bool {

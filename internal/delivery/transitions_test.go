@@ -120,7 +120,7 @@ func guardedStatements(e *env, sub uuid.UUID) []guardedStatement {
 
 // runFromState seeds the one delivery in state from, runs the statement on it and checks where it went.
 func runFromState(t *testing.T, e *env, st guardedStatement, from delivery.State) {
-	if _, err := e.pool.Exec(e.ctx, "TRUNCATE events CASCADE"); err != nil {
+	if _, err := e.pool.Exec(e.ctx, "TRUNCATE events, webhook_deliveries, webhook_attempts, event_idempotency"); err != nil {
 		t.Fatal(err)
 	}
 	id := e.publishOne(`{}`)

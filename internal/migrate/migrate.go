@@ -15,6 +15,12 @@ import (
 // Up applies every pending migration. It holds a PostgreSQL advisory lock while it works, so several
 // instances starting at once migrate one after the other instead of racing.
 func Up(ctx context.Context, databaseURL string) error {
+	return UpTo(ctx, databaseURL, 0)
+}
+
+// UpTo applies the pending migrations up to and including version (0: all of them), as Up does. Tests
+// make a database of an earlier release with it.
+func UpTo(ctx context.Context, databaseURL string, version int64) error {
 	db, err := sql.Open("pgx", databaseURL)
 	if err != nil {
 		return fmt.Errorf("migrate: open: %w", err)
@@ -28,7 +34,12 @@ func Up(ctx context.Context, databaseURL string) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if _, err := provider.Up(ctx); err != nil {
+	if version == 0 {
+		_, err = provider.Up(ctx)
+	} else {
+		_, err = provider.UpTo(ctx, version)
+	}
+	if err != nil {
 		return fmt.Errorf("migrate: up: %w", err)
 	}
 	return nil

@@ -74,6 +74,19 @@ func TimedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
 
+// Moved reports whether err says a row the statement was to change or lock was moved to another partition
+// by a transaction that committed meanwhile (a delivery leaving or joining the queue's partition): PostgreSQL
+// cannot follow a row across partitions, so it fails the statement with serialization_failure (40001)
+// where it would otherwise have read the row's new version. The statement, run again, reads the row where
+// it now is and decides from its state then.
+func Moved(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
+}
+
+// MovedTries is how often a change that finds its row moved (Moved) is tried in all.
+const MovedTries = 3
+
 // ProbeTimeout bounds Away's question to the database.
 const ProbeTimeout = 2 * time.Second
 

@@ -300,7 +300,7 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 // transaction keeps it, "in_flight" for those: KeepPublishAnswer; so did events stored before answers
 // were rebuilt), else the same event and deliveries rebuilt from the rows, each "pending" as it was then.
 func (p *Publisher) firstAnswer(ctx context.Context, q *db.Queries, in PublishInput, reqHash []byte) (Published, error) {
-	prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: &in.IdempotencyKey})
+	prev, err := q.GetEventByIdempotencyKey(ctx, db.GetEventByIdempotencyKeyParams{TenantID: in.TenantID, IdempotencyKey: in.IdempotencyKey})
 	if err != nil {
 		return Published{}, fmt.Errorf("publish: read idempotent event: %w", err)
 	}

@@ -56,7 +56,7 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 		// Either dead-letter index (by creation, or by death for a bitmap of the range) serves every tenant,
 		// read as an index scan, an index-only scan (once the table is all-visible) or a bitmap.
 		{"every tenant", replays.DeadFilter{}, " Scan"},
-		{"one tenant", replays.DeadFilter{TenantID: &e.tenant}, "webhook_deliveries_dead_idx"},
+		{"one tenant", replays.DeadFilter{TenantID: &e.tenant}, "_dead_idx"},
 	} {
 		checkOverviewPlan(t, e, rp, explain, c.what, c.f, c.index)
 	}
@@ -82,7 +82,8 @@ func TestOutageHuntAndOutcomePlans(t *testing.T) {
 	}
 	for _, name := range []string{"GetReplay", "ListReplays"} {
 		plan := explain(name)
-		if !strings.Contains(plan, "webhook_deliveries_replay_idx") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
+		// the replayed deliveries wait in the queue's partition, small, which may be read whole
+		if !strings.Contains(plan, "_replay_idx") || len(testdb.WholeScans(plan, "webhook_deliveries_p")) > 0 {
 			t.Errorf("%s does not count through webhook_deliveries_replay_idx:\n%s", name, plan)
 		}
 	}
@@ -145,7 +146,7 @@ func checkOverviewPlan(t *testing.T, e *env, rp *replays.Replays, explain func(s
 	}
 	for _, name := range []string{"DeadLettersByHour", "DeadLetterGroups"} {
 		plan := explain(name)
-		if !strings.Contains(plan, index) || !strings.Contains(plan, "webhook_deliveries_dead") || strings.Contains(plan, "Seq Scan on webhook_deliveries") {
+		if !strings.Contains(plan, index) || !strings.Contains(plan, "_dead") || len(testdb.WholeScans(plan, "webhook_deliveries_")) > 0 {
 			t.Errorf("%s for %s does not read %s:\n%s", name, what, index, plan)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
@@ -102,6 +103,8 @@ type Server struct {
 	Portal *portal.Service
 	// Catalogue is the event catalogue; its compiled schemas check every publish.
 	Catalogue *catalogue.Service
+	// History makes the delivery history's time partitions ahead and lists them.
+	History *history.Partitions
 	// Brand is the platform's name, logo and accent colour (HOOKLINE_BRAND_*).
 	Brand brand.Brand
 	// Keys open the signing secrets and custom header values stored sealed (HOOKLINE_SECRET_KEY); nil
@@ -190,6 +193,12 @@ func (s *Server) build(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	if err := s.buildIncidents(ctx); err != nil {
+		return err
+	}
+	// Partitions up to three intervals ahead before anything is served: a database left without a leader
+	// for days would otherwise refuse this process's first attempts and events.
+	s.History = history.New(s.Pool, history.Options{Interval: cfg.PartitionInterval, Now: s.now, Logger: s.log.With("component", "history")})
+	if _, err := s.History.Make(ctx); err != nil {
 		return err
 	}
 	s.Activity = activity.NewLog(s.Pool)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/notify"
 	"github.com/hookline/hookline/internal/smtpurl"
@@ -20,6 +21,10 @@ func (s *Server) buildMaintenance() error {
 	s.maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
 	s.maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval, s.LoginThrottle.Prune, mlog))
 	s.maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
+	s.maintainer.Register(maintenance.Task{Name: "history_partitions", Interval: history.TaskInterval, Run: func(ctx context.Context) error {
+		_, err := s.History.Make(ctx)
+		return err
+	}})
 	s.maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
 	smtp, err := smtpurl.Configured(cfg.SMTPURL)

@@ -3,6 +3,7 @@ package testdb
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -148,3 +149,19 @@ func (n PlanNode) Relation() string { s, _ := n["Relation Name"].(string); retur
 func (n PlanNode) Loops() int { return int(n.num("Actual Loops")) }
 
 func (n PlanNode) num(key string) float64 { v, _ := n[key].(float64); return v }
+
+// seqScan is a sequential scan's line in a text plan: the relation and its estimated cost.
+var seqScan = regexp.MustCompile(`Seq Scan on (\S+)(?: \S+)?\s+\(cost=([0-9.]+)\.\.([0-9.]+)`)
+
+// WholeScans lists the relations a text plan reads whole (Seq Scan) whose name starts with prefix, leaving
+// out those PostgreSQL reads whole because it knows them empty (a partition made ahead, cost 0..0): a
+// plan that scans a history partition with rows in it is what plan tests look for.
+func WholeScans(plan, prefix string) []string {
+	var whole []string
+	for _, m := range seqScan.FindAllStringSubmatch(plan, -1) {
+		if strings.HasPrefix(m[1], prefix) && m[3] != "0.00" {
+			whole = append(whole, m[1])
+		}
+	}
+	return whole
+}

@@ -66,7 +66,29 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func(), err 
 	if err != nil {
 		return "", nil, err
 	}
-	return create(ctx, admin, prefix, template)
+	dbURL, drop, err = create(ctx, admin, prefix, template)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := makeHistoryPartitions(ctx, dbURL); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dbURL, drop, nil
+}
+
+// makeHistoryPartitions makes the copy's history partitions up to three days from now, as a server's start
+// does: a template made on an earlier day has them only up to three days from then.
+func makeHistoryPartitions(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("testdb: history partitions: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT history_make_partitions(interval '1 day', now() + interval '3 days')"); err != nil {
+		return fmt.Errorf("testdb: history partitions: %w", err)
+	}
+	return nil
 }
 
 // CreateEmpty is Create without the migrations, for tests of migrating itself.

@@ -1,0 +1,16 @@
+-- The delivery history's time partitions (internal/history). The partitions themselves are made by
+-- history_make_partitions and listed by history_partitions (db/schema/00026_history_partitions.sql): their
+-- statements name tables built at run time, which only PL/pgSQL can.
+
+-- name: MakeHistoryPartitions :one
+-- Makes the partitions of events, webhook_attempts and webhook_deliveries_finished up to the first interval
+-- that starts after horizon; returns how many intervals it made.
+SELECT history_make_partitions(make_interval(secs => @step_seconds::float8), @horizon::timestamptz)::int AS made;
+
+-- name: ListHistoryPartitions :many
+-- Every time partition of the history, oldest first per table. The legacy partition (every id before the
+-- cut-over) has no start: legacy is true and starts_at the epoch.
+SELECT p.parent::text AS parent, p.name::text AS name, (p.starts_at IS NULL)::bool AS legacy,
+       coalesce(p.starts_at, 'epoch')::timestamptz AS starts_at, p.ends_at::timestamptz AS ends_at, p.bytes::bigint AS bytes
+FROM history_partitions() p
+ORDER BY 1, 4;
