@@ -14,3 +14,13 @@ SELECT p.parent::text AS parent, p.name::text AS name, (p.starts_at IS NULL)::bo
        coalesce(p.starts_at, 'epoch')::timestamptz AS starts_at, p.ends_at::timestamptz AS ends_at, p.bytes::bigint AS bytes
 FROM history_partitions() p
 ORDER BY 1, 4;
+
+-- name: CompactHistoryPartition :one
+-- Replaces the time partitions named <table>_<part> by what is still kept of them, or drops them when
+-- nothing is (history_compact); returns 'dropped', 'compacted' or 'kept'.
+SELECT history_compact(@part::text, @keep_delivered_after::timestamptz)::text AS outcome;
+
+-- name: HistoryCutover :one
+-- The cut-over: every id before it is in the legacy partitions (the tables as they were before the
+-- history was partitioned), which retention sweeps row by row.
+SELECT legacy_until FROM history_cutover;

@@ -4,10 +4,12 @@
 -- touching for the next batch instead of waiting on them.
 
 -- name: DeleteDeliveredBefore :many
--- Deletes up to max deliveries delivered before cutoff, oldest first, and returns their events' ids.
+-- Deletes up to max deliveries delivered before cutoff, oldest first, and returns their events' ids: those
+-- of the legacy partition only (ids before @legacy_until, the history as it was before partitioning); the
+-- time partitions go whole (history_compact).
 WITH doomed AS (
     SELECT id FROM webhook_deliveries
-    WHERE state = 'delivered' AND last_attempt_at < @cutoff::timestamptz
+    WHERE state = 'delivered' AND last_attempt_at < @cutoff::timestamptz AND id < @legacy_until::uuid
     ORDER BY last_attempt_at
     LIMIT @max::int
     FOR UPDATE SKIP LOCKED

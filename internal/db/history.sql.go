@@ -10,6 +10,37 @@ import (
 	"time"
 )
 
+const compactHistoryPartition = `-- name: CompactHistoryPartition :one
+SELECT history_compact($1::text, $2::timestamptz)::text AS outcome
+`
+
+type CompactHistoryPartitionParams struct {
+	Part               string
+	KeepDeliveredAfter time.Time
+}
+
+// Replaces the time partitions named <table>_<part> by what is still kept of them, or drops them when
+// nothing is (history_compact); returns 'dropped', 'compacted' or 'kept'.
+func (q *Queries) CompactHistoryPartition(ctx context.Context, arg CompactHistoryPartitionParams) (string, error) {
+	row := q.db.QueryRow(ctx, compactHistoryPartition, arg.Part, arg.KeepDeliveredAfter)
+	var outcome string
+	err := row.Scan(&outcome)
+	return outcome, err
+}
+
+const historyCutover = `-- name: HistoryCutover :one
+SELECT legacy_until FROM history_cutover
+`
+
+// The cut-over: every id before it is in the legacy partitions (the tables as they were before the
+// history was partitioned), which retention sweeps row by row.
+func (q *Queries) HistoryCutover(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, historyCutover)
+	var legacy_until time.Time
+	err := row.Scan(&legacy_until)
+	return legacy_until, err
+}
+
 const listHistoryPartitions = `-- name: ListHistoryPartitions :many
 SELECT p.parent::text AS parent, p.name::text AS name, (p.starts_at IS NULL)::bool AS legacy,
        coalesce(p.starts_at, 'epoch')::timestamptz AS starts_at, p.ends_at::timestamptz AS ends_at, p.bytes::bigint AS bytes

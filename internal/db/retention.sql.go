@@ -85,9 +85,9 @@ const deleteDeliveredBefore = `-- name: DeleteDeliveredBefore :many
 
 WITH doomed AS (
     SELECT id FROM webhook_deliveries
-    WHERE state = 'delivered' AND last_attempt_at < $1::timestamptz
+    WHERE state = 'delivered' AND last_attempt_at < $1::timestamptz AND id < $2::uuid
     ORDER BY last_attempt_at
-    LIMIT $2::int
+    LIMIT $3::int
     FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM webhook_deliveries d USING doomed
@@ -100,17 +100,20 @@ SELECT gone.event_id FROM gone
 `
 
 type DeleteDeliveredBeforeParams struct {
-	Cutoff time.Time
-	Max    int32
+	Cutoff      time.Time
+	LegacyUntil uuid.UUID
+	Max         int32
 }
 
 // Retention (internal/retention): old delivered and dead deliveries are deleted in bounded batches found by
 // the partial indexes webhook_deliveries_delivered_at_idx and webhook_deliveries_dead_at_idx. Their
 // attempts go with them, in the same statement. SKIP LOCKED leaves rows a worker or a manual retry is
 // touching for the next batch instead of waiting on them.
-// Deletes up to max deliveries delivered before cutoff, oldest first, and returns their events' ids.
+// Deletes up to max deliveries delivered before cutoff, oldest first, and returns their events' ids: those
+// of the legacy partition only (ids before @legacy_until, the history as it was before partitioning); the
+// time partitions go whole (history_compact).
 func (q *Queries) DeleteDeliveredBefore(ctx context.Context, arg DeleteDeliveredBeforeParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, deleteDeliveredBefore, arg.Cutoff, arg.Max)
+	rows, err := q.db.Query(ctx, deleteDeliveredBefore, arg.Cutoff, arg.LegacyUntil, arg.Max)
 	if err != nil {
 		return nil, err
 	}

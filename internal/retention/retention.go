@@ -72,6 +72,9 @@ type Options struct {
 	// ctx cuts short); tests inject both to see the waits without sleeping.
 	Clock func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) bool
+	// PartitionInterval is the span of the history's time partitions (HOOKLINE_PARTITION_INTERVAL, default
+	// 24 h): a partition goes within one of them of its retention.
+	PartitionInterval time.Duration
 	// Interval is the pause between sweeps (HOOKLINE_RETENTION_INTERVAL), only to warn when a paced sweep
 	// outlasts it: if that keeps happening, rows expire faster than Rate deletes them.
 	Interval time.Duration
@@ -88,6 +91,9 @@ type Result struct {
 	Events    int64 // events deleted (left without deliveries, or never matched a subscription)
 	Archived  int64 // dead deliveries written to the archive
 	Minutes   int64 // per-minute attempt counts past AttemptMinutesKept deleted
+	// PartitionsDropped and PartitionsCompacted count the time partitions past retention dropped whole or
+	// replaced by what is still kept of them.
+	PartitionsDropped, PartitionsCompacted int
 	// ArchiveFile is the file this sweep appended to, if any.
 	ArchiveFile string
 	// Skipped says another sweep held the lock, so this one did nothing.
@@ -147,6 +153,9 @@ func New(pool *pgxpool.Pool, o Options) *Sweeper {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.PartitionInterval <= 0 {
+		o.PartitionInterval = 24 * time.Hour
+	}
 	if o.Limiter == nil && o.Rate > 0 {
 		o.Limiter = rate.NewLimiter(rate.Limit(o.Rate), o.BatchSize)
 	}
@@ -196,9 +205,15 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 	}()
 
 	// Every statement runs on the locked connection: one connection, whatever the sweep's size.
+	legacy, err := legacyUntil(ctx, db.New(conn))
+	if err != nil {
+		return s.done(res, started, err)
+	}
 	if s.o.Delivered > 0 {
+		// Delivered deliveries one by one only in the legacy partition (from before partitioning); the
+		// time partitions go whole (compactPartitions, after the dead ones have gone).
 		if err := s.deleteBatches(ctx, conn, &res.Delivered, &res.Events, "delivered", func(ctx context.Context, q *db.Queries) ([]uuid.UUID, error) {
-			return q.DeleteDeliveredBefore(ctx, db.DeleteDeliveredBeforeParams{Cutoff: now.Add(-s.o.Delivered), Max: int32(s.o.BatchSize)})
+			return q.DeleteDeliveredBefore(ctx, db.DeleteDeliveredBeforeParams{Cutoff: now.Add(-s.o.Delivered), Max: int32(s.o.BatchSize), LegacyUntil: legacy})
 		}); err != nil {
 			return s.done(res, started, err)
 		}
@@ -216,8 +231,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (res Result, err error) {
 			return s.done(res, started, err)
 		}
 	}
+	if err := s.compactPartitions(ctx, conn, now, &res); err != nil {
+		return s.done(res, started, err)
+	}
 	if keep := s.eventRetention(); keep > 0 {
-		if err := s.deleteUndeliveredEvents(ctx, conn, now.Add(-keep), &res); err != nil {
+		if err := s.deleteUndeliveredEvents(ctx, conn, now.Add(-keep), legacy, &res); err != nil {
 			return s.done(res, started, err)
 		}
 	}
@@ -240,6 +258,7 @@ func (s *Sweeper) eventRetention() time.Duration {
 func (s *Sweeper) done(res Result, started time.Time, err error) (Result, error) {
 	res.Duration = time.Since(started)
 	s.log.Info("retention sweep", "delivered", res.Delivered, "dead", res.Dead, "events", res.Events,
+		"partitions_dropped", res.PartitionsDropped, "partitions_compacted", res.PartitionsCompacted,
 		"minutes", res.Minutes, "archived", res.Archived, "archive_file", res.ArchiveFile, "duration", res.Duration, "err", err)
 	if err == nil && s.o.Rate > 0 && s.o.Interval > 0 && res.Duration > s.o.Interval {
 		s.log.Warn("the retention sweep took longer than HOOKLINE_RETENTION_INTERVAL, paced by HOOKLINE_RETENTION_RATE: "+
@@ -320,8 +339,13 @@ func deleteEmptiedEvents(ctx context.Context, q *db.Queries, eventIDs []uuid.UUI
 
 // deleteUndeliveredEvents deletes events older than cutoff that no subscription matched, scanning ids
 // from the watermark up to the UUIDv7 boundary of cutoff in primary-key order.
-func (s *Sweeper) deleteUndeliveredEvents(ctx context.Context, conn *pgxpool.Conn, cutoff time.Time, res *Result) error {
+// Only the legacy partition is scanned (ids before legacyUntil): a time partition's events without
+// deliveries go with it.
+func (s *Sweeper) deleteUndeliveredEvents(ctx context.Context, conn *pgxpool.Conn, cutoff time.Time, legacyUntil uuid.UUID, res *Result) error {
 	before := UUIDv7Floor(cutoff)
+	if slices.Compare(legacyUntil[:], before[:]) < 0 {
+		before = legacyUntil
+	}
 	q := db.New(conn)
 	for slices.Compare(s.watermark[:], before[:]) < 0 {
 		start := time.Now()

@@ -119,12 +119,12 @@ func (e *env) delivery(event uuid.UUID, state string, at time.Time, discarded bo
 		discardedAt = &at
 	}
 	if err := e.pool.QueryRow(e.ctx, `
-		INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
+		INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
 			last_attempt_at, dead_at, discarded_at, lease_expires_at, lease_id, total_attempts, created_at, updated_at)
-		VALUES ($1, $2, $3, 'order.created', $4, $5, $5::timestamptz + interval '72 hours', $5,
+		VALUES ($7, $1, $2, $3, 'order.created', $4, $5, $5::timestamptz + interval '72 hours', $5,
 			CASE WHEN $4 IN ('failed', 'expired') THEN $5::timestamptz END, $6,
 			CASE WHEN $4 = 'in_flight' THEN $5::timestamptz END, CASE WHEN $4 = 'in_flight' THEN gen_random_uuid() END, 1, $5, $5)
-		RETURNING id`, e.tenant, event, e.sub, state, at, discardedAt).Scan(&id); err != nil {
+		RETURNING id`, e.tenant, event, e.sub, state, at, discardedAt, idAt(at)).Scan(&id); err != nil {
 		e.t.Fatalf("insert %s delivery: %v", state, err)
 	}
 	e.exec(`INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, outcome, request_url, request_headers)
@@ -234,9 +234,11 @@ func TestRetentionBoundaries(t *testing.T) {
 func (e *env) insertMany(n int, state string, at time.Time) uuid.UUID {
 	e.t.Helper()
 	ev := e.event(at)
-	e.exec(`INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
+	// ids of time at (its partition), as uuid_v7() made them then
+	e.exec(`INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, state, next_attempt_at, give_up_at,
 			last_attempt_at, dead_at, total_attempts, created_at, updated_at)
-		SELECT $1, $2, $3, 'order.created', $4, $5, $5, $5::timestamptz - g * interval '1 microsecond',
+		SELECT encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(uuid_send(uuid_v7_floor($5)) FROM 1 FOR 6) FROM 1 FOR 6), 'hex')::uuid,
+			$1, $2, $3, 'order.created', $4, $5, $5, $5::timestamptz - g * interval '1 microsecond',
 			CASE WHEN $4 IN ('failed', 'expired') THEN $5::timestamptz - g * interval '1 microsecond' END, 1, $5, $5
 		FROM generate_series(1, $6::int) g`, e.tenant, ev, e.sub, state, at, n)
 	e.exec(`INSERT INTO webhook_attempts (delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, outcome, request_url, request_headers)

@@ -206,7 +206,7 @@ func (s *Server) build(ctx context.Context, o Options) (err error) {
 	s.Sessions = session.NewStore(s.Pool)
 	s.retention = retention.New(s.Pool, retention.Options{
 		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, ArchiveDir: cfg.ArchiveDir, Now: s.now,
-		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval,
+		Rate: cfg.RetentionRate, Interval: cfg.RetentionInterval, PartitionInterval: cfg.PartitionInterval,
 		Logger: s.log.With("component", "retention"), Metrics: retention.NewMetrics(s.registry),
 	})
 	if err := s.buildMaintenance(); err != nil {

@@ -1,0 +1,109 @@
+-- +goose Up
+-- Retention by partition. A time partition (the same span of webhook_deliveries_finished, webhook_attempts
+-- and events: history_make_partitions makes them together) whose delivered deliveries are past
+-- HOOKLINE_RETENTION_DELIVERED is replaced as a whole: by nothing when nothing in it is kept any longer, or
+-- by a copy of what is kept. What is kept: delivered deliveries still within their retention (a delivery
+-- resent long after it was made is delivered again later than its neighbours), every dead one (those are
+-- archived and deleted one by one at HOOKLINE_RETENTION_DEAD, by the retention sweep, as before), the
+-- attempts of those and of the partition's deliveries that are waiting again in the queue (a replay, a
+-- resend), and the events any delivery still refers to. Delivered deliveries are never deleted one by one.
+--
+-- history_compact(part, keep_delivered_after) does that for the time partitions named
+-- webhook_deliveries_<part>, webhook_attempts_<part> and events_<part> (part: 'p20261128_0000'), in one
+-- transaction, and says what it did: 'dropped', 'compacted' or 'kept' (nothing in it was past retention).
+-- The caller asks only about partitions whose whole span is past the delivered retention.
+-- The three partitions are locked against writes (SHARE) while what is kept is copied: their rows are old,
+-- so the writes held are a late retry's; then the copies take the partitions' places, which takes each
+-- parent's lock for a moment. lock_timeout bounds every wait: a compaction that would wait longer fails
+-- and the next sweep tries again.
+-- +goose StatementBegin
+CREATE FUNCTION history_compact(part text, keep_delivered_after timestamptz) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    d text := 'webhook_deliveries_' || part;
+    a text := 'webhook_attempts_' || part;
+    e text := 'events_' || part;
+    lo uuid;
+    hi uuid;
+    past boolean;
+    kept bigint;
+    bound text;
+BEGIN
+    SELECT pg_get_expr(c.relpartbound, c.oid) INTO bound FROM pg_class c WHERE c.relname = d;
+    IF bound IS NULL OR bound LIKE '%MINVALUE%' THEN
+        RAISE EXCEPTION 'history_compact: % is not a time partition', d;
+    END IF;
+    lo := (regexp_match(bound, 'FROM \(''([^'']+)''\)'))[1]::uuid;
+    hi := (regexp_match(bound, 'TO \(''([^'']+)''\)'))[1]::uuid;
+    -- Looked at before locking anything: rows only ever get older, so one past now is past after the lock.
+    -- (an emptied partition, whose dead deliveries have all been deleted, goes too)
+    EXECUTE format('SELECT EXISTS (SELECT FROM %I WHERE state = ''delivered'' AND last_attempt_at < $1)
+                    OR NOT EXISTS (SELECT FROM %I)', d, d)
+        INTO past USING keep_delivered_after;
+    IF NOT past THEN
+        RETURN 'kept';
+    END IF;
+    PERFORM set_config('lock_timeout', '2s', true);
+    EXECUTE format('LOCK TABLE %I, %I, %I IN SHARE MODE', d, a, e);
+
+    EXECUTE format('CREATE TEMP TABLE history_kept_deliveries ON COMMIT DROP AS
+        SELECT * FROM %I WHERE state <> ''delivered'' OR last_attempt_at >= $1', d) USING keep_delivered_after;
+    -- whose attempts stay: the kept deliveries, and the partition's deliveries waiting in the queue again
+    CREATE TEMP TABLE history_kept_ids ON COMMIT DROP AS
+        SELECT id FROM history_kept_deliveries
+        UNION SELECT q.id FROM webhook_deliveries_queue q WHERE q.id >= lo AND q.id < hi;
+    -- whose events stay: those, and deliveries of later partitions made for an event of this one (an
+    -- event's id is taken just before its deliveries are stored, so a few sit across a boundary)
+    CREATE TEMP TABLE history_kept_events ON COMMIT DROP AS
+        SELECT event_id AS id FROM history_kept_deliveries
+        UNION SELECT q.event_id FROM webhook_deliveries_queue q WHERE q.event_id >= lo AND q.event_id < hi
+        UNION SELECT f.event_id FROM webhook_deliveries_finished f WHERE f.event_id >= lo AND f.event_id < hi AND f.id >= hi;
+    SELECT count(*) INTO kept FROM (SELECT FROM history_kept_ids UNION ALL SELECT FROM history_kept_events) k;
+
+    DELETE FROM event_idempotency k
+    WHERE k.event_id >= lo AND k.event_id < hi AND NOT EXISTS (SELECT FROM history_kept_events x WHERE x.id = k.event_id);
+    IF kept = 0 THEN
+        EXECUTE format('DROP TABLE %I, %I, %I', d, a, e);
+        RETURN 'dropped';
+    END IF;
+
+    PERFORM history_replace_partition('webhook_deliveries_finished', d, lo, hi,
+        'SELECT * FROM history_kept_deliveries');
+    PERFORM history_replace_partition('webhook_attempts', a, lo, hi,
+        format('SELECT a.* FROM %I a WHERE a.delivery_id IN (SELECT id FROM history_kept_ids)', a));
+    PERFORM history_replace_partition('events', e, lo, hi,
+        format('SELECT e.* FROM %I e WHERE e.id IN (SELECT id FROM history_kept_events)', e));
+    RETURN 'compacted';
+END
+$$;
+-- +goose StatementEnd
+
+-- history_replace_partition puts a table holding the rows rows selects (a part of partition old) in old's
+-- place under parent, with old's name, bounds and index names, and drops old. A CHECK constraint stating
+-- the bounds lets the attach skip its scan; its indexes are built on attaching, on the copy's few rows.
+-- +goose StatementBegin
+CREATE FUNCTION history_replace_partition(parent text, old text, lo uuid, hi uuid, rows text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    fresh text := left(old, 56) || '_kept';
+    key text := CASE WHEN parent = 'webhook_attempts' THEN 'delivery_id' ELSE 'id' END;
+BEGIN
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', fresh, parent);
+    EXECUTE format('INSERT INTO %I %s', fresh, rows);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (%I >= %L AND %I < %L)', fresh, fresh || '_range', key, lo, key, hi);
+    IF parent = 'webhook_deliveries_finished' THEN
+        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (state IN (''delivered'', ''failed'', ''expired''))',
+                       fresh, fresh || '_finished');
+    END IF;
+    EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', parent, old);
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, fresh, lo, hi);
+    EXECUTE format('DROP TABLE %I', old);
+    EXECUTE format('ALTER TABLE %I RENAME TO %I', fresh, old);
+    PERFORM history_name_indexes(old::regclass);
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP FUNCTION history_compact(text, timestamptz);
+DROP FUNCTION history_replace_partition(text, text, uuid, uuid, text);
