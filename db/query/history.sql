@@ -24,3 +24,15 @@ SELECT history_compact(@part::text, @keep_delivered_after::timestamptz)::text AS
 -- The cut-over: every id before it is in the legacy partitions (the tables as they were before the
 -- history was partitioned), which retention sweeps row by row.
 SELECT legacy_until FROM history_cutover;
+
+-- name: QueueChurn :one
+-- The queue partition's dead row versions and live rows as PostgreSQL's statistics count them: every
+-- delivery leaves the queue by a delete (moving to its time partition), so after a busy while most of its
+-- pages and index entries are dead until a vacuum, and every claim and publish reads past them.
+SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS dead,
+       pg_stat_get_live_tuples('webhook_deliveries_queue'::regclass)::bigint AS live;
+
+-- name: VacuumQueue :exec
+-- Vacuums the queue partition (its heap and indexes, which are small: the queue's own size) and refreshes
+-- its statistics, so the planner's estimates and the plans cached on them follow what is waiting now.
+VACUUM (ANALYZE) webhook_deliveries_queue;

@@ -107,3 +107,34 @@ func (q *Queries) MakeHistoryPartitions(ctx context.Context, arg MakeHistoryPart
 	err := row.Scan(&made)
 	return made, err
 }
+
+const queueChurn = `-- name: QueueChurn :one
+SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS dead,
+       pg_stat_get_live_tuples('webhook_deliveries_queue'::regclass)::bigint AS live
+`
+
+type QueueChurnRow struct {
+	Dead int64
+	Live int64
+}
+
+// The queue partition's dead row versions and live rows as PostgreSQL's statistics count them: every
+// delivery leaves the queue by a delete (moving to its time partition), so after a busy while most of its
+// pages and index entries are dead until a vacuum, and every claim and publish reads past them.
+func (q *Queries) QueueChurn(ctx context.Context) (QueueChurnRow, error) {
+	row := q.db.QueryRow(ctx, queueChurn)
+	var i QueueChurnRow
+	err := row.Scan(&i.Dead, &i.Live)
+	return i, err
+}
+
+const vacuumQueue = `-- name: VacuumQueue :exec
+VACUUM (ANALYZE) webhook_deliveries_queue
+`
+
+// Vacuums the queue partition (its heap and indexes, which are small: the queue's own size) and refreshes
+// its statistics, so the planner's estimates and the plans cached on them follow what is waiting now.
+func (q *Queries) VacuumQueue(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, vacuumQueue)
+	return err
+}

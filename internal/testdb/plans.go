@@ -80,11 +80,15 @@ type Plan struct {
 	execMS float64
 }
 
+// Buffers is how many shared buffers the statement touched (found in the cache or read), its whole plan's:
+// what it read of the database, which, unlike its time, does not depend on what else the machine does.
+func (p Plan) Buffers() int { return int(p.root.num("Shared Hit Blocks") + p.root.num("Shared Read Blocks")) }
+
 // PlanNode is one node of a Plan, as EXPLAIN's JSON gives it.
 type PlanNode map[string]any
 
-// ExplainAnalyze runs the statement under EXPLAIN (ANALYZE, FORMAT JSON) and returns its plan. The statement
-// really runs: call it inside a transaction that is rolled back.
+// ExplainAnalyze runs the statement under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) and returns its plan. The
+// statement really runs: call it inside a transaction that is rolled back.
 func ExplainAnalyze(t testing.TB, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, statement string, args ...any) Plan {
@@ -93,7 +97,7 @@ func ExplainAnalyze(t testing.TB, q interface {
 		Plan   PlanNode `json:"Plan"`
 		ExecMS float64  `json:"Execution Time"`
 	}
-	if err := q.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+statement, args...).Scan(&out); err != nil {
+	if err := q.QueryRow(context.Background(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+statement, args...).Scan(&out); err != nil {
 		t.Fatalf("explain analyze: %v", err)
 	}
 	if len(out) != 1 {
