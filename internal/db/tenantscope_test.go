@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -243,6 +244,31 @@ func TestEveryQueryNamesTheTenant(t *testing.T) {
 	for _, name := range sortedKeys(tenantExemptions) {
 		if !seen[name] {
 			t.Errorf("tenantExemptions lists %s, which no query in db/query is called: remove it", name)
+		}
+	}
+}
+
+// The tables the test classifies are those docs/scaling.md places, so neither goes stale without the other.
+func TestCitusPlanNamesEveryTable(t *testing.T) {
+	s := loadSchema(t)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scaling.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(doc), "Distributing by tenant on Citus")
+	if !found {
+		t.Fatal(`docs/scaling.md has no section "Distributing by tenant on Citus"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, name := range sortedKeys(s.tables) {
+		r := s.tables[name]
+		if name != "goose_db_version" && !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/scaling.md's Citus section does not place `%s` (distributed: %v)", name, r.distributed)
+		}
+	}
+	for _, name := range sortedKeys(coordinatorTables) {
+		if r := s.tables[name]; r == nil || r.tenantCol != "tenant_id" {
+			t.Errorf("coordinatorTables lists %s, which is not a table with a tenant_id column: remove it", name)
 		}
 	}
 }
