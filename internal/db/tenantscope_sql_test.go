@@ -615,7 +615,7 @@ func (st *statement) settle() {
 // apply pins dst from src when the fact allows it; it says whether anything changed.
 func (st *statement) apply(f fact, src, dst side) bool {
 	r := dst.ref
-	if r == nil || r.table == nil || !contains2(f.home.refs, r) || (f.only != nil && !f.only[r]) {
+	if r == nil || r.table == nil || !hasRef(f.home.refs, r) || (f.only != nil && !f.only[r]) {
 		return false
 	}
 	changed := false
@@ -629,7 +629,7 @@ func (st *statement) apply(f fact, src, dst side) bool {
 	return changed
 }
 
-func contains2(refs []*ref, r *ref) bool {
+func hasRef(refs []*ref, r *ref) bool {
 	for _, x := range refs {
 		if x == r {
 			return true
