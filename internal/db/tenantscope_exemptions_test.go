@@ -39,6 +39,7 @@ var tenantExemptions = map[string]exemption{
 	"CompleteAttempts":    {engine, "a completer batch holds whatever finished, of any tenants"},
 	"ReleaseDeliveries":   {engine, "gives back a batch of claimed deliveries, of any tenants"},
 	"RescueExpiredLeases": {engine, "the rescue looks at every expired lease"},
+	"VacuumQueue":         {maintenance, "the leader vacuums the queue partition, every tenant's rows"},
 
 	// The maintenance leader's sweeps over every tenant.
 	"DeadLetterQueuedOfDeletedSubscriptions": {maintenance, "dead-letters the waiting deliveries of every deleted subscription"},
