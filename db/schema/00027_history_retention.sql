@@ -104,6 +104,36 @@ END
 $$;
 -- +goose StatementEnd
 
+-- history_start_at(t) moves the cut-over of a database with no history yet back to t (the start of an
+-- interval): its legacy partitions then end at t and time partitions can be made from t on, so history of
+-- the past can be loaded into time partitions as it would have been stored (make bench's history phases
+-- load days of it with SQL). It refuses a database that has history.
+-- +goose StatementBegin
+CREATE FUNCTION history_start_at(t timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF EXISTS (SELECT FROM events) OR EXISTS (SELECT FROM webhook_deliveries) OR EXISTS (SELECT FROM webhook_attempts) THEN
+        RAISE EXCEPTION 'history_start_at: the database already has history';
+    END IF;
+    FOR r IN SELECT name FROM history_partitions() WHERE starts_at IS NOT NULL LOOP
+        EXECUTE format('DROP TABLE %I', r.name);
+    END LOOP;
+    FOR r IN SELECT * FROM (VALUES ('events'), ('webhook_attempts'), ('webhook_deliveries')) AS v(parent) LOOP
+        EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', r.parent, r.parent || '_legacy');
+        EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO (%L)',
+                       r.parent, r.parent || '_legacy', uuid_v7_floor(t));
+    END LOOP;
+    ALTER TABLE webhook_deliveries DETACH PARTITION webhook_deliveries_current;
+    EXECUTE format('ALTER TABLE webhook_deliveries ATTACH PARTITION webhook_deliveries_current FOR VALUES FROM (%L) TO (MAXVALUE)',
+                   uuid_v7_floor(t));
+    UPDATE history_cutover SET legacy_until = t;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION history_start_at(timestamptz);
 DROP FUNCTION history_compact(text, timestamptz);
 DROP FUNCTION history_replace_partition(text, text, uuid, uuid, text);
