@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Statements is a pgx.QueryTracer (set it as a pool's ConnConfig.Tracer) that keeps the SQL and arguments
@@ -168,4 +169,33 @@ func WholeScans(plan, prefix string) []string {
 		}
 	}
 	return whole
+}
+
+// ExplainExecute is the plan PostgreSQL's plan cache runs statement with args by: prepared under name on
+// conn, then EXPLAIN EXECUTE, custom or generic as the session's plan_cache_mode says. EXECUTE takes
+// values, not bind parameters, so each argument is written as the literal of its parameter's type.
+func ExplainExecute(t testing.TB, conn *pgx.Conn, name, statement string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	_ = conn.Deallocate(ctx, name) // an earlier call's, if any
+	sd, err := conn.Prepare(ctx, name, statement)
+	if err != nil {
+		t.Fatalf("explain execute: prepare: %v", err)
+	}
+	literals := make([]string, len(args))
+	for i, a := range args {
+		text, err := conn.TypeMap().Encode(sd.ParamOIDs[i], pgtype.TextFormatCode, a, nil)
+		if err != nil {
+			t.Fatalf("explain execute: argument %d: %v", i+1, err)
+		}
+		literals[i] = "NULL"
+		if text != nil {
+			literals[i] = "'" + strings.ReplaceAll(string(text), "'", "''") + "'"
+		}
+	}
+	exec := "EXECUTE " + pgx.Identifier{name}.Sanitize()
+	if len(args) > 0 {
+		exec += "(" + strings.Join(literals, ", ") + ")"
+	}
+	return Explain(t, conn, exec)
 }
