@@ -1,9 +1,11 @@
 package web_test
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/internal/delivery"
 )
@@ -56,5 +58,36 @@ func TestDeliveryOfADeletedSubscription(t *testing.T) {
 	}
 	if d := e.waitState(tn, id, delivery.Failed, delivery.Pending); d.State != delivery.Failed || d.ManualRetries != 0 {
 		t.Errorf("after the refused Resend: %s with %d manual retries, want failed with 0", d.State, d.ManualRetries)
+	}
+}
+
+// A delivery that was retrying when its subscription was deleted ends dead with its last attempt's
+// temporary error; the page must not say that attempt was "retried": nothing followed it.
+func TestDeletedSubscriptionsRetryingDeliveryWasNotRetried(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withBackground, nil)
+	tn := e.newTenant("deleted while retrying")
+	sub := e.newSubscription(tn, "/flaky/deleted-while-retrying", "retrying, then deleted", "order.paid")
+	id := e.publishTo(tn, sub.ID, "order.paid", map[string]any{"n": 1})
+	eventually(t, 60*time.Second, 25*time.Millisecond, func() bool {
+		d, err := e.srv.Deliveries.Get(context.Background(), tn.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.TotalAttempts > 0
+	}, func() string { return "no attempt of the delivery" })
+	if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(tn, id, delivery.Failed)
+	c := e.client()
+	c.login(tn.Email)
+	p := c.get("/deliveries/" + id.String())
+	attempts := byTestID(p.Doc, "attempt")
+	if p.Status != 200 || len(attempts) == 0 {
+		t.Fatalf("delivery page: %s with %d attempts", p, len(attempts))
+	}
+	if last := text(attempts[0]); strings.Contains(last, "temporary error, retried") || !strings.Contains(last, "its subscription was deleted") {
+		t.Errorf("the last attempt says %q, want its temporary error not retried because the subscription was deleted", last)
 	}
 }

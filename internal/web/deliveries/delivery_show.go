@@ -50,8 +50,14 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Replay, p.ReplayHref = h.replayedBy(r, tenantID, d.ReplayID)
 	p.Headers = h.BrandedHeaders(r, p.Headers)
-	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
-		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
+	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].Class == "retry" {
+		// The last attempt's answer called for a retry that never came: say why rather than "retried".
+		switch {
+		case d.State == delivery.Expired:
+			p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
+		case d.State.Dead() && d.DeadReason != nil && *d.DeadReason == delivery.ReasonSubscriptionDeleted:
+			p.Attempts[n-1].Outcome = "temporary error, not retried: its subscription was deleted"
+		}
 	}
 	wait, err := h.Dels.ResendWait(r.Context(), d.SubscriptionID)
 	if err != nil {
