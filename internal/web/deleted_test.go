@@ -2,11 +2,14 @@ package web_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
 )
 
@@ -89,5 +92,60 @@ func TestDeletedSubscriptionsRetryingDeliveryWasNotRetried(t *testing.T) {
 	}
 	if last := text(attempts[0]); strings.Contains(last, "temporary error, retried") || !strings.Contains(last, "its subscription was deleted") {
 		t.Errorf("the last attempt says %q, want its temporary error not retried because the subscription was deleted", last)
+	}
+}
+
+// /admin/dead marks the dead letters of a deleted endpoint as such and offers no replay of them: a replay
+// never schedules a deleted endpoint's deliveries, so "Replay this window…" led to a preview saying "0 dead
+// deliveries match now" with no reason. The preview of their window now says why it matches none.
+func TestDeadLettersOfADeletedEndpointOfferNoReplay(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withBackground, withAdmin)
+	tn := e.newTenant("dead of deleted")
+	gone := e.newSubscription(tn, "/bad/dead-of-deleted", "deleted with its dead letters")
+	kept := e.newSubscription(tn, "/bad/dead-of-kept", "kept")
+	goneIDs := e.deadOf(tn, gone.ID, "order.paid", 2)
+	e.deadOf(tn, kept.ID, "order.paid", 1)
+	if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.login(adminEmail)
+
+	p := c.get("/admin/dead?tenant=" + tn.ID.String())
+	groups := byTestID(p.Doc, "dead-group")
+	if p.Status != http.StatusOK || len(groups) != 2 {
+		t.Fatalf("%s: %d groups", p, len(groups))
+	}
+	for _, g := range groups {
+		deleted := strings.Contains(text(g), gone.URL)
+		marks, replays, why := byTestID(g, "group-deleted"), byTestID(g, "group-replay"), byTestID(g, "group-not-replayable")
+		switch {
+		case deleted && (len(marks) != 1 || len(replays) != 0 || len(why) != 1):
+			t.Errorf("the deleted endpoint's group: %d deleted marks, %d replay links, %d reasons: %q", len(marks), len(replays), len(why), text(g))
+		case !deleted && (len(marks) != 0 || len(replays) != 1):
+			t.Errorf("the live endpoint's group: %d deleted marks, %d replay links: %q", len(marks), len(replays), text(g))
+		}
+	}
+	if strings.Contains(p.Body, `href="/subscriptions/`+gone.ID.String()+`"`) {
+		t.Error("the page links the deleted endpoint's page (a 404)")
+	}
+	for _, row := range byTestID(p.Doc, "dead-row") {
+		marked := len(byTestID(row, "dead-row-deleted")) == 1
+		if ofGone := slices.Contains(goneIDs, uuid.MustParse(attr(row, "data-id"))); marked != ofGone {
+			t.Errorf("dead letter %s: marked deleted %v, of the deleted endpoint %v", attr(row, "data-id"), marked, ofGone)
+		}
+	}
+
+	// The bulk replay of the deleted endpoint's window, typed by hand: none match, and it says why.
+	q := url.Values{"tenant": {tn.ID.String()}, "subscription": {gone.ID.String()},
+		"from": {formTimeOf(time.Now().Add(-time.Hour))}, "to": {formTimeOf(time.Now().Add(time.Hour))}}
+	p = c.get("/admin/replay?" + q.Encode())
+	if got := attr(one(t, p.Doc, "matched"), "data-matched"); got != "0" {
+		t.Fatalf("%s: matched %q", p, got)
+	}
+	want := "2 dead deliveries fit these criteria but are not replayed: their endpoints were deleted, and deliveries of deleted endpoints are never sent again."
+	if got := text(one(t, p.Doc, "deleted-not-replayed")); got != want {
+		t.Errorf("the preview says %q, want %q", got, want)
 	}
 }
