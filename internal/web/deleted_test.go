@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/subscriptions"
 )
 
 // TestDeliveryOfADeletedSubscription: a dead delivery's page, once its subscription is deleted, names the
@@ -147,5 +148,51 @@ func TestDeadLettersOfADeletedEndpointOfferNoReplay(t *testing.T) {
 	want := "2 dead deliveries fit these criteria but are not replayed: their endpoints were deleted, and deliveries of deleted endpoints are never sent again."
 	if got := text(one(t, p.Doc, "deleted-not-replayed")); got != want {
 		t.Errorf("the preview says %q, want %q", got, want)
+	}
+}
+
+// A delivery's page names its deleted endpoint as the activity log does, by its description marked
+// "(deleted)", in the heading and the breadcrumb, and the notice by its description, URL and id; it named
+// it "deleted subscription http://…" while the log said "Doomed endpoint (deleted)". Without a description
+// the URL names it.
+func TestDeliveryNamesItsDeletedEndpointByDescription(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withBackground, nil)
+	tn := e.newTenant("deleted endpoint named")
+	described := e.newSubscription(tn, "/bad/deleted-named", "Doomed endpoint", "order.paid")
+	bare := e.newSubscription(tn, "/bad/deleted-bare", "", "order.paid")
+	c := e.client()
+	c.login(tn.Email)
+	for _, want := range []struct {
+		sub          subscriptions.Subscription
+		name, notice string
+	}{
+		{described, "Doomed endpoint (deleted)", "Its subscription Doomed endpoint (" + described.URL + ", " + described.ID.String() + ") was deleted"},
+		{bare, bare.URL + " (deleted)", "Its subscription " + bare.URL + " (" + bare.ID.String() + ") was deleted"},
+	} {
+		id := e.publishTo(tn, want.sub.ID, "order.paid", map[string]any{"n": 1})
+		e.waitState(tn, id, delivery.Failed)
+		if err := e.srv.Subscriptions.Delete(setupCtx(), tn.ID, want.sub.ID); err != nil {
+			t.Fatal(err)
+		}
+		p := c.get("/deliveries/" + id.String())
+		if got := text(one(t, p.Doc, "subscription-name")); got != want.name {
+			t.Errorf("the page names the deleted endpoint %q, want %q", got, want.name)
+		}
+		if crumbs := text(one(t, p.Doc, "breadcrumb")); !strings.Contains(crumbs, want.name) {
+			t.Errorf("breadcrumb %q, want it to name %q", crumbs, want.name)
+		}
+		if notice := text(one(t, p.Doc, "endpoint-deleted")); !strings.HasPrefix(notice, want.notice) {
+			t.Errorf("notice %q, want it to start %q", notice, want.notice)
+		}
+		var logged []string
+		for _, row := range byTestID(c.get("/activity").Doc, "activity-row") {
+			if attr(row, "data-action") == "subscription.deleted" {
+				logged = append(logged, text(one(t, row, "activity-object")))
+			}
+		}
+		if !slices.Contains(logged, want.name) {
+			t.Errorf("the activity log names the deleted endpoints %q, the delivery page %q", logged, want.name)
+		}
 	}
 }
