@@ -1227,7 +1227,7 @@ func deadRows(rows []DeadLetterRow, testid string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, "\"><thead><tr><th scope=\"col\">Delivery</th><th scope=\"col\">Tenant</th><th scope=\"col\">Subscription</th><th scope=\"col\">Event type</th><th scope=\"col\">State</th><th scope=\"col\">Reason</th><th scope=\"col\">Attempts</th><th scope=\"col\">Created</th><th scope=\"col\">Dead since</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, "\"><thead><tr><th scope=\"col\">Delivery</th><th scope=\"col\">Tenant</th><th scope=\"col\">Subscription</th><th scope=\"col\">Event type</th><th scope=\"col\">State</th><th scope=\"col\">Reason</th><th scope=\"col\">Attempts</th><th scope=\"col\">Created</th><th scope=\"col\">Died</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1373,7 +1373,7 @@ func deadRows(rows []DeadLetterRow, testid string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, "</td><td data-label=\"Dead since\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, "</td><td data-label=\"Died\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -86,7 +86,8 @@ func (h *Handler) summary(d deliveries.Detail, subState string) templates.Summar
 		}
 		s.At = h.TimePtr(d.LastAttemptAt)
 	case d.State.Dead():
-		s.Class, s.Headline, s.AtLabel, s.At = "dead", "Dead", "since", h.TimePtr(d.DeadAt)
+		// The moment it died, as its age alone ("5 s ago"): "since 5 s ago" read oddly.
+		s.Class, s.Headline, s.At = "dead", "Dead", h.TimePtr(d.DeadAt)
 		if d.DeadReason != nil {
 			s.Headline += ": " + delivery.DeadReasonText(*d.DeadReason, d.LastStatus)
 		}
