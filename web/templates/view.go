@@ -157,7 +157,8 @@ type Subscription struct {
 	FailingSince string
 	Created      Time
 	Health       Health
-	// HeaderNames are the custom headers every request carries, lower-case; their values are never shown.
+	// HeaderNames are the custom headers every request carries, spelled as stored (canonical, X-Api-Key) and
+	// so as the endpoint form shows them; their values are never shown.
 	HeaderNames []string
 	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
 	RateLimit string
