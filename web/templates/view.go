@@ -5,6 +5,7 @@ package templates
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Layout is what every page's frame needs.
@@ -326,6 +327,9 @@ type ErrorPage struct {
 	Message       string
 	CorrelationID string
 }
+
+// dotParts splits a dotted name after each dot: "invoice.failed" is "invoice." and "failed".
+func dotParts(name string) []string { return strings.SplitAfter(name, ".") }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 
