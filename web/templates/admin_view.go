@@ -79,7 +79,9 @@ type DeadFilterForm struct {
 type DeadLetterRow struct {
 	ID, ShortID, Href      string
 	TenantName, TenantHref string
-	SubURL, SubHref        string
+	// SubHref is empty, and SubDeleted true, when the subscription was deleted (its page is gone).
+	SubURL, SubHref string
+	SubDeleted      bool
 	EventType              string
 	State, StateClass      string
 	Reason                 string
@@ -141,8 +143,10 @@ type DeadGroupRow struct {
 	Status                 string
 	Count                  int64
 	First, Last            Time
-	// ReplayHref is the bulk replay form filled with this group's window, tenant and subscription.
+	// ReplayHref is the bulk replay form filled with this group's window, tenant and subscription. A
+	// deleted subscription's group (SubDeleted) has neither it nor SubHref: no replay sends its deliveries.
 	ReplayHref string
+	SubDeleted bool
 }
 
 // GroupRow is one tenant's subscription's share of a replay preview.
@@ -161,6 +165,9 @@ type ReplayPreview struct {
 	Sample     []DeadLetterRow
 	// Hidden carries the criteria to the confirm form.
 	Hidden []KV
+	// DeletedNote says why dead deliveries that fit the criteria are not matched (their endpoints were
+	// deleted); empty when there are none.
+	DeletedNote string
 }
 
 // BulkReplayPage is /admin/replay.
