@@ -70,7 +70,7 @@ func main() {
 	flag.IntVar(&o.RSSLarge, "rss-large", 1000000, "rss: the large pending backlog")
 	flag.StringVar(&o.ScaleProcs, "scaling-procs", "1,2,3", "scaling: server process counts")
 	flag.DurationVar(&o.SlowPlan, "slow-plan", 20*time.Millisecond, "pages: log the plans of the server's statements slower than this (auto_explain; project-managed PostgreSQL only; 0: off)")
-	flag.DurationVar(&o.DrainSlowPlan, "drain-slow-plan", 0, "drain and scaling: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
+	flag.DurationVar(&o.DrainSlowPlan, "drain-slow-plan", 0, "drain, scaling and aged: log the plans of the server's statements slower than this, as -slow-plan (0: off, so the drain is not slowed)")
 	flag.IntVar(&o.ScaleN, "scaling-n", 20000, "scaling: deliveries in each backlog")
 	flag.Float64Var(&o.LimitRate, "ratelimit-rate", 100, "ratelimit: HOOKLINE_API_RATE_PER_SECOND of the limited run")
 	flag.IntVar(&o.LimitBurst, "ratelimit-burst", 0, "ratelimit: HOOKLINE_API_BURST of the limited run (0: its default, twice the rate)")

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,6 +79,8 @@ func (b *Bench) agedOnce(ctx context.Context, v agedVariant) error {
 		}
 	}
 	stats := testbed.EnableStatementStats(ctx, db)
+	plans := testbed.EnableSlowPlans(ctx, db, b.o.DrainSlowPlan)
+	defer plans.Report(filepath.Join(".data", "bench-slow-plans-aged-"+strings.ReplaceAll(v.name, " ", "-")+".txt"))
 	env := fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap) // the drain's, as in drain (a)
 	s, err := b.o.Server.Start(ctx, db.URL, env)
 	if err != nil {
@@ -110,7 +113,7 @@ func (b *Bench) agedOnce(ctx context.Context, v agedVariant) error {
 			return err
 		}
 	}
-	return checkAged(ctx, db, b.o.AgedN)
+	return checkAged(ctx, db, ts.tenant, b.o.AgedN)
 }
 
 // agedDiagnose measures the aged database again on a new server process (new connections: every statement
@@ -240,11 +243,12 @@ func (b *Bench) reportAged(v agedVariant, fresh, m *agedMeasure) {
 
 // checkAged checks in SQL, once every measurement is over (its scans would tidy up what the
 // measurements are about), that every delivery of the aging backlog was delivered with one attempt.
-func checkAged(ctx context.Context, db *testbed.Database, n int) error {
+func checkAged(ctx context.Context, db *testbed.Database, tenant string, n int) error {
 	var delivered, attempts int
 	err := db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE d.state = 'delivered' AND d.total_attempts = 1),
-	(SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries b ON b.id = a.delivery_id WHERE b.event_type = 'bench.backlog')
-FROM webhook_deliveries d WHERE d.event_type = 'bench.backlog'`).Scan(&delivered, &attempts)
+	(SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries b ON b.id = a.delivery_id
+	 WHERE b.tenant_id = $1 AND b.event_type = 'bench.backlog')
+FROM webhook_deliveries d WHERE d.tenant_id = $1 AND d.event_type = 'bench.backlog'`, tenant).Scan(&delivered, &attempts)
 	if err != nil {
 		return err
 	}
