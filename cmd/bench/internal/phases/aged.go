@@ -169,6 +169,7 @@ func (b *Bench) agedMeasureOnce(ctx context.Context, v agedVariant, step string,
 	fmt.Printf("aged %s, %s: publish → receiver p50 %.2f ms, p99 %.2f ms; publish → 202 p50 %.2f ms; CPU per publish: server %.0f µs, database %.0f µs; webhook_deliveries %s\n",
 		v.name, step, r.fromStart.Millis(50), r.fromStart.Millis(99), r.publish.Millis(50), m.serverCPU, m.dbCPU, m.table)
 	testbed.PrintStatements(m.statements)
+	printVacuums(ctx, db)
 	time.Sleep(200 * time.Millisecond)
 	b.record("aged", v.name+", "+step, b.rc.Tally(len(r.publish)))
 	return m, nil
@@ -291,4 +292,19 @@ BEGIN
     END LOOP;
 END $$`)
 	return err
+}
+
+// hotTables are the tables the publish, the claim and the completion read and write.
+var hotTables = []string{"webhook_deliveries", "events", "webhook_attempts", "subscriptions", "subscription_finished"}
+
+// printVacuums prints how often each hot table was vacuumed and analyzed so far: with autovacuum on, an
+// ANALYZE of any table a cached plan reads makes every session plan that statement again.
+func printVacuums(ctx context.Context, db *testbed.Database) {
+	line := "  vacuumed/analyzed so far:"
+	for _, t := range hotTables {
+		if st, err := testbed.ReadTableState(ctx, db, t); err == nil {
+			line += fmt.Sprintf(" %s %d/%d", t, st.Vacuums, st.Analyzes)
+		}
+	}
+	fmt.Println(line)
 }
