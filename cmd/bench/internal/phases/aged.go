@@ -107,12 +107,15 @@ func (b *Bench) agedOnce(ctx context.Context, v agedVariant) error {
 	since := aged.started.Sub(drained)
 	b.res.Add("aged", v.name+": drain that aged the server", rate, "deliveries/s", fmt.Sprintf("%d deliveries, one subscription", b.o.AgedN))
 	b.res.Add("aged", v.name+": the drain's end → the aged measurement", since.Seconds(), "s", "target ≤ 5")
-	b.reportAged(v, fresh, aged)
+	measures := []*agedMeasure{fresh, aged}
 	if b.o.AgedDiagnose {
-		if err := b.agedDiagnose(ctx, v, db, &s, ts, stats, fresh, env); err != nil {
+		more, err := b.agedDiagnose(ctx, v, db, &s, ts, stats, env)
+		if err != nil {
 			return err
 		}
+		measures = append(measures, more...)
 	}
+	b.reportAged(v, measures)
 	return checkAged(ctx, db, ts.tenant, b.o.AgedN)
 }
 
@@ -120,29 +123,27 @@ func (b *Bench) agedOnce(ctx context.Context, v agedVariant) error {
 // planned afresh, the dead row versions still there), then once more after a VACUUM of webhook_deliveries
 // (which removes them). *s is replaced by the new server.
 func (b *Bench) agedDiagnose(ctx context.Context, v agedVariant, db *testbed.Database, s **testbed.Server, ts *tenantSetup,
-	stats *testbed.StatementStats, fresh *agedMeasure, env string) error {
+	stats *testbed.StatementStats, env string) ([]*agedMeasure, error) {
 	(*s).Stop()
 	var err error
 	if *s, err = b.o.Server.Start(ctx, db.URL, env); err != nil {
-		return err
+		return nil, err
 	}
 	c := testbed.NewClient((*s).Base)
 	restarted, err := b.agedMeasureOnce(ctx, v, "aged, restarted", db, *s, c, ts, stats)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.reportAged(v, fresh, restarted)
 	t0 := time.Now()
 	if _, err := db.Pool.Exec(ctx, "VACUUM webhook_deliveries"); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("aged %s: VACUUM webhook_deliveries took %s\n", v.name, time.Since(t0).Round(time.Millisecond))
 	vacuumed, err := b.agedMeasureOnce(ctx, v, "aged, restarted, vacuumed", db, *s, c, ts, stats)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.reportAged(v, fresh, vacuumed)
-	return nil
+	return []*agedMeasure{restarted, vacuumed}, nil
 }
 
 // agedMeasureOnce is one idle-pickup measurement (after a second of letting the server settle into idle,
@@ -202,8 +203,15 @@ func (b *Bench) ageServer(ctx context.Context, v agedVariant, db *testbed.Databa
 	return rate, drained, nil
 }
 
-// reportAged adds a measurement's figures, and when it is not the fresh one its ratios to the fresh one.
-func (b *Bench) reportAged(v agedVariant, fresh, m *agedMeasure) {
+// reportAged adds a variant's figures: each measurement's (the fresh one first), and each later one's
+// ratios to the fresh one.
+func (b *Bench) reportAged(v agedVariant, measures []*agedMeasure) {
+	for _, m := range measures {
+		b.reportAgedMeasure(v, measures[0], m)
+	}
+}
+
+func (b *Bench) reportAgedMeasure(v agedVariant, fresh, m *agedMeasure) {
 	name := v.name + ", " + m.step + ": "
 	note := ""
 	if m.step == "fresh" {

@@ -52,8 +52,7 @@ func TestAgedFiguresMeetTheirGoals(t *testing.T) {
 			publish: ms(time.Millisecond, time.Millisecond)}}
 		aged := &agedMeasure{step: "aged", oneByOne: &oneByOne{fromStart: ms(9*time.Millisecond, 9*time.Millisecond),
 			publish: ms(4*time.Millisecond, 4*time.Millisecond)}}
-		b.reportAged(v, fresh, fresh)
-		b.reportAged(v, fresh, aged)
+		b.reportAged(v, []*agedMeasure{fresh, aged})
 	}
 	r.MarkGoals()
 	n := 0
@@ -70,5 +69,8 @@ func TestAgedFiguresMeetTheirGoals(t *testing.T) {
 	}
 	if v, ok := r.Get("aged", "autovacuum off, aged / fresh: publish → 202 p50"); !ok || v != 4 {
 		t.Errorf("publish ratio %v %v, want 4", v, ok)
+	}
+	if v, ok := r.Get("aged", "default settings, fresh: publish → receiver p50"); !ok || v != 2 {
+		t.Errorf("fresh pickup %v %v, want 2", v, ok)
 	}
 }
