@@ -303,7 +303,8 @@ END $$`)
 }
 
 // hotTables are the tables the publish, the claim and the completion read and write.
-var hotTables = []string{"webhook_deliveries", "events", "webhook_attempts", "subscriptions", "subscription_finished"}
+// (webhook_deliveries_queue: the partition the hot path reads; webhook_deliveries: all its partitions)
+var hotTables = []string{"webhook_deliveries_queue", "webhook_deliveries", "events", "webhook_attempts", "subscriptions", "subscription_finished"}
 
 // printVacuums prints how often each hot table was vacuumed and analyzed so far: with autovacuum on, an
 // ANALYZE of any table a cached plan reads makes every session plan that statement again.

@@ -117,10 +117,11 @@ func (t TableState) String() string {
 	return fmt.Sprintf("%d live, %d dead row versions; vacuumed %d times, analyzed %d", t.Live, t.Dead, t.Vacuums, t.Analyzes)
 }
 
-// ReadTableState reads table's statistics in db.
+// ReadTableState reads table's statistics in db: of a partitioned table, its partitions' added up.
 func ReadTableState(ctx context.Context, db *Database, table string) (TableState, error) {
 	var t TableState
-	err := db.Pool.QueryRow(ctx, `SELECT n_live_tup, n_dead_tup, vacuum_count + autovacuum_count, analyze_count + autoanalyze_count
-FROM pg_stat_user_tables WHERE relid = $1::regclass`, table).Scan(&t.Live, &t.Dead, &t.Vacuums, &t.Analyzes)
+	err := db.Pool.QueryRow(ctx, `SELECT coalesce(sum(n_live_tup), 0)::bigint, coalesce(sum(n_dead_tup), 0)::bigint,
+	       coalesce(sum(vacuum_count + autovacuum_count), 0)::bigint, coalesce(sum(analyze_count + autoanalyze_count), 0)::bigint
+FROM pg_stat_user_tables s JOIN pg_partition_tree($1::regclass) p ON p.relid = s.relid`, table).Scan(&t.Live, &t.Dead, &t.Vacuums, &t.Analyzes)
 	return t, err
 }
