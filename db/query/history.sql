@@ -36,3 +36,10 @@ SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS 
 -- Vacuums the queue partition (its heap and indexes, which are small: the queue's own size) and refreshes
 -- its statistics, so the planner's estimates and the plans cached on them follow what is waiting now.
 VACUUM (ANALYZE) webhook_deliveries_queue;
+
+-- name: HistoryTablesToAnalyze :many
+-- The history's tables whose statistics are out of date (history_tables_to_analyze).
+SELECT t::text AS name FROM history_tables_to_analyze() AS t;
+
+-- name: AnalyzeHistoryTable :exec
+SELECT history_analyze(@name::text);

@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+const analyzeHistoryTable = `-- name: AnalyzeHistoryTable :exec
+SELECT history_analyze($1::text)
+`
+
+func (q *Queries) AnalyzeHistoryTable(ctx context.Context, name string) error {
+	_, err := q.db.Exec(ctx, analyzeHistoryTable, name)
+	return err
+}
+
 const compactHistoryPartition = `-- name: CompactHistoryPartition :one
 SELECT history_compact($1::text, $2::timestamptz)::text AS outcome
 `
@@ -39,6 +48,31 @@ func (q *Queries) HistoryCutover(ctx context.Context) (time.Time, error) {
 	var legacy_until time.Time
 	err := row.Scan(&legacy_until)
 	return legacy_until, err
+}
+
+const historyTablesToAnalyze = `-- name: HistoryTablesToAnalyze :many
+SELECT t::text AS name FROM history_tables_to_analyze() AS t
+`
+
+// The history's tables whose statistics are out of date (history_tables_to_analyze).
+func (q *Queries) HistoryTablesToAnalyze(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, historyTablesToAnalyze)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listHistoryPartitions = `-- name: ListHistoryPartitions :many

@@ -83,7 +83,9 @@ type Plan struct {
 
 // Buffers is how many shared buffers the statement touched (found in the cache or read), its whole plan's:
 // what it read of the database, which, unlike its time, does not depend on what else the machine does.
-func (p Plan) Buffers() int { return int(p.root.num("Shared Hit Blocks") + p.root.num("Shared Read Blocks")) }
+func (p Plan) Buffers() int {
+	return int(p.root.num("Shared Hit Blocks") + p.root.num("Shared Read Blocks"))
+}
 
 // PlanNode is one node of a Plan, as EXPLAIN's JSON gives it.
 type PlanNode map[string]any

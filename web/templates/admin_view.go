@@ -80,13 +80,13 @@ type DeadLetterRow struct {
 	ID, ShortID, Href      string
 	TenantName, TenantHref string
 	// SubHref is empty, and SubDeleted true, when the subscription was deleted (its page is gone).
-	SubURL, SubHref string
-	SubDeleted      bool
-	EventType              string
-	State, StateClass      string
-	Reason                 string
-	Attempts               int
-	Created, DeadAt        Time
+	SubURL, SubHref   string
+	SubDeleted        bool
+	EventType         string
+	State, StateClass string
+	Reason            string
+	Attempts          int
+	Created, DeadAt   Time
 }
 
 // DeadLettersPage is /admin/dead.
