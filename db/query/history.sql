@@ -36,3 +36,14 @@ SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS 
 -- Vacuums the queue partition (its heap and indexes, which are small: the queue's own size) and refreshes
 -- its statistics, so the planner's estimates and the plans cached on them follow what is waiting now.
 VACUUM (ANALYZE) webhook_deliveries_queue;
+
+-- name: OldestHistoryDelivery :one
+-- When the oldest finished delivery kept was made (the time in its id): how far behind retention is, for
+-- the operator (/admin, /metrics), across tenants. Waiting deliveries are not history and are left out
+-- (the queue's partition is pruned). In id order the plan reads the first entry of each partition's primary
+-- key and stops: one index probe per partition, however many rows they hold. No row: no finished delivery.
+SELECT uuid_v7_time(id)::timestamptz AS made_at
+FROM webhook_deliveries
+WHERE state IN ('delivered', 'failed', 'expired')
+ORDER BY id
+LIMIT 1;

@@ -108,6 +108,25 @@ func (q *Queries) MakeHistoryPartitions(ctx context.Context, arg MakeHistoryPart
 	return made, err
 }
 
+const oldestHistoryDelivery = `-- name: OldestHistoryDelivery :one
+SELECT uuid_v7_time(id)::timestamptz AS made_at
+FROM webhook_deliveries
+WHERE state IN ('delivered', 'failed', 'expired')
+ORDER BY id
+LIMIT 1
+`
+
+// When the oldest finished delivery kept was made (the time in its id): how far behind retention is, for
+// the operator (/admin, /metrics), across tenants. Waiting deliveries are not history and are left out
+// (the queue's partition is pruned). In id order the plan reads the first entry of each partition's primary
+// key and stops: one index probe per partition, however many rows they hold. No row: no finished delivery.
+func (q *Queries) OldestHistoryDelivery(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, oldestHistoryDelivery)
+	var made_at time.Time
+	err := row.Scan(&made_at)
+	return made_at, err
+}
+
 const queueChurn = `-- name: QueueChurn :one
 SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS dead,
        pg_stat_get_live_tuples('webhook_deliveries_queue'::regclass)::bigint AS live
