@@ -47,3 +47,23 @@ FROM webhook_deliveries
 WHERE state IN ('delivered', 'failed', 'expired')
 ORDER BY id
 LIMIT 1;
+
+-- name: StalestDelivered :one
+-- The last attempt of the delivered delivery kept longest since it: retention deletes delivered deliveries
+-- HOOKLINE_RETENTION_DELIVERED after their last attempt, so this says how far behind it is. Across tenants,
+-- for the operator; in the order of each partition's index of delivered deliveries, one probe per
+-- partition. No row: none is kept.
+SELECT last_attempt_at::timestamptz AS last_attempt_at
+FROM webhook_deliveries
+WHERE state = 'delivered' AND last_attempt_at IS NOT NULL
+ORDER BY last_attempt_at
+LIMIT 1;
+
+-- name: StalestDead :one
+-- When the dead delivery kept longest since it died died: retention deletes them HOOKLINE_RETENTION_DEAD
+-- after. As StalestDelivered, through each partition's index of dead deliveries.
+SELECT dead_at::timestamptz AS dead_at
+FROM webhook_deliveries
+WHERE state IN ('failed', 'expired')
+ORDER BY dead_at
+LIMIT 1;

@@ -147,6 +147,42 @@ func (q *Queries) QueueChurn(ctx context.Context) (QueueChurnRow, error) {
 	return i, err
 }
 
+const stalestDead = `-- name: StalestDead :one
+SELECT dead_at::timestamptz AS dead_at
+FROM webhook_deliveries
+WHERE state IN ('failed', 'expired')
+ORDER BY dead_at
+LIMIT 1
+`
+
+// When the dead delivery kept longest since it died died: retention deletes them HOOKLINE_RETENTION_DEAD
+// after. As StalestDelivered, through each partition's index of dead deliveries.
+func (q *Queries) StalestDead(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, stalestDead)
+	var dead_at time.Time
+	err := row.Scan(&dead_at)
+	return dead_at, err
+}
+
+const stalestDelivered = `-- name: StalestDelivered :one
+SELECT last_attempt_at::timestamptz AS last_attempt_at
+FROM webhook_deliveries
+WHERE state = 'delivered' AND last_attempt_at IS NOT NULL
+ORDER BY last_attempt_at
+LIMIT 1
+`
+
+// The last attempt of the delivered delivery kept longest since it: retention deletes delivered deliveries
+// HOOKLINE_RETENTION_DELIVERED after their last attempt, so this says how far behind it is. Across tenants,
+// for the operator; in the order of each partition's index of delivered deliveries, one probe per
+// partition. No row: none is kept.
+func (q *Queries) StalestDelivered(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, stalestDelivered)
+	var last_attempt_at time.Time
+	err := row.Scan(&last_attempt_at)
+	return last_attempt_at, err
+}
+
 const vacuumQueue = `-- name: VacuumQueue :exec
 VACUUM (ANALYZE) webhook_deliveries_queue
 `

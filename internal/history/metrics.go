@@ -15,9 +15,9 @@ import (
 // database's, not a process's, so every instance serves the same current ones and any of them answers
 // (the rules take max or min over instances). A gauge the leader set would be served by one process only,
 // absent elsewhere and after a restart until the task's next turn (TaskInterval), and left at its last
-// values by a process that lost the leadership, which would look current. A read costs two statements
-// (one row per partition from the catalog, one index probe per partition), within readTimeout, and one
-// read serves the scrapes of readEvery; the ages are taken against the clock at each scrape, so a cached
+// values by a process that lost the leadership, which would look current. A read costs four statements
+// (one row per partition from the catalog, then three of one index probe per partition), within
+// readTimeout, and one read serves the scrapes of readEvery; the ages are taken against the clock at each scrape, so a cached
 // read never makes them stand still.
 const (
 	readEvery   = 15 * time.Second
@@ -58,20 +58,12 @@ func registerMetrics(reg prometheus.Registerer, m *Monitor, log *slog.Logger, ev
 			func(s Status) float64 { return s.Ahead().Seconds() }),
 		gauge("webhook_history_oldest_row_age_seconds", "Age of the oldest finished delivery kept (by the time in its id); 0 when none is kept.", nil,
 			func(s Status) float64 { return s.OldestAge().Seconds() }),
+		gauge("webhook_history_retention_overdue_seconds", "How long past its retention setting (HOOKLINE_RETENTION_DELIVERED after the last attempt, HOOKLINE_RETENTION_DEAD after death) the delivery kept longest past it is; 0 when none is.", nil,
+			func(s Status) float64 { over, _ := s.Overdue(); return over.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "webhook_history_partition_interval_seconds",
 			Help: "The time span of one history partition (HOOKLINE_PARTITION_INTERVAL).",
 		}, func() float64 { return m.Interval().Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "webhook_history_retention_seconds",
-			Help: "How old a finished delivery may be and still be kept: the longer of HOOKLINE_RETENTION_DELIVERED and HOOKLINE_RETENTION_DEAD plus HOOKLINE_RETRY_WINDOW; +Inf when one of them is 0 (kept forever).",
-		}, func() float64 {
-			longest, ok := m.Retention().Longest()
-			if !ok {
-				return math.Inf(1)
-			}
-			return longest.Seconds()
-		}),
 	)
 }
 
@@ -95,7 +87,7 @@ type scrapeReader struct {
 	mu     sync.Mutex
 	readAt time.Time // when the last read was tried (the process's own clock)
 	parts  []Partition
-	oldest time.Time
+	kept   Kept
 	failed bool
 	// failingSince and toldAt pace the failure's log lines.
 	failingSince, toldAt time.Time
@@ -112,7 +104,7 @@ func (r *scrapeReader) status() (Status, bool) {
 	if r.failed {
 		return Status{}, false
 	}
-	return r.m.summarize(r.parts, r.oldest), true
+	return r.m.summarize(r.parts, r.kept), true
 }
 
 func (r *scrapeReader) read() {
@@ -120,9 +112,9 @@ func (r *scrapeReader) read() {
 	t := r.readAt
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	parts, oldest, err := r.m.read(ctx)
+	parts, kept, err := r.m.read(ctx)
 	if err != nil {
-		r.failed, r.parts, r.oldest = true, nil, time.Time{}
+		r.failed, r.parts, r.kept = true, nil, Kept{}
 		switch {
 		case r.failingSince.IsZero():
 			r.failingSince, r.toldAt = t, t
@@ -137,5 +129,5 @@ func (r *scrapeReader) read() {
 		r.log.Info("reading the history gauges works again", "failed_for", t.Sub(r.failingSince).Round(time.Second))
 		r.failingSince = time.Time{}
 	}
-	r.failed, r.parts, r.oldest = false, parts, oldest
+	r.failed, r.parts, r.kept = false, parts, kept
 }

@@ -13,22 +13,11 @@ import (
 // This file is what operators see of the history (the /admin overview, the webhook_history_* metrics):
 // its partitions, how far ahead they are made and whether retention keeps up.
 
-// Retention is what the retention settings keep, to judge whether retention keeps up.
+// Retention is the retention settings, to judge whether retention keeps up.
 type Retention struct {
-	// Delivered and Dead are HOOKLINE_RETENTION_DELIVERED and HOOKLINE_RETENTION_DEAD (0: kept forever).
+	// Delivered and Dead are HOOKLINE_RETENTION_DELIVERED (after a delivery's last attempt) and
+	// HOOKLINE_RETENTION_DEAD (after it died); 0 keeps that kind forever.
 	Delivered, Dead time.Duration
-	// RetryWindow is HOOKLINE_RETRY_WINDOW: a delivery's retention counts from its last attempt or from when
-	// it died, which come up to the window after it was made (the time its partition is chosen by).
-	RetryWindow time.Duration
-}
-
-// Longest is how old a finished delivery may be made and still be kept: the longer of Delivered and Dead,
-// after the retry window. false when one kind is kept forever (no age is then too old).
-func (r Retention) Longest() (time.Duration, bool) {
-	if r.Delivered <= 0 || r.Dead <= 0 {
-		return 0, false
-	}
-	return max(r.Delivered, r.Dead) + r.RetryWindow, true
 }
 
 // TableStatus is one history table's partitions.
@@ -53,14 +42,24 @@ type Status struct {
 	Tables   []TableStatus
 	// MadeUntil is the end of the newest partition every table has (MadeUntil of the partitions).
 	MadeUntil time.Time
-	// OldestMade is when the oldest finished delivery kept was made; zero when none is kept.
+	// OldestMade is when the oldest finished delivery kept was made (the time in its id), whatever keeps it;
+	// zero when none is kept.
 	OldestMade time.Time
-	Retention  Retention
+	// StalestDelivered is the last attempt of the delivered delivery kept longest since it, StalestDead when
+	// the dead one kept longest since it died died: what retention counts from. Zero when none is kept.
+	StalestDelivered, StalestDead time.Time
+	Retention                     Retention
 }
 
-// Summarize makes the Status of these partitions and oldest finished delivery at now.
-func Summarize(parts []Partition, oldestMade, now time.Time, interval time.Duration, r Retention) Status {
-	s := Status{At: now, Interval: interval, MadeUntil: MadeUntil(parts), OldestMade: oldestMade, Retention: r}
+// Kept are the times read from the deliveries kept: Status's OldestMade, StalestDelivered and StalestDead.
+type Kept struct {
+	OldestMade, StalestDelivered, StalestDead time.Time
+}
+
+// Summarize makes the Status of these partitions and deliveries kept at now.
+func Summarize(parts []Partition, kept Kept, now time.Time, interval time.Duration, r Retention) Status {
+	s := Status{At: now, Interval: interval, MadeUntil: MadeUntil(parts), OldestMade: kept.OldestMade,
+		StalestDelivered: kept.StalestDelivered, StalestDead: kept.StalestDead, Retention: r}
 	for _, table := range Tables {
 		ts := TableStatus{Table: table}
 		for _, p := range parts { // oldest first per table (List)
@@ -103,15 +102,33 @@ func (s Status) OldestAge() time.Duration {
 	return max(s.At.Sub(s.OldestMade), 0)
 }
 
-// Behind is how much older the oldest finished delivery is than retention allows: its Longest setting
-// and one interval (a partition goes once the newest row in it has had its retention, so its oldest rows
-// are up to an interval older). 0 while retention keeps up, and when one kind is kept forever.
-func (s Status) Behind() time.Duration {
-	longest, ok := s.Retention.Longest()
-	if !ok {
-		return 0
+// Overdue is how long past its retention setting the delivery kept longest past it is, and its kind
+// ("delivered" or "dead"); 0 and "" when none is past. A kind kept forever (its setting 0) is never past.
+// Retention is measured as it deletes: from a delivered delivery's last attempt and from a dead one's
+// death, so a delivery resent or replayed long after it was made is not overdue while its new retention
+// runs, however old its partition.
+func (s Status) Overdue() (time.Duration, string) {
+	var over time.Duration
+	kind := ""
+	if s.Retention.Delivered > 0 && !s.StalestDelivered.IsZero() {
+		if d := s.At.Sub(s.StalestDelivered) - s.Retention.Delivered; d > over {
+			over, kind = d, "delivered"
+		}
 	}
-	return max(s.OldestAge()-longest-s.Interval, 0)
+	if s.Retention.Dead > 0 && !s.StalestDead.IsZero() {
+		if d := s.At.Sub(s.StalestDead) - s.Retention.Dead; d > over {
+			over, kind = d, "dead"
+		}
+	}
+	return over, kind
+}
+
+// Behind says retention is behind: a delivery is kept over an interval past its retention. Within one
+// interval is its normal course (a time partition goes once every delivered delivery in it is past its
+// retention, half an interval after, at the next sweep).
+func (s Status) Behind() bool {
+	over, _ := s.Overdue()
+	return over > s.Interval
 }
 
 // Monitor reads the history's Status.
@@ -132,33 +149,43 @@ func (m *Monitor) Retention() Retention { return m.retention }
 // Now is the clock the history is made ahead of.
 func (m *Monitor) Now() time.Time { return m.parts.o.Now() }
 
-// Read reads the partitions and the oldest finished delivery: two statements, one row per partition and one
-// index probe per partition.
+// Read reads the partitions and the deliveries kept: four statements, one row per partition from the
+// catalog and three times one index probe per partition.
 func (m *Monitor) Read(ctx context.Context) (Status, error) {
-	parts, oldest, err := m.read(ctx)
+	parts, kept, err := m.read(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	return m.summarize(parts, oldest), nil
+	return m.summarize(parts, kept), nil
 }
 
-// read reads what Status is made of: the partitions and when the oldest finished delivery was made.
-func (m *Monitor) read(ctx context.Context) ([]Partition, time.Time, error) {
+// read reads what Status is made of: the partitions and the times of the deliveries kept.
+func (m *Monitor) read(ctx context.Context) ([]Partition, Kept, error) {
 	parts, err := m.parts.List(ctx)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, Kept{}, err
 	}
-	oldest, err := db.New(m.parts.pool).OldestHistoryDelivery(ctx)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return parts, time.Time{}, nil
+	q := db.New(m.parts.pool)
+	var kept Kept
+	for _, r := range []struct {
+		what string
+		into *time.Time
+		read func(context.Context) (time.Time, error)
+	}{
+		{"oldest delivery", &kept.OldestMade, q.OldestHistoryDelivery},
+		{"stalest delivered delivery", &kept.StalestDelivered, q.StalestDelivered},
+		{"stalest dead delivery", &kept.StalestDead, q.StalestDead},
+	} {
+		t, err := r.read(ctx)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: none kept, zero
+			return nil, Kept{}, fmt.Errorf("history: %s: %w", r.what, err)
+		}
+		*r.into = t
 	}
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("history: oldest delivery: %w", err)
-	}
-	return parts, oldest, nil
+	return parts, kept, nil
 }
 
 // summarize is the Status of what read read, now.
-func (m *Monitor) summarize(parts []Partition, oldest time.Time) Status {
-	return Summarize(parts, oldest, m.Now(), m.parts.Interval(), m.retention)
+func (m *Monitor) summarize(parts []Partition, kept Kept) Status {
+	return Summarize(parts, kept, m.Now(), m.parts.Interval(), m.retention)
 }

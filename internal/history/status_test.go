@@ -58,49 +58,56 @@ func (f fixture) storeDeliveries(t *testing.T, pool *pgxpool.Pool, state string,
 	}
 }
 
-// Status in words: partitions ahead are short under two intervals, and retention is behind once the oldest
-// finished delivery is older than the longest retention after the retry window and one interval; never
-// with a kind kept forever.
+// Status in words: partitions ahead are short under two intervals; retention is behind once a delivery is
+// kept over an interval past its own retention (delivered: after its last attempt, dead: after it died),
+// whatever the age of its partition; a kind kept forever is never behind.
 func TestStatusJudgesAheadAndRetention(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 10, 12, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
-	r := history.Retention{Delivered: 30 * day, Dead: 90 * day, RetryWindow: 3 * day}
-	if longest, ok := r.Longest(); !ok || longest != 93*day {
-		t.Fatalf("Longest %s %v, want 93 days", longest, ok)
-	}
+	r := history.Retention{Delivered: 30 * day, Dead: 90 * day}
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	for _, c := range []struct {
 		name       string
 		madeUntil  time.Time
-		oldestAge  time.Duration
+		kept       history.Kept
 		r          history.Retention
 		short      bool
-		behind     time.Duration
+		overdue    time.Duration
+		kind       string
+		behind     bool
 		intervalsA float64
 	}{
-		{"three ahead, kept in time", now.Add(3 * day), 94 * day, r, false, 0, 3},
-		{"two ahead, a second behind", now.Add(2 * day), 94*day + time.Second, r, false, time.Second, 2},
-		{"under two ahead, far behind", now.Add(2*day - time.Second), 100 * day, r, true, 6 * day, 2 - 1.0/86400},
-		{"past the partitions", now.Add(-day), 0, r, true, 0, -1},
-		{"delivered kept forever", now.Add(3 * day), 400 * day, history.Retention{Dead: day}, false, 0, 3},
-		{"dead kept forever", now.Add(3 * day), 400 * day, history.Retention{Delivered: day}, false, 0, 3},
+		{"three ahead, nothing kept", now.Add(3 * day), history.Kept{}, r, false, 0, "", false, 3},
+		{"within retention", now.Add(3 * day), history.Kept{OldestMade: ago(93 * day), StalestDelivered: ago(30 * day), StalestDead: ago(89 * day)},
+			r, false, 0, "", false, 3},
+		{"two ahead, past retention within an interval", now.Add(2 * day), history.Kept{OldestMade: ago(95 * day), StalestDelivered: ago(31 * day), StalestDead: ago(91 * day)},
+			r, false, day, "delivered", false, 2},
+		{"under two ahead, dead ones behind", now.Add(2*day - time.Second), history.Kept{OldestMade: ago(99 * day), StalestDelivered: ago(30 * day), StalestDead: ago(96 * day)},
+			r, true, 6 * day, "dead", true, 2 - 1.0/86400},
+		{"delivered a second past the interval", now.Add(-day), history.Kept{OldestMade: ago(40 * day), StalestDelivered: ago(31*day + time.Second)},
+			r, true, day + time.Second, "delivered", true, -1},
+		// Resent 100 days after it was made and delivered again a day ago: old, but kept by its retention.
+		{"an old delivery resent", now.Add(3 * day), history.Kept{OldestMade: ago(100 * day), StalestDelivered: ago(day), StalestDead: ago(10 * day)},
+			r, false, 0, "", false, 3},
+		{"delivered kept forever", now.Add(3 * day), history.Kept{OldestMade: ago(400 * day), StalestDelivered: ago(400 * day), StalestDead: ago(day)},
+			history.Retention{Dead: 90 * day}, false, 0, "", false, 3},
+		{"dead kept forever, delivered behind", now.Add(3 * day), history.Kept{OldestMade: ago(400 * day), StalestDelivered: ago(40 * day), StalestDead: ago(400 * day)},
+			history.Retention{Delivered: 30 * day}, false, 10 * day, "delivered", true, 3},
 	} {
-		var oldest time.Time
-		if c.oldestAge > 0 {
-			oldest = now.Add(-c.oldestAge)
-		}
 		var parts []history.Partition
 		for _, table := range history.Tables {
 			parts = append(parts, history.Partition{Table: table, Legacy: true, StartsAt: time.Unix(0, 0), EndsAt: now.Add(-5 * day), Bytes: 100},
 				history.Partition{Table: table, StartsAt: now.Add(-5 * day), EndsAt: c.madeUntil, Bytes: 20})
 		}
-		s := history.Summarize(parts, oldest, now, day, c.r)
-		if s.ShortAhead() != c.short || s.Behind() != c.behind || math.Abs(s.IntervalsAhead()-c.intervalsA) > 1e-9 {
-			t.Errorf("%s: short %v behind %s intervals ahead %v; want %v %s %v", c.name, s.ShortAhead(), s.Behind(), s.IntervalsAhead(),
-				c.short, c.behind, c.intervalsA)
+		s := history.Summarize(parts, c.kept, now, day, c.r)
+		over, kind := s.Overdue()
+		if s.ShortAhead() != c.short || over != c.overdue || kind != c.kind || s.Behind() != c.behind || math.Abs(s.IntervalsAhead()-c.intervalsA) > 1e-9 {
+			t.Errorf("%s: short %v, overdue %s %q, behind %v, intervals ahead %v; want %v, %s %q, %v, %v", c.name,
+				s.ShortAhead(), over, kind, s.Behind(), s.IntervalsAhead(), c.short, c.overdue, c.kind, c.behind, c.intervalsA)
 		}
-		if s.OldestAge() != c.oldestAge {
-			t.Errorf("%s: oldest age %s, want %s", c.name, s.OldestAge(), c.oldestAge)
+		if want := now.Sub(c.kept.OldestMade); c.kept.OldestMade.IsZero() && s.OldestAge() != 0 || !c.kept.OldestMade.IsZero() && s.OldestAge() != want {
+			t.Errorf("%s: oldest age %s", c.name, s.OldestAge())
 		}
 		for _, ts := range s.Tables {
 			if ts.Partitions != 2 || ts.Bytes != 120 || !ts.Legacy || !ts.Cutover.Equal(now.Add(-5*day)) ||
@@ -111,9 +118,10 @@ func TestStatusJudgesAheadAndRetention(t *testing.T) {
 	}
 }
 
-// Read: every table's partitions and the oldest finished delivery, the legacy partition's included; the
-// deliveries still waiting are not history, however old.
-func TestMonitorReadsPartitionsAndTheOldestFinishedDelivery(t *testing.T) {
+// Read: every table's partitions, the oldest finished delivery (the legacy partition's included) and the
+// delivered and dead deliveries kept longest past their retention's start; the deliveries still waiting
+// are not history, however old.
+func TestMonitorReadsPartitionsAndTheDeliveriesKept(t *testing.T) {
 	t.Parallel()
 	pool, _ := recordingDatabase(t)
 	f := newFixture(t, pool)
@@ -123,30 +131,35 @@ func TestMonitorReadsPartitionsAndTheOldestFinishedDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := 24 * time.Hour
-	m := history.NewMonitor(parts, history.Retention{Delivered: day, Dead: 2 * day, RetryWindow: time.Hour})
+	m := history.NewMonitor(parts, history.Retention{Delivered: day, Dead: 2 * day})
 	s, err := m.Read(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.OldestMade.IsZero() || s.Behind() != 0 {
-		t.Errorf("with no delivery: oldest %s, behind %s", s.OldestMade, s.Behind())
+	if !s.OldestMade.IsZero() || !s.StalestDelivered.IsZero() || !s.StalestDead.IsZero() || s.Behind() {
+		t.Errorf("with no delivery: %+v", s)
 	}
 
 	f.storeDeliveries(t, pool, "pending", []time.Time{c.Now().Add(-30 * day)}) // legacy, waiting: not history
 	f.storeDeliveries(t, pool, "in_flight", []time.Time{c.Now().Add(-time.Hour)})
 	oldest := c.Now().Add(-5 * day) // legacy (its cut-over is the start of the test database's first day)
 	f.storeDeliveries(t, pool, "failed", []time.Time{oldest, c.Now()})
-	f.storeDeliveries(t, pool, "delivered", []time.Time{c.Now().Add(-day), c.Now()})
+	f.storeDeliveries(t, pool, "delivered", []time.Time{c.Now().Add(-2 * day), c.Now()})
 	if s, err = m.Read(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !s.OldestMade.Equal(oldest.Truncate(time.Millisecond)) {
+	ms := func(t time.Time) time.Time { return t.Truncate(time.Millisecond) } // ids hold milliseconds
+	if !s.OldestMade.Equal(ms(oldest)) {
 		t.Errorf("oldest made %s, want %s (the oldest finished delivery)", s.OldestMade, oldest)
 	}
-	// 5 days old against 2 days and an hour, and one interval: behind by 2 days less an hour.
-	// (The id's time is to the millisecond: up to one more.)
-	if want := 5*day - (2*day + time.Hour) - day; s.Behind() < want || s.Behind() > want+time.Millisecond {
-		t.Errorf("behind %s, want %s", s.Behind(), want)
+	// storeDeliveries dates each delivery's last attempt and death at its making.
+	if !s.StalestDead.Round(time.Millisecond).Equal(oldest.Round(time.Millisecond)) ||
+		!s.StalestDelivered.Round(time.Millisecond).Equal(c.Now().Add(-2*day).Round(time.Millisecond)) {
+		t.Errorf("stalest dead %s, delivered %s; want %s and %s", s.StalestDead, s.StalestDelivered, oldest, c.Now().Add(-2*day))
+	}
+	// Dead 5 days ago against 2 days: 3 days past; delivered 2 days ago against 1: 1 day past.
+	if over, kind := s.Overdue(); kind != "dead" || over < 3*day-time.Millisecond || over > 3*day+time.Millisecond || !s.Behind() {
+		t.Errorf("overdue %s %q, behind %v; want 3 days, dead, behind", over, kind, s.Behind())
 	}
 	list, err := parts.List(t.Context())
 	if err != nil {
@@ -168,11 +181,13 @@ func TestMonitorReadsPartitionsAndTheOldestFinishedDelivery(t *testing.T) {
 	}
 }
 
-// The oldest finished delivery is found by one index probe per partition, whatever they hold: no
-// partition is read whole or sorted, and each scan returns at most the one row it is asked for.
-func TestOldestDeliveryReadsOneEntryPerPartition(t *testing.T) {
+// The deliveries kept (the oldest by id, the stalest delivered and dead ones) are each found by one index
+// probe per partition, whatever they hold: no partition is read whole or sorted, and each scan returns at
+// most the one row it is asked for.
+func TestDeliveriesKeptReadOneEntryPerPartition(t *testing.T) {
 	t.Parallel()
-	pool, tr := recordingDatabase(t, "OldestHistoryDelivery")
+	queries := []string{"OldestHistoryDelivery", "StalestDelivered", "StalestDead"}
+	pool, tr := recordingDatabase(t, queries...)
 	f := newFixture(t, pool)
 	c := &clock{now: time.Now()}
 	// Hourly partitions after the migration's first three days, until six days from now: over sixty
@@ -195,30 +210,33 @@ func TestOldestDeliveryReadsOneEntryPerPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.OldestMade.Equal(ats[0].Truncate(time.Millisecond)) {
-		t.Errorf("oldest made %s, want %s", s.OldestMade, ats[0])
+	near := func(a, b time.Time) bool { return a.Sub(b).Abs() < time.Millisecond }
+	if !near(s.OldestMade, ats[0]) || !near(s.StalestDelivered, ats[0]) || !near(s.StalestDead, ats[0]) {
+		t.Errorf("oldest made %s, stalest delivered %s, dead %s; want each %s", s.OldestMade, s.StalestDelivered, s.StalestDead, ats[0])
 	}
-	sql, args := tr.Last(t, "OldestHistoryDelivery")
 	tx, err := pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(t.Context()) }()
-	plan := testdb.ExplainAnalyze(t, tx, sql, args...)
-	scans := 0
-	for _, n := range plan.Nodes() {
-		switch n.Type() {
-		case "Seq Scan", "Sort", "Bitmap Heap Scan":
-			t.Errorf("the plan has a %s (on %q):\n%s", n.Type(), n.Relation(), plan)
-		case "Index Scan", "Index Only Scan":
-			scans++
-			if rows, _ := n["Actual Rows"].(float64); rows > 1 {
-				t.Errorf("the scan of %s returned %v rows, want at most 1:\n%s", n.Relation(), rows, plan)
+	for _, name := range queries {
+		sql, args := tr.Last(t, name)
+		plan := testdb.ExplainAnalyze(t, tx, sql, args...)
+		scans := 0
+		for _, n := range plan.Nodes() {
+			switch n.Type() {
+			case "Seq Scan", "Sort", "Bitmap Heap Scan":
+				t.Errorf("%s: the plan has a %s (on %q):\n%s", name, n.Type(), n.Relation(), plan)
+			case "Index Scan", "Index Only Scan":
+				scans++
+				if rows, _ := n["Actual Rows"].(float64); rows > 1 {
+					t.Errorf("%s: the scan of %s returned %v rows, want at most 1:\n%s", name, n.Relation(), rows, plan)
+				}
 			}
 		}
-	}
-	if scans < 60 {
-		t.Errorf("%d index scans: the test meant to cover over sixty partitions:\n%s", scans, plan)
+		if scans < 60 {
+			t.Errorf("%s: %d index scans: the test meant to cover over sixty partitions:\n%s", name, scans, plan)
+		}
 	}
 }
 
@@ -255,13 +273,14 @@ func TestHistoryGaugesSayWhenTheyCannotBeRead(t *testing.T) {
 	if v := gauge("webhook_history_partitions", "events"); v < history.Ahead+1 {
 		t.Fatalf("events partitions %v, want at least %d", v, history.Ahead+1)
 	}
-	if v := gauge("webhook_history_retention_seconds", ""); !math.IsInf(v, 1) {
-		t.Errorf("retention with everything kept forever: %v, want +Inf", v)
+	if v := gauge("webhook_history_retention_overdue_seconds", ""); v != 0 {
+		t.Errorf("retention overdue %v with nothing kept, want 0", v)
 	}
 	pool.Close() // every later read fails
 	for _, g := range []struct{ name, table string }{
 		{"webhook_history_partitions", "webhook_deliveries"}, {"webhook_history_partition_bytes", "events"},
 		{"webhook_history_partitions_ahead_seconds", ""}, {"webhook_history_oldest_row_age_seconds", ""},
+		{"webhook_history_retention_overdue_seconds", ""},
 	} {
 		if v := gauge(g.name, g.table); !math.IsNaN(v) {
 			t.Errorf("%s{%s} = %v after the read failed, want NaN", g.name, g.table, v)

@@ -6,8 +6,6 @@ import "github.com/hookline/hookline/internal/history"
 // judged against the retention settings.
 func (s *Server) watchHistory() {
 	cfg := s.Config
-	s.historyMonitor = history.NewMonitor(s.History, history.Retention{
-		Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead, RetryWindow: cfg.RetryWindow,
-	})
+	s.historyMonitor = history.NewMonitor(s.History, history.Retention{Delivered: cfg.RetentionDelivered, Dead: cfg.RetentionDead})
 	history.RegisterMetrics(s.registry, s.historyMonitor, s.log.With("component", "metrics"))
 }

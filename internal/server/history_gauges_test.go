@@ -41,11 +41,12 @@ func uuidV7At(t time.Time) uuid.UUID {
 }
 
 // The history gauges on /metrics: every table's partitions and their size, how far ahead they are made,
-// the interval, the oldest finished delivery's age and what retention allows. The ages follow the clock
-// at each scrape.
+// the interval, the oldest finished delivery's age and how long past its retention a delivery is kept.
+// The ages follow the clock at each scrape.
 func TestHistoryGauges(t *testing.T) {
 	t.Parallel()
 	cfg := servertest.Config(t, ownDatabase(t)) // the oldest delivery is the whole database's
+	cfg.RetentionDead = 4 * 24 * time.Hour      // (no retention sweep runs here: the dead delivery stays)
 	c := &movingClock{now: time.Now()}
 	srv, base := servertest.Start(t, cfg, nil, server.Options{Now: c.Now})
 	ctx := activity.System(context.Background(), "test setup")
@@ -90,7 +91,7 @@ func TestHistoryGauges(t *testing.T) {
 		"webhook_history_partitions_ahead_seconds":   ahead.Seconds(),
 		"webhook_history_partition_interval_seconds": 86400,
 		"webhook_history_oldest_row_age_seconds":     (10 * 24 * time.Hour).Seconds(),
-		"webhook_history_retention_seconds":          (cfg.RetentionDead + cfg.RetryWindow).Seconds(),
+		"webhook_history_retention_overdue_seconds":  (6 * 24 * time.Hour).Seconds(), // died 10 days ago, kept 4
 	}
 	checkGauges(t, body, want)
 
@@ -99,6 +100,7 @@ func TestHistoryGauges(t *testing.T) {
 	_, body = get(t, base+"/metrics")
 	want["webhook_history_partitions_ahead_seconds"] -= 48 * 3600
 	want["webhook_history_oldest_row_age_seconds"] += 48 * 3600
+	want["webhook_history_retention_overdue_seconds"] += 48 * 3600
 	checkGauges(t, body, want)
 }
 

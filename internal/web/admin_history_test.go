@@ -33,9 +33,9 @@ func historyEnv(t *testing.T) (*env, *fakeClock) {
 	return e, clock
 }
 
-// storeDeadDelivery writes a failed delivery made at made, as retention would find it (SQL: the API makes
-// deliveries of now only).
-func (e *env) storeDeadDelivery(made time.Time) {
+// storeDelivery writes a finished delivery (delivered or failed) made at made whose last attempt, and death
+// when failed, was at last (SQL: the API makes deliveries of now only).
+func (e *env) storeDelivery(state string, made, last time.Time) {
 	e.t.Helper()
 	tn := e.newTenant("history-" + made.Format("20060102"))
 	sub := e.newSubscription(tn, "/history", "history")
@@ -45,18 +45,22 @@ func (e *env) storeDeadDelivery(made time.Time) {
 	copy(id[:6], ms[2:])
 	id[6] = 0x70 | id[6]&0x0f // a UUIDv7 of made
 	if _, err := e.srv.Pool.Exec(setupCtx(), `INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type,
-		state, give_up_at, created_at, last_attempt_at, dead_at) VALUES ($1, $2, $1, $3, 'a.b', 'failed', $4, $4, $4, $4)`,
-		id, tn.ID, sub.ID, made); err != nil {
+		state, give_up_at, created_at, last_attempt_at, dead_at) VALUES ($1, $2, $1, $3, 'a.b', $4::text, $5::timestamptz, $5, $6::timestamptz, CASE WHEN $4 = 'failed' THEN $6::timestamptz END)`,
+		id, tn.ID, sub.ID, state, made, last); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 // /admin's History card: each table's partitions (count, the legacy one as "before" the cut-over, made
-// until, size), the partitions made ahead and whether retention keeps up. Two days later with a delivery
-// past its retention, the partitions ahead are short (the leader did not run) and retention is behind.
+// until, size), the partitions made ahead and whether retention keeps up: it does with a delivery made 100
+// days ago and resent yesterday (its retention runs from its last attempt). Two days later with a dead
+// delivery past its retention, the partitions ahead are short (the leader did not run) and retention is
+// behind.
 func TestAdminHistoryCard(t *testing.T) {
 	t.Parallel()
 	e, clock := historyEnv(t)
+	day := 24 * time.Hour
+	e.storeDelivery("delivered", clock.Now().Add(-100*day), clock.Now().Add(-day))
 	parts, err := e.srv.History.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -106,14 +110,14 @@ func TestAdminHistoryCard(t *testing.T) {
 		t.Errorf("%.1f intervals ahead shown as short", intervals)
 	}
 	retention := one(t, card, "history-retention")
-	// The defaults: 90 days for dead deliveries after a 3-day retry window, and one partition.
-	if got, want := text(retention), "keeping up No finished delivery is kept; the settings keep them up to 94 days old"; !strings.HasPrefix(got, want) {
-		t.Errorf("retention %q, want it to start %q", got, want)
+	if got, want := text(retention), "keeping up The oldest finished delivery kept was made 100 days ago. Delivered deliveries are kept "+
+		"30 days after their last attempt, dead ones 90 days after they died, each up to one partition (24 hours) longer."; got != want {
+		t.Errorf("retention %q, want %q", got, want)
 	}
 
 	// Two days on (the leader, not running here, made nothing), with a dead delivery made 100 days ago.
 	clock.Add(48 * time.Hour)
-	e.storeDeadDelivery(clock.Now().Add(-100 * 24 * time.Hour))
+	e.storeDelivery("failed", clock.Now().Add(-103*day), clock.Now().Add(-100*day))
 	card = one(t, c.get("/admin").Doc, "history-card")
 	ahead = one(t, card, "history-ahead")
 	if !hasAttr(ahead, "data-short") || attr(ahead, "class") != "rate-warn" {
@@ -126,7 +130,8 @@ func TestAdminHistoryCard(t *testing.T) {
 	if !hasAttr(retention, "data-behind") {
 		t.Errorf("retention not shown as behind: %q", text(retention))
 	}
-	if got, want := text(retention), "behind by 6 days The oldest finished delivery kept was made 100 days ago"; !strings.HasPrefix(got, want) {
+	if got, want := text(retention), "behind by 10 days A dead delivery is kept 10 days past HOOKLINE_RETENTION_DEAD. "+
+		"The oldest finished delivery kept was made 103 days ago."; !strings.HasPrefix(got, want) {
 		t.Errorf("retention %q, want it to start %q", got, want)
 	}
 }
@@ -147,7 +152,7 @@ func TestBrowserAdminHistoryCard(t *testing.T) {
 	b := newBrowser(t)
 	e, clock := historyEnv(t)
 	clock.Add(48 * time.Hour)
-	e.storeDeadDelivery(clock.Now().Add(-100 * 24 * time.Hour))
+	e.storeDelivery("failed", clock.Now().Add(-103*24*time.Hour), clock.Now().Add(-100*24*time.Hour))
 	b.login(e.base, adminEmail)
 	for _, v := range laptopAndPhone {
 		b.emulate(v)

@@ -51,27 +51,33 @@ func historyView(s history.Status) templates.HistoryCard {
 }
 
 // retentionView says whether retention keeps up, how old the oldest finished delivery is and what the
-// settings allow.
+// settings keep.
 func retentionView(s history.Status) (verdict string, behind bool, detail string) {
-	detail = "No finished delivery is kept"
-	if !s.OldestMade.IsZero() {
-		detail = "The oldest finished delivery kept was made " + roughly(s.OldestAge()) + " ago"
-	}
 	r := s.Retention
-	longest, ok := r.Longest()
-	if !ok {
-		name := "HOOKLINE_RETENTION_DELIVERED"
-		if r.Dead <= 0 {
-			name = "HOOKLINE_RETENTION_DEAD"
+	detail = "No finished delivery is kept."
+	if !s.OldestMade.IsZero() {
+		detail = "The oldest finished delivery kept was made " + roughly(s.OldestAge()) + " ago."
+	}
+	kept := func(d time.Duration, after string) string {
+		if d <= 0 {
+			return "forever"
 		}
-		return "kept forever: " + name + " is 0", false, detail + "."
+		return spanWords(d) + " after " + after
 	}
-	detail += fmt.Sprintf("; the settings keep them up to %s old (the longest retention, %s, after the retry window, %s, and one partition).",
-		roughly(longest+s.Interval), spanWords(max(r.Delivered, r.Dead)), spanWords(r.RetryWindow))
-	if b := s.Behind(); b > 0 {
-		return "behind by " + roughly(b), true, detail
+	detail += fmt.Sprintf(" Delivered deliveries are kept %s, dead ones %s", kept(r.Delivered, "their last attempt"), kept(r.Dead, "they died"))
+	if r.Delivered > 0 || r.Dead > 0 {
+		detail += fmt.Sprintf(", each up to one partition (%s) longer", core.Words(s.Interval))
 	}
-	return "keeping up", false, detail
+	detail += "."
+	over, kind := s.Overdue()
+	if !s.Behind() {
+		return "keeping up", false, detail
+	}
+	setting := "HOOKLINE_RETENTION_DELIVERED"
+	if kind == "dead" {
+		setting = "HOOKLINE_RETENTION_DEAD"
+	}
+	return "behind by " + roughly(over), true, fmt.Sprintf("A %s delivery is kept %s past %s. %s", kind, roughly(over), setting, detail)
 }
 
 // dateText writes a partition bound to the minute (bounds are whole intervals of at least an hour).
