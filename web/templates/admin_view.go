@@ -36,6 +36,8 @@ type AdminPage struct {
 	Error   string
 	// Operator is the operator notifications' card (admin_operator.templ).
 	Operator OperatorCard
+	// History is the delivery history's card (admin_history.templ).
+	History HistoryCard
 }
 
 // AdminTenantPage is /admin/tenants/{id}: one tenant's subscriptions with their health, read-only.
