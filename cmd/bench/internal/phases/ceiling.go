@@ -136,7 +136,7 @@ func (b *Bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, testbe
 	fmt.Printf("ceiling (%s): %d deliveries in %s: %.0f deliveries/s\n", what, n, elapsed.Round(time.Millisecond), rate)
 	var t testbed.Tally
 	if withHTTP {
-		if t, err = b.settle(ctx, db, n); err != nil {
+		if t, err = b.settle(ctx, db, ts, n); err != nil {
 			return 0, t, cpu, err
 		}
 		fmt.Printf("ceiling (%s): %s\n", what, t)
