@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,8 +30,11 @@ const historyDeadShare = 0.05
 // historyMeasure is what the history phase measures on each side of the load.
 type historyMeasure struct {
 	drains []float64 // drain (a) rounds, deliveries/s
-	idle   *oneByOne
-	pages  []pageLatency
+	// the drains' CPU per delivery, µs (when the database is on this machine): it moves much less with
+	// the machine's load than a rate
+	dbCPU, serverCPU []float64
+	idle             *oneByOne
+	pages            []pageLatency
 }
 
 type pageLatency struct {
@@ -54,6 +58,10 @@ func (b *Bench) history(ctx context.Context) error {
 	if err := startHistoryAt(ctx, db, first); err != nil {
 		return err
 	}
+	// The plans of the server's statements slower than -drain-slow-plan (off by default: it slows the drains),
+	// set before the server opens its sessions.
+	plans := testbed.EnableSlowPlans(ctx, db, b.o.DrainSlowPlan)
+	defer plans.Report(filepath.Join(".data", "bench-slow-plans-history.txt"))
 	s, err := b.o.Server.Start(ctx, db.URL, b.drainEnv(drainVariants[0])...)
 	if err != nil {
 		return err
@@ -140,15 +148,21 @@ func (b *Bench) historyMeasureOnce(ctx context.Context, side string, db *testbed
 	for _, p := range m.pages {
 		fmt.Printf("history %s: %s: p50 %.1f ms, p95 %.1f ms\n", side, p.name, p.lat.Millis(50), p.lat.Millis(95))
 	}
-	if _, _, err := b.drainOn(ctx, "history", db, []*testbed.Server{s}, drainVariants[0], max(b.o.DrainN/5, 1000), nil); err != nil {
+	if _, _, err := b.drainOn(ctx, "history", db, []*testbed.Server{s}, drainVariants[0], b.o.DrainN, nil); err != nil {
 		return nil, fmt.Errorf("%s: warm-up drain: %w", side, err)
 	}
 	for round := 1; round <= b.o.History.Rounds; round++ {
+		var cpu [2]testbed.CPUUse
+		b.lastDrainCPU = &cpu
 		rate, t, err := b.drainOn(ctx, "history", db, []*testbed.Server{s}, drainVariants[0], b.o.DrainN, nil)
+		b.lastDrainCPU = nil
 		if err != nil {
 			return nil, fmt.Errorf("%s: drain round %d: %w", side, round, err)
 		}
 		m.drains = append(m.drains, rate)
+		if server, database, _, ok := cpu[0].PerDelivery(cpu[1], b.o.DrainN); ok {
+			m.serverCPU, m.dbCPU = append(m.serverCPU, server), append(m.dbCPU, database)
+		}
 		b.record("history", fmt.Sprintf("%s: drain round %d", side, round), t)
 	}
 	return m, nil
@@ -211,6 +225,17 @@ func (b *Bench) reportHistory(empty, loaded *historyMeasure) {
 	}
 	ratio := median(loaded.drains) / median(empty.drains)
 	b.res.Add("history", report.HistoryDrainRatio, ratio, "×", "medians; target ≥ 0.9")
+	if len(empty.dbCPU) > 0 && len(loaded.dbCPU) > 0 {
+		for _, c := range []struct {
+			who          string
+			empty, after []float64
+		}{{"database", empty.dbCPU, loaded.dbCPU}, {"server", empty.serverCPU, loaded.serverCPU}} {
+			b.res.Add("history", "drain (a) CPU per delivery, "+c.who+": empty", median(c.empty), "µs", "median of the rounds")
+			b.res.Add("history", "drain (a) CPU per delivery, "+c.who+": with history", median(c.after), "µs", "median of the rounds")
+			b.res.Add("history", "drain (a) CPU per delivery, "+c.who+": empty / with history", median(c.empty)/median(c.after), "×",
+				"1: the history costs the drain nothing; moves less with the machine's load than the rates")
+		}
+	}
 	slowest, which := 0.0, ""
 	for _, p := range loaded.pages {
 		if v := p.lat.Millis(95); v > slowest {
