@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/cmd/bench/internal/testbed"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -166,6 +167,11 @@ func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, sub, url string, batch
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
+			if pgfail.Moved(err) {
+				// A row another loop's record moved to its time partition as this claim locked it (SKIP
+				// LOCKED does not skip those): nothing was claimed, so claim again.
+				continue
+			}
 			return err
 		}
 		if len(claimed) == 0 {
