@@ -133,9 +133,15 @@ func (b *Bench) loadHistory(ctx context.Context, db *testbed.Database, owners *h
 func (b *Bench) historyMeasureOnce(ctx context.Context, side string, db *testbed.Database, s *testbed.Server, c *testbed.Client,
 	web *testbed.WebClient, owners *historyOwners, idleTenant *tenantSetup) (*historyMeasure, error) {
 	m := &historyMeasure{}
+	settled, err := settleHistory(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("history %s: checkpoint, sync and autovacuum done in %s\n", side, settled.Round(time.Millisecond))
+	b.res.Add("history", side+": settling before the measurements", settled.Seconds(), "s",
+		"CHECKPOINT, sync(2) and the database's autovacuum workers done (at most 2 min)")
 	b.rc.Reset(0, true)
 	time.Sleep(time.Second) // let the server settle into idle
-	var err error
 	if m.idle, err = b.publishOneByOne(ctx, c, idleTenant, b.o.IdleN, b.o.IdleGap); err != nil {
 		return nil, fmt.Errorf("%s: idle pickup: %w", side, err)
 	}

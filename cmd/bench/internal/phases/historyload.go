@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,6 +100,27 @@ func loadHistoryDays(ctx context.Context, db *testbed.Database, o *historyOwners
 	// The parents' own statistics (autovacuum never analyzes a partitioned table).
 	_, err := db.Pool.Exec(ctx, "ANALYZE events, webhook_deliveries, webhook_attempts, attempt_minutes")
 	return err
+}
+
+// settleHistory waits until what a load leaves behind is done, so the measurements after it do not share
+// the machine with it: a checkpoint and the kernel's writeback of the dirty pages (sync), then the
+// autovacuum workers on the database (up to two minutes). It returns how long that took.
+func settleHistory(ctx context.Context, db *testbed.Database) (time.Duration, error) {
+	t0 := time.Now()
+	if _, err := db.Pool.Exec(ctx, "CHECKPOINT"); err != nil {
+		fmt.Printf("  (no checkpoint: %v)\n", err)
+	}
+	syscall.Sync()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		n, err := db.Count(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'autovacuum worker'")
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return time.Since(t0), nil
 }
 
 // historyChunk is how many events one statement of the load inserts.
