@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookline/hookline/cmd/bench/internal/report"
 	"github.com/hookline/hookline/cmd/bench/internal/testbed"
@@ -37,36 +36,5 @@ func TestCountingProblemsAndRatio(t *testing.T) {
 	r.PrintTable(&out)
 	if !strings.Contains(out.String(), "10,000") || !strings.Contains(out.String(), "0.30") {
 		t.Errorf("table:\n%s", out.String())
-	}
-}
-
-// The history phase's figures are the ones its goals are marked by.
-func TestHistoryGoalsMarked(t *testing.T) {
-	t.Parallel()
-	var r report.Results
-	b := &Bench{res: &r, o: Options{DrainN: 1000, IdleN: 3}}
-	side := func(drain float64, pickup, page time.Duration) *historyMeasure {
-		return &historyMeasure{
-			drains: []float64{drain, drain, drain},
-			idle:   &oneByOne{fromStart: report.Latencies{pickup, pickup, pickup}},
-			pages:  []pageLatency{{"API deliveries", report.Latencies{page}}, {"dashboard deliveries", report.Latencies{2 * page}}},
-		}
-	}
-	b.reportHistory(side(1000, time.Millisecond, time.Millisecond), side(850, 2*time.Millisecond, 30*time.Millisecond))
-	r.MarkGoals()
-	want := map[string]string{
-		"with history: drain ≥ 0.9 × over an empty history": "NOT met",
-		"with history: idle pickup p50 ≤ 3 ms":              "met",
-		"with history: a tenant's pages p95 ≤ 50 ms":        "NOT met", // the dashboard's 60 ms
-	}
-	for _, f := range r.Figures {
-		if f.Phase == "goal" {
-			if w, ok := want[f.Name]; ok && f.Note == w {
-				delete(want, f.Name)
-			}
-		}
-	}
-	if len(want) > 0 {
-		t.Errorf("goals not marked as expected: %v\n%+v", want, r.Figures)
 	}
 }
