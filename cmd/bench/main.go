@@ -79,6 +79,16 @@ func main() {
 	flag.BoolVar(&o.LimitIgnore, "ratelimit-ignore-retry-after", false, "ratelimit: the flooding publishers knock again at once after a 429 instead of waiting Retry-After")
 	flag.IntVar(&o.GoalRounds, "goal-rounds", 5, "goals: rounds of drain (a), the loop with a POST per row and drain (c), back to back")
 	flag.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "longest wait for one drain")
+
+	// The history at scale phases.
+	flag.IntVar(&o.History.Deliveries, "history-n", 2000000, "history: deliveries of history loaded in SQL between the two measurements")
+	flag.IntVar(&o.History.Days, "history-days", 2, "history: the days before today the history is spread over")
+	flag.IntVar(&o.History.Rounds, "history-rounds", 3, "history: drains (a) of -drain-n measured with an empty history and with the history (median)")
+	flag.IntVar(&o.History.LoadWorkers, "history-load-workers", 2, "history and retention: days loaded at once")
+	flag.IntVar(&o.History.DropN, "retention-drop-n", 1000000, "retention: deliveries of the day whose partitions are dropped during a drain")
+	flag.IntVar(&o.History.DayN, "retention-day-n", 250000, "retention: deliveries of each simulated day")
+	flag.IntVar(&o.History.SimDays, "retention-days", 5, "retention: days simulated, each loaded and then swept at its end")
+	flag.DurationVar(&o.History.Keep, "retention-keep", 24*time.Hour, "retention: delivered and dead retention of the simulated days")
 	diff := flag.Bool("diff", false, "compare two results files instead of running: bench -diff before.json after.json")
 	flag.Parse()
 	if *diff {

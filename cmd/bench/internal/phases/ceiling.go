@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/cmd/bench/internal/testbed"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -136,7 +137,7 @@ func (b *Bench) ceilingOnce(ctx context.Context, withHTTP bool) (float64, testbe
 	fmt.Printf("ceiling (%s): %d deliveries in %s: %.0f deliveries/s\n", what, n, elapsed.Round(time.Millisecond), rate)
 	var t testbed.Tally
 	if withHTTP {
-		if t, err = b.settle(ctx, db, n); err != nil {
+		if t, err = b.settle(ctx, db, ts, n); err != nil {
 			return 0, t, cpu, err
 		}
 		fmt.Printf("ceiling (%s): %s\n", what, t)
@@ -166,6 +167,11 @@ func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, sub, url string, batch
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
+			if pgfail.Moved(err) {
+				// A row another loop's record moved to its time partition as this claim locked it (SKIP
+				// LOCKED does not skip those): nothing was claimed, so claim again.
+				continue
+			}
 			return err
 		}
 		if len(claimed) == 0 {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookline/hookline/cmd/bench/internal/testbed"
@@ -94,17 +95,13 @@ func (b *Bench) drain(ctx context.Context) error {
 }
 
 // drainOnce builds a backlog of n deliveries on paused subscriptions, resumes them and times until the
-// receiver has every one, with procs server processes on one database. It checks the rows afterwards.
+// receiver has every one, with procs server processes on a fresh database. It checks the rows afterwards.
 func (b *Bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, procs int) (float64, testbed.Tally, error) {
 	db, err := b.o.Server.FreshDB(ctx, phase)
 	if err != nil {
 		return 0, testbed.Tally{}, err
 	}
 	defer db.Close()
-	env := slices.Clone(v.env)
-	if v.subs == 1 {
-		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap))
-	}
 	plans := testbed.EnableSlowPlans(ctx, db, b.o.DrainSlowPlan)
 	var servers []*testbed.Server
 	defer func() {
@@ -113,12 +110,32 @@ func (b *Bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 		}
 	}()
 	for range procs {
-		s, err := b.o.Server.Start(ctx, db.URL, env...)
+		s, err := b.o.Server.Start(ctx, db.URL, b.drainEnv(v)...)
 		if err != nil {
 			return 0, testbed.Tally{}, err
 		}
 		servers = append(servers, s)
 	}
+	rate, t, err := b.drainOn(ctx, phase, db, servers, v, n, nil)
+	plans.Report(filepath.Join(".data", fmt.Sprintf("bench-slow-plans-%s-%s%d.txt", phase, v.key, procs)))
+	return rate, t, err
+}
+
+// drainEnv is the servers' environment for a drain of variant v.
+func (b *Bench) drainEnv(v drainVariant) []string {
+	env := slices.Clone(v.env)
+	if v.subs == 1 {
+		env = append(env, fmt.Sprintf("HOOKLINE_ENDPOINT_CONCURRENCY=%d", b.o.DrainCap))
+	}
+	return env
+}
+
+// drainOn is one drain of variant v through servers (started with drainEnv(v)) on db, which may hold
+// other rows: a new tenant's backlog of n deliveries on paused subscriptions, resumed and timed until the
+// receiver has every one, then its rows checked. during, when set, runs meanwhile (from the resume; it
+// must return by the drain's end, and drainOn waits for it).
+func (b *Bench) drainOn(ctx context.Context, phase string, db *testbed.Database, servers []*testbed.Server, v drainVariant, n int,
+	during func(ctx context.Context)) (float64, testbed.Tally, error) {
 	c := testbed.NewClient(servers[0].Base)
 	delay := time.Duration(0)
 	if v.slow {
@@ -146,13 +163,19 @@ func (b *Bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	if err := ts.setState(ctx, c, "resume"); err != nil {
 		return 0, testbed.Tally{}, err
 	}
+	var wg sync.WaitGroup
+	if during != nil {
+		wg.Go(func() { during(ctx) })
+	}
 	// The backlog was analyzed with its subscriptions paused and subscription_finished empty; statistics
 	// that said so would plan the whole drain for a state it has left (autovacuum analyzes tables this
 	// small within its first minute, and a drain is over in seconds).
 	if _, err := db.Pool.Exec(ctx, "ANALYZE subscriptions, subscription_finished"); err != nil {
+		wg.Wait()
 		return 0, testbed.Tally{}, err
 	}
 	elapsed, err := b.waitReceived(ctx, db, reached, start, n)
+	wg.Wait()
 	if err != nil {
 		return 0, b.rc.Tally(n), err
 	}
@@ -164,12 +187,11 @@ func (b *Bench) drainOnce(ctx context.Context, phase string, v drainVariant, n, 
 	}
 	rate := float64(n) / elapsed.Seconds()
 	fmt.Printf("%s %s: %d deliveries in %s: %.0f deliveries/s\n", phase, v.name, n, elapsed.Round(time.Millisecond), rate)
-	if procs == 1 && phase != "tracing" && phase != "goals" {
+	if len(servers) == 1 && (phase == "drain" || phase == "scaling") {
 		b.recordPeak(phase, v.key, servers[0])
 	}
-	t, err := b.settle(ctx, db, n)
+	t, err := b.settle(ctx, db, ts, n)
 	fmt.Printf("%s %s: %s\n", phase, v.name, t)
-	plans.Report(filepath.Join(".data", fmt.Sprintf("bench-slow-plans-%s-%s%d.txt", phase, v.key, procs)))
 	return rate, t, err
 }
 
@@ -254,12 +276,12 @@ func describeWaits(waits map[string]int, samples int) string {
 	return s
 }
 
-// settle waits (up to 30 s) until no delivery is pending or in flight, then checks through SQL that
+// settle waits (up to 30 s) until no delivery of ts is pending or in flight, then checks through SQL that
 // every one is delivered with exactly one attempt, and through the receiver that each arrived once.
-func (b *Bench) settle(ctx context.Context, db *testbed.Database, n int) (testbed.Tally, error) {
+func (b *Bench) settle(ctx context.Context, db *testbed.Database, ts *tenantSetup, n int) (testbed.Tally, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		open, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'in_flight')")
+		open, err := db.Count(ctx, "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'in_flight') AND tenant_id = $1", ts.tenant)
 		if err != nil {
 			return testbed.Tally{}, err
 		}
@@ -270,8 +292,10 @@ func (b *Bench) settle(ctx context.Context, db *testbed.Database, n int) (testbe
 	}
 	t := b.rc.Tally(n)
 	var rows, delivered, attempts int
-	err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries),
-	(SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'), (SELECT count(*) FROM webhook_attempts)`).
+	// By the drain's tenant and subscriptions: the database may hold other history (the history phases).
+	err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1),
+	(SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered' AND tenant_id = $1),
+	(SELECT count(*) FROM webhook_attempts WHERE subscription_id = ANY($2::uuid[]))`, ts.tenant, ts.subs).
 		Scan(&rows, &delivered, &attempts)
 	if err != nil {
 		return t, err

@@ -266,9 +266,30 @@ var goals = []goal{
 	{name: "aged server, autovacuum off: publish p50 ≤ 1.1 × fresh", phase: "aged", figure: "autovacuum off, aged / fresh: publish → 202 p50", atMost: true, target: 1.1},
 }
 
+// The history at scale goals' figures (the history and retention phases add them).
+const (
+	HistoryDrainRatio   = "drain with history / empty"
+	HistoryIdleP50      = "with history: idle pickup p50"
+	HistorySlowestPage  = "with history: slowest page p95"
+	RetentionDropTime   = "drop of the large day: time"
+	RetentionDrainRatio = "drain during the drop / without"
+	RetentionSizeRatio  = "database size, last day / first day at retention"
+)
+
+// historyGoals are the goals of a history that grows without the server slowing down or the database
+// growing past its retention.
+var historyGoals = []goal{
+	{name: "with history: drain ≥ 0.9 × over an empty history", phase: "history", figure: HistoryDrainRatio, target: 0.9},
+	{name: "with history: idle pickup p50 ≤ 3 ms", phase: "history", figure: HistoryIdleP50, atMost: true, target: 3},
+	{name: "with history: a tenant's pages p95 ≤ 50 ms", phase: "history", figure: HistorySlowestPage, atMost: true, target: 50},
+	{name: "dropping a day's partitions < 1 s", phase: "retention", figure: RetentionDropTime, atMost: true, target: 1},
+	{name: "drain during the drop ≥ 0.95 × without", phase: "retention", figure: RetentionDrainRatio, target: 0.95},
+	{name: "database size flat once retention is reached (≤ 1.05 ×)", phase: "retention", figure: RetentionSizeRatio, atMost: true, target: 1.05},
+}
+
 // MarkGoals adds a "goal" figure for every goal this run measured: the figure, and met or not in the note.
 func (r *Results) MarkGoals() {
-	for _, g := range goals {
+	for _, g := range slices.Concat(goals, historyGoals) {
 		v, ok := r.Get(g.phase, g.figure)
 		if !ok {
 			continue
