@@ -170,6 +170,7 @@ CREATE INDEX webhook_deliveries_in_flight_idx ON webhook_deliveries (lease_expir
 CREATE INDEX webhook_deliveries_replay_idx ON webhook_deliveries (replay_id, created_at DESC, id DESC) INCLUDE (state) WHERE replay_id IS NOT NULL;
 CREATE INDEX webhook_deliveries_retrying_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC) WHERE state = 'pending' AND total_attempts > 0;
 CREATE INDEX webhook_deliveries_sub_created_idx ON webhook_deliveries (tenant_id, subscription_id, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_sub_dead_idx ON webhook_deliveries (tenant_id, subscription_id) WHERE state IN ('failed', 'expired') AND discarded_at IS NULL;
 CREATE INDEX webhook_deliveries_sub_pending_idx ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_tenant_created_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_tenant_pending_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC) WHERE state = 'pending';
