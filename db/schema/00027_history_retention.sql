@@ -72,6 +72,11 @@ BEGIN
 
     DELETE FROM event_idempotency k
     WHERE k.event_id >= lo AND k.event_id < hi AND NOT EXISTS (SELECT FROM history_kept_events x WHERE x.id = k.event_id);
+    -- The parents, before any of them is needed for a drop or a detach, in one statement and in the order
+    -- the engine's statements take them (a completion holds webhook_attempts from its start and takes
+    -- webhook_deliveries_finished when it moves a row there; a claim holds events): taken one by one as
+    -- each drop came to it, a completion and the compaction each held what the other waited for.
+    LOCK TABLE webhook_attempts, webhook_deliveries_finished, events IN ACCESS EXCLUSIVE MODE;
     IF kept = 0 THEN
         EXECUTE format('DROP TABLE %I, %I, %I', d, a, e);
         RETURN 'dropped';
