@@ -23,18 +23,7 @@ import (
 func TestClaimAndPublishReadNoMoreAfterABacklog(t *testing.T) {
 	e := setup(t)
 	e.withoutAutovacuum()
-	tr := testdb.RecordStatements("ClaimDeliveries", "PublishEvents")
-	cfg, err := pgxpool.ParseConfig(urlOf(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = tr
-	traced, err := pgxpool.NewWithConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	e.pool, e.pub = traced, publish.NewPublisher(traced, e.policy, e.clock.Now)
+	tr := e.recordStatements("ClaimDeliveries", "PublishEvents")
 	const subs = 20
 	for range subs {
 		e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
@@ -116,4 +105,23 @@ func (e *env) exec(sql string, args ...any) {
 	if _, err := e.pool.Exec(e.ctx, sql, args...); err != nil {
 		e.t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// recordStatements puts the env's pool and publisher on a pool that records the named statements (SQL
+// and arguments of each one's last run) for the test to EXPLAIN.
+func (e *env) recordStatements(names ...string) *testdb.Statements {
+	e.t.Helper()
+	tr := testdb.RecordStatements(names...)
+	cfg, err := pgxpool.ParseConfig(urlOf(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tr
+	traced, err := pgxpool.NewWithConfig(e.ctx, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(traced.Close)
+	e.pool, e.pub = traced, publish.NewPublisher(traced, e.policy, e.clock.Now)
+	return tr
 }

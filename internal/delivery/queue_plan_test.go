@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/internal/delivery"
-	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/testdb"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestHotPathReadsTheQueueAlone: the statements every delivery goes through (the publish, the claim, the
@@ -18,18 +16,8 @@ import (
 func TestHotPathReadsTheQueueAlone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	tr := testdb.RecordStatements("PublishEvents", "ClaimDeliveries", "CompleteAttempts", "RescueExpiredLeases")
-	cfg, err := pgxpool.ParseConfig(urlOf(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = tr
-	traced, err := pgxpool.NewWithConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	e.pool, e.pub, e.plannedCompletions = traced, publish.NewPublisher(traced, e.policy, e.clock.Now), true
+	tr := e.recordStatements("PublishEvents", "ClaimDeliveries", "CompleteAttempts", "RescueExpiredLeases")
+	e.plannedCompletions = true
 	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
 	e.publish("order.created", `{}`)
 	w := e.worker(delivery.WorkerOptions{BatchSize: 10}, nil)
@@ -39,7 +27,7 @@ func TestHotPathReadsTheQueueAlone(t *testing.T) {
 	if _, err := w.RescueExpired(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := traced.Acquire(e.ctx)
+	conn, err := e.pool.Acquire(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
