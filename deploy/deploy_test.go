@@ -185,7 +185,8 @@ func TestAlertRules(t *testing.T) {
 	for _, err := range errs {
 		t.Errorf("%s: %v", alertsFile, err)
 	}
-	for _, want := range []string{"WebhookDLQRateHigh", "WebhookQueueLagHigh", "WebhookAttemptFailureRatioHigh", "HooklineInstanceDown", "WebhookCircuitsOpen"} {
+	for _, want := range []string{"WebhookDLQRateHigh", "WebhookQueueLagHigh", "WebhookAttemptFailureRatioHigh", "HooklineInstanceDown", "WebhookCircuitsOpen",
+		"HooklineHistoryPartitionsRunningShort", "HooklineHistoryRetentionBehind"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("%s: no alert %s (have %v)", alertsFile, want, alerts)
 		}

@@ -36,3 +36,41 @@ SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS 
 -- Vacuums the queue partition (its heap and indexes, which are small: the queue's own size) and refreshes
 -- its statistics, so the planner's estimates and the plans cached on them follow what is waiting now.
 VACUUM (ANALYZE) webhook_deliveries_queue;
+
+-- name: HistoryTablesToAnalyze :many
+-- The history's tables whose statistics are out of date (history_tables_to_analyze).
+SELECT t::text AS name FROM history_tables_to_analyze() AS t;
+
+-- name: AnalyzeHistoryTable :exec
+SELECT history_analyze(@name::text);
+
+-- name: OldestHistoryDelivery :one
+-- When the oldest finished delivery kept was made (the time in its id): how far behind retention is, for
+-- the operator (/admin, /metrics), across tenants. Waiting deliveries are not history and are left out
+-- (the queue's partition is pruned). In id order the plan reads the first entry of each partition's primary
+-- key and stops: one index probe per partition, however many rows they hold. No row: no finished delivery.
+SELECT uuid_v7_time(id)::timestamptz AS made_at
+FROM webhook_deliveries
+WHERE state IN ('delivered', 'failed', 'expired')
+ORDER BY id
+LIMIT 1;
+
+-- name: StalestDelivered :one
+-- The last attempt of the delivered delivery kept longest since it: retention deletes delivered deliveries
+-- HOOKLINE_RETENTION_DELIVERED after their last attempt, so this says how far behind it is. Across tenants,
+-- for the operator; in the order of each partition's index of delivered deliveries, one probe per
+-- partition. No row: none is kept.
+SELECT last_attempt_at::timestamptz AS last_attempt_at
+FROM webhook_deliveries
+WHERE state = 'delivered' AND last_attempt_at IS NOT NULL
+ORDER BY last_attempt_at
+LIMIT 1;
+
+-- name: StalestDead :one
+-- When the dead delivery kept longest since it died died: retention deletes them HOOKLINE_RETENTION_DEAD
+-- after. As StalestDelivered, through each partition's index of dead deliveries.
+SELECT dead_at::timestamptz AS dead_at
+FROM webhook_deliveries
+WHERE state IN ('failed', 'expired')
+ORDER BY dead_at
+LIMIT 1;

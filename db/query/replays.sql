@@ -8,8 +8,8 @@
 -- worker ever claims (they would wait in pending for good). The dead-letter list still shows them.
 --
 -- Dead deliveries of every tenant, newest first, keyset-paginated on (created_at, id), with the tenant's
--- name and the subscription's URL for display.
-SELECT sqlc.embed(d), t.name AS tenant_name, s.url AS subscription_url
+-- name, the subscription's URL and whether it was deleted (its deliveries are never sent again) for display.
+SELECT sqlc.embed(d), t.name AS tenant_name, s.url AS subscription_url, (s.deleted_at IS NOT NULL)::bool AS subscription_deleted
 FROM webhook_deliveries d
 JOIN tenants t ON t.id = d.tenant_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -212,7 +212,8 @@ ORDER BY 1;
 -- name: DeadLetterGroups :many
 -- The newest @max_rows dead deliveries matching the criteria in [@created_from, @created_to), grouped by
 -- tenant, subscription and last status, with the first and last creation time of each group: where an
--- outage hit, and the window a replay of it needs. Largest groups first, at most @max_groups.
+-- outage hit, and the window a replay of it needs (none of a deleted subscription's: replays skip them).
+-- Largest groups first, at most @max_groups.
 WITH m AS (
     SELECT d.tenant_id, d.subscription_id, d.last_status, d.created_at FROM webhook_deliveries d
     WHERE d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
@@ -230,8 +231,8 @@ WITH m AS (
     FROM m
     GROUP BY m.tenant_id, m.subscription_id, m.last_status
 )
-SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url, g.last_status,
-       g.deliveries, g.first_created, g.last_created
+SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url,
+       (s.deleted_at IS NOT NULL)::bool AS subscription_deleted, g.last_status, g.deliveries, g.first_created, g.last_created
 FROM g
 JOIN tenants t ON t.id = g.tenant_id
 JOIN subscriptions s ON s.id = g.subscription_id

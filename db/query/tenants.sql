@@ -43,6 +43,11 @@ SELECT id, name, scopes, created_at, last_used_at FROM api_tokens
 WHERE tenant_id = @tenant_id AND revoked_at IS NULL
 ORDER BY created_at, id;
 
+-- name: TokenNames :many
+-- The names of some of a tenant's API tokens, revoked ones included (the activity log names the tokens its
+-- entries are about, also once revoked).
+SELECT id, name, revoked_at FROM api_tokens WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
 -- name: RevokeAPIToken :one
 UPDATE api_tokens SET revoked_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND revoked_at IS NULL
@@ -61,9 +66,14 @@ WHERE tenant_id = @tenant_id
 ORDER BY lower(email), id;
 
 -- name: DeleteTenantUser :one
--- Removes one of a tenant's customer logins. Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
+-- Removes one of a tenant's customer logins, returning its email (the activity entry names whom it removed).
+-- Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
 DELETE FROM users WHERE id = @id AND tenant_id = @tenant_id AND NOT is_admin
-RETURNING id;
+RETURNING email;
+
+-- name: UserEmails :many
+-- The emails of some of a tenant's dashboard logins (the activity log names the users its entries are about).
+SELECT id, email FROM users WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
 
 -- name: SetTenantUserPassword :one
 UPDATE users SET password_hash = @password_hash, password_version = password_version + 1, updated_at = now()

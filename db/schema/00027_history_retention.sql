@@ -133,7 +133,39 @@ END
 $$;
 -- +goose StatementEnd
 
+-- history_analyze(name) refreshes the statistics of the queue partition or of one time partition of the
+-- history (ANALYZE, which a function may run; VACUUM it may not). The maintenance leader calls it for those
+-- much changed since their last ANALYZE: a partition starts each interval empty, and plans made on its
+-- empty statistics (and cached by every connection) would read it whole once it holds the interval's rows.
+-- +goose StatementBegin
+CREATE FUNCTION history_analyze(name text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF name <> 'webhook_deliveries_queue' AND NOT EXISTS (SELECT FROM history_partitions() p WHERE p.name = history_analyze.name) THEN
+        RAISE EXCEPTION 'history_analyze: % is not a partition of the history', name;
+    END IF;
+    EXECUTE format('ANALYZE %I', name);
+END
+$$;
+-- +goose StatementEnd
+
+-- history_tables_to_analyze lists the queue partition and the time partitions changed by more rows since
+-- their last ANALYZE than autovacuum's own threshold would let pass (50 rows and a tenth of the table; here
+-- 1,000 and a tenth), most changed first: whether or not autovacuum runs, the leader analyzes these.
+-- +goose StatementBegin
+CREATE FUNCTION history_tables_to_analyze() RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+    SELECT c.relname::text
+    FROM pg_class c
+    WHERE (c.relname = 'webhook_deliveries_queue' OR c.relname IN (SELECT p.name FROM history_partitions() p))
+      AND pg_stat_get_mod_since_analyze(c.oid) > 1000 + 0.1 * greatest(c.reltuples, 0)
+    ORDER BY pg_stat_get_mod_since_analyze(c.oid) DESC
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION history_tables_to_analyze();
+DROP FUNCTION history_analyze(text);
 DROP FUNCTION history_start_at(timestamptz);
 DROP FUNCTION history_compact(text, timestamptz);
 DROP FUNCTION history_replace_partition(text, text, uuid, uuid, text);

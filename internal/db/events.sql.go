@@ -82,7 +82,8 @@ UPDATE events e SET response = jsonb_build_object(
     'deliveries', coalesce((SELECT jsonb_agg(jsonb_build_object('id', d.id, 'subscription_id', d.subscription_id,
                                                                 'state', d.state) ORDER BY s.created_at, s.id)
                             FROM webhook_deliveries d JOIN subscriptions s ON s.id = d.subscription_id
-                            WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id), '[]'::jsonb))
+                            -- in the publish's transaction its deliveries are all in the queue's partitions
+                            WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id AND d.state IN ('pending', 'in_flight')), '[]'::jsonb))
 WHERE e.id = $1 AND e.tenant_id = $2 AND e.idempotency_key IS NOT NULL
 `
 

@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+const analyzeHistoryTable = `-- name: AnalyzeHistoryTable :exec
+SELECT history_analyze($1::text)
+`
+
+func (q *Queries) AnalyzeHistoryTable(ctx context.Context, name string) error {
+	_, err := q.db.Exec(ctx, analyzeHistoryTable, name)
+	return err
+}
+
 const compactHistoryPartition = `-- name: CompactHistoryPartition :one
 SELECT history_compact($1::text, $2::timestamptz)::text AS outcome
 `
@@ -39,6 +48,31 @@ func (q *Queries) HistoryCutover(ctx context.Context) (time.Time, error) {
 	var legacy_until time.Time
 	err := row.Scan(&legacy_until)
 	return legacy_until, err
+}
+
+const historyTablesToAnalyze = `-- name: HistoryTablesToAnalyze :many
+SELECT t::text AS name FROM history_tables_to_analyze() AS t
+`
+
+// The history's tables whose statistics are out of date (history_tables_to_analyze).
+func (q *Queries) HistoryTablesToAnalyze(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, historyTablesToAnalyze)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listHistoryPartitions = `-- name: ListHistoryPartitions :many
@@ -108,6 +142,25 @@ func (q *Queries) MakeHistoryPartitions(ctx context.Context, arg MakeHistoryPart
 	return made, err
 }
 
+const oldestHistoryDelivery = `-- name: OldestHistoryDelivery :one
+SELECT uuid_v7_time(id)::timestamptz AS made_at
+FROM webhook_deliveries
+WHERE state IN ('delivered', 'failed', 'expired')
+ORDER BY id
+LIMIT 1
+`
+
+// When the oldest finished delivery kept was made (the time in its id): how far behind retention is, for
+// the operator (/admin, /metrics), across tenants. Waiting deliveries are not history and are left out
+// (the queue's partition is pruned). In id order the plan reads the first entry of each partition's primary
+// key and stops: one index probe per partition, however many rows they hold. No row: no finished delivery.
+func (q *Queries) OldestHistoryDelivery(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, oldestHistoryDelivery)
+	var made_at time.Time
+	err := row.Scan(&made_at)
+	return made_at, err
+}
+
 const queueChurn = `-- name: QueueChurn :one
 SELECT pg_stat_get_dead_tuples('webhook_deliveries_queue'::regclass)::bigint AS dead,
        pg_stat_get_live_tuples('webhook_deliveries_queue'::regclass)::bigint AS live
@@ -126,6 +179,42 @@ func (q *Queries) QueueChurn(ctx context.Context) (QueueChurnRow, error) {
 	var i QueueChurnRow
 	err := row.Scan(&i.Dead, &i.Live)
 	return i, err
+}
+
+const stalestDead = `-- name: StalestDead :one
+SELECT dead_at::timestamptz AS dead_at
+FROM webhook_deliveries
+WHERE state IN ('failed', 'expired')
+ORDER BY dead_at
+LIMIT 1
+`
+
+// When the dead delivery kept longest since it died died: retention deletes them HOOKLINE_RETENTION_DEAD
+// after. As StalestDelivered, through each partition's index of dead deliveries.
+func (q *Queries) StalestDead(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, stalestDead)
+	var dead_at time.Time
+	err := row.Scan(&dead_at)
+	return dead_at, err
+}
+
+const stalestDelivered = `-- name: StalestDelivered :one
+SELECT last_attempt_at::timestamptz AS last_attempt_at
+FROM webhook_deliveries
+WHERE state = 'delivered' AND last_attempt_at IS NOT NULL
+ORDER BY last_attempt_at
+LIMIT 1
+`
+
+// The last attempt of the delivered delivery kept longest since it: retention deletes delivered deliveries
+// HOOKLINE_RETENTION_DELIVERED after their last attempt, so this says how far behind it is. Across tenants,
+// for the operator; in the order of each partition's index of delivered deliveries, one probe per
+// partition. No row: none is kept.
+func (q *Queries) StalestDelivered(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, stalestDelivered)
+	var last_attempt_at time.Time
+	err := row.Scan(&last_attempt_at)
+	return last_attempt_at, err
 }
 
 const vacuumQueue = `-- name: VacuumQueue :exec

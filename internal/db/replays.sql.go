@@ -252,8 +252,8 @@ WITH m AS (
     FROM m
     GROUP BY m.tenant_id, m.subscription_id, m.last_status
 )
-SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url, g.last_status,
-       g.deliveries, g.first_created, g.last_created
+SELECT g.tenant_id, t.name AS tenant_name, g.subscription_id, s.url AS subscription_url,
+       (s.deleted_at IS NOT NULL)::bool AS subscription_deleted, g.last_status, g.deliveries, g.first_created, g.last_created
 FROM g
 JOIN tenants t ON t.id = g.tenant_id
 JOIN subscriptions s ON s.id = g.subscription_id
@@ -274,19 +274,21 @@ type DeadLetterGroupsParams struct {
 }
 
 type DeadLetterGroupsRow struct {
-	TenantID        uuid.UUID
-	TenantName      string
-	SubscriptionID  uuid.UUID
-	SubscriptionURL string
-	LastStatus      *int32
-	Deliveries      int64
-	FirstCreated    time.Time
-	LastCreated     time.Time
+	TenantID            uuid.UUID
+	TenantName          string
+	SubscriptionID      uuid.UUID
+	SubscriptionURL     string
+	SubscriptionDeleted bool
+	LastStatus          *int32
+	Deliveries          int64
+	FirstCreated        time.Time
+	LastCreated         time.Time
 }
 
 // The newest @max_rows dead deliveries matching the criteria in [@created_from, @created_to), grouped by
 // tenant, subscription and last status, with the first and last creation time of each group: where an
-// outage hit, and the window a replay of it needs. Largest groups first, at most @max_groups.
+// outage hit, and the window a replay of it needs (none of a deleted subscription's: replays skip them).
+// Largest groups first, at most @max_groups.
 func (q *Queries) DeadLetterGroups(ctx context.Context, arg DeadLetterGroupsParams) ([]DeadLetterGroupsRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterGroups,
 		arg.MaxGroups,
@@ -311,6 +313,7 @@ func (q *Queries) DeadLetterGroups(ctx context.Context, arg DeadLetterGroupsPara
 			&i.TenantName,
 			&i.SubscriptionID,
 			&i.SubscriptionURL,
+			&i.SubscriptionDeleted,
 			&i.LastStatus,
 			&i.Deliveries,
 			&i.FirstCreated,
@@ -508,7 +511,7 @@ func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplay
 }
 
 const listDeadLetters = `-- name: ListDeadLetters :many
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, t.name AS tenant_name, s.url AS subscription_url
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, t.name AS tenant_name, s.url AS subscription_url, (s.deleted_at IS NOT NULL)::bool AS subscription_deleted
 FROM webhook_deliveries d
 JOIN tenants t ON t.id = d.tenant_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -544,9 +547,10 @@ type ListDeadLettersParams struct {
 }
 
 type ListDeadLettersRow struct {
-	WebhookDelivery WebhookDelivery
-	TenantName      string
-	SubscriptionURL string
+	WebhookDelivery     WebhookDelivery
+	TenantName          string
+	SubscriptionURL     string
+	SubscriptionDeleted bool
 }
 
 // Dead letters across tenants, and replays (bulk replays by operators, recovers by customers). Every
@@ -558,7 +562,7 @@ type ListDeadLettersRow struct {
 // worker ever claims (they would wait in pending for good). The dead-letter list still shows them.
 //
 // Dead deliveries of every tenant, newest first, keyset-paginated on (created_at, id), with the tenant's
-// name and the subscription's URL for display.
+// name, the subscription's URL and whether it was deleted (its deliveries are never sent again) for display.
 func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams) ([]ListDeadLettersRow, error) {
 	rows, err := q.db.Query(ctx, listDeadLetters,
 		arg.TenantID,
@@ -608,6 +612,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 			&i.WebhookDelivery.Traceparent,
 			&i.TenantName,
 			&i.SubscriptionURL,
+			&i.SubscriptionDeleted,
 		); err != nil {
 			return nil, err
 		}

@@ -111,7 +111,7 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 
 const deleteTenantUser = `-- name: DeleteTenantUser :one
 DELETE FROM users WHERE id = $1 AND tenant_id = $2 AND NOT is_admin
-RETURNING id
+RETURNING email
 `
 
 type DeleteTenantUserParams struct {
@@ -119,12 +119,13 @@ type DeleteTenantUserParams struct {
 	TenantID *uuid.UUID
 }
 
-// Removes one of a tenant's customer logins. Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
-func (q *Queries) DeleteTenantUser(ctx context.Context, arg DeleteTenantUserParams) (uuid.UUID, error) {
+// Removes one of a tenant's customer logins, returning its email (the activity entry names whom it removed).
+// Operators (is_admin) are managed by HOOKLINE_ADMIN_EMAIL.
+func (q *Queries) DeleteTenantUser(ctx context.Context, arg DeleteTenantUserParams) (string, error) {
 	row := q.db.QueryRow(ctx, deleteTenantUser, arg.ID, arg.TenantID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	var email string
+	err := row.Scan(&email)
+	return email, err
 }
 
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
@@ -491,6 +492,43 @@ func (q *Queries) TenantOverview(ctx context.Context, arg TenantOverviewParams) 
 	return items, nil
 }
 
+const tokenNames = `-- name: TokenNames :many
+SELECT id, name, revoked_at FROM api_tokens WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type TokenNamesParams struct {
+	TenantID *uuid.UUID
+	Ids      []uuid.UUID
+}
+
+type TokenNamesRow struct {
+	ID        uuid.UUID
+	Name      string
+	RevokedAt *time.Time
+}
+
+// The names of some of a tenant's API tokens, revoked ones included (the activity log names the tokens its
+// entries are about, also once revoked).
+func (q *Queries) TokenNames(ctx context.Context, arg TokenNamesParams) ([]TokenNamesRow, error) {
+	rows, err := q.db.Query(ctx, tokenNames, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TokenNamesRow{}
+	for rows.Next() {
+		var i TokenNamesRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.RevokedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const touchAPIToken = `-- name: TouchAPIToken :exec
 UPDATE api_tokens SET last_used_at = $1::timestamptz
 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1::timestamptz - make_interval(0, 0, 0, 0, 0, 1))
@@ -543,4 +581,39 @@ func (q *Queries) UpsertUser(ctx context.Context, arg UpsertUserParams) (User, e
 		&i.PasswordVersion,
 	)
 	return i, err
+}
+
+const userEmails = `-- name: UserEmails :many
+SELECT id, email FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type UserEmailsParams struct {
+	TenantID *uuid.UUID
+	Ids      []uuid.UUID
+}
+
+type UserEmailsRow struct {
+	ID    uuid.UUID
+	Email string
+}
+
+// The emails of some of a tenant's dashboard logins (the activity log names the users its entries are about).
+func (q *Queries) UserEmails(ctx context.Context, arg UserEmailsParams) ([]UserEmailsRow, error) {
+	rows, err := q.db.Query(ctx, userEmails, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UserEmailsRow{}
+	for rows.Next() {
+		var i UserEmailsRow
+		if err := rows.Scan(&i.ID, &i.Email); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -35,11 +35,14 @@ type exemption struct {
 // Citus plan for each kind is in docs/scaling.md, "Distributing by tenant on Citus".
 var tenantExemptions = map[string]exemption{
 	// The worker: one statement serves every tenant's queue (on Citus: a claim per shard, see the docs).
-	"ClaimDeliveries":     {engine, "the worker claims across tenants: every active subscription with a due delivery"},
-	"CompleteAttempts":    {engine, "a completer batch holds whatever finished, of any tenants"},
-	"ReleaseDeliveries":   {engine, "gives back a batch of claimed deliveries, of any tenants"},
-	"RescueExpiredLeases": {engine, "the rescue looks at every expired lease"},
-	"VacuumQueue":         {maintenance, "the leader vacuums the queue partition, every tenant's rows"},
+	"ClaimDeliveries":       {engine, "the worker claims across tenants: every active subscription with a due delivery"},
+	"CompleteAttempts":      {engine, "a completer batch holds whatever finished, of any tenants"},
+	"ReleaseDeliveries":     {engine, "gives back a batch of claimed deliveries, of any tenants"},
+	"RescueExpiredLeases":   {engine, "the rescue looks at every expired lease"},
+	"VacuumQueue":           {maintenance, "the leader vacuums the queue partition, every tenant's rows"},
+	"OldestHistoryDelivery": {operator, "/admin and the metrics: the oldest delivery of the whole history"},
+	"StalestDelivered":      {operator, "/admin and the metrics: how far retention is behind, over every tenant"},
+	"StalestDead":           {operator, "/admin and the metrics: how far retention is behind, over every tenant"},
 
 	// The maintenance leader's sweeps over every tenant.
 	"DeadLetterQueuedOfDeletedSubscriptions": {maintenance, "dead-letters the waiting deliveries of every deleted subscription"},

@@ -194,6 +194,9 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 	if err == nil {
 		return nil
 	}
+	if pgfail.Moved(err) {
+		return errChangedMeanwhile
+	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("discard delivery: %w", err)
 	}

@@ -95,11 +95,18 @@ func (s *Service) manualRetry(ctx context.Context, tenantID, id uuid.UUID, actor
 	allowed func(Delivery, Endpoint, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {
 	for try := 1; ; try++ {
 		d, err := s.manualRetryOnce(ctx, tenantID, id, actor, what, action, allowed, move)
-		if !pgfail.Moved(err) || try == pgfail.MovedTries {
+		if !pgfail.Moved(err) {
 			return d, err
+		}
+		if try == pgfail.MovedTries {
+			return Delivery{}, errChangedMeanwhile
 		}
 	}
 }
+
+// errChangedMeanwhile answers a change whose delivery kept being moved by others while it was tried.
+var errChangedMeanwhile = fault.New(fault.InvalidState,
+	"the delivery kept changing while this request was handled (other resends or a replay moved it): look at it again")
 
 func (s *Service) manualRetryOnce(ctx context.Context, tenantID, id uuid.UUID, actor Actor, what, action string,
 	allowed func(Delivery, Endpoint, Actor) error, move func(q *db.Queries, seen db.WebhookDelivery, now time.Time, maxManual int32) (db.WebhookDelivery, error)) (Delivery, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/pgfail"
 	"github.com/hookline/hookline/internal/sleep"
 	"github.com/hookline/hookline/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
@@ -117,14 +118,21 @@ func (w *Worker) claim(ctx context.Context, n int) ([]db.ClaimDeliveriesRow, uui
 	ctx, cancel := context.WithTimeout(ctx, w.o.ClaimTimeout)
 	defer cancel()
 	leaseID := uuid.New()
-	now := w.o.Now()
-	rows, err := w.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{
-		Now: now, Max: int32(n), LeaseExpiresAt: now.Add(w.o.Lease), LeaseID: leaseID, Cap: int32(w.o.EndpointConcurrency),
-	})
-	if err != nil {
-		return nil, leaseID, fmt.Errorf("claim deliveries: %w", err)
+	// A row the claim found pending may have been claimed, sent and recorded by another worker meanwhile:
+	// its record moved it to its time partition, which SKIP LOCKED does not skip (pgfail.Moved). Claimed
+	// again at once, with a new snapshot, the claim no longer sees it.
+	for try := 1; ; try++ {
+		now := w.o.Now()
+		rows, err := w.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{
+			Now: now, Max: int32(n), LeaseExpiresAt: now.Add(w.o.Lease), LeaseID: leaseID, Cap: int32(w.o.EndpointConcurrency),
+		})
+		if err == nil {
+			return rows, leaseID, nil
+		}
+		if !pgfail.Moved(err) || try == pgfail.MovedTries {
+			return nil, leaseID, fmt.Errorf("claim deliveries: %w", err)
+		}
 	}
-	return rows, leaseID, nil
 }
 
 // goAttempt sends a claimed row in a goroutine of its own and hands the result to the completer. The

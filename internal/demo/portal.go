@@ -51,7 +51,7 @@ var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
   main { max-width: 1100px; margin: 24px auto; padding: 0 16px; }
   iframe { width: 100%; height: 400px; border: 1px solid #c9d3d1; border-radius: 8px; background: #fff; }
   .note { background: #fff7e0; border: 1px solid #e8d08a; padding: 8px 12px; border-radius: 6px; }
-  code { font-size: 13px; }
+  code { font-size: 13px; overflow-wrap: anywhere; } /* the note's command is one long word: wrapped on a phone */
 </style></head>
 <body>
 <header><strong>{{.Brand}}</strong> · Settings · Webhooks</header>

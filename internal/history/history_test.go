@@ -201,3 +201,45 @@ func relationsRead(plan string) []string {
 	slices.Sort(read)
 	return read
 }
+
+// TestUpkeepAnalyzesWhatChanged: a time partition that took thousands of rows since its last ANALYZE is
+// listed for one (its statistics would still say it is empty, and every connection's cached plans with
+// them), and the leader's upkeep analyzes it, after which it is no longer listed.
+func TestUpkeepAnalyzesWhatChanged(t *testing.T) {
+	t.Parallel()
+	pool, _ := newDatabase(t)
+	f := newFixture(t, pool)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO events (tenant_id, event_type, body) SELECT $1, 'order.created', '{}' FROM generate_series(1, 5000)`,
+		f.tenant); err != nil {
+		t.Fatal(err)
+	}
+	var today string // the partition the rows went to (by their ids' time)
+	if err := pool.QueryRow(t.Context(), `SELECT tableoid::regclass::text FROM events LIMIT 1`).Scan(&today); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() bool {
+		names, err := db.New(pool).HistoryTablesToAnalyze(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(names, today)
+	}
+	// PostgreSQL's counters take a moment (up to a second) to reach what other sessions read.
+	deadline := time.Now().Add(30 * time.Second)
+	for !listed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, 5,000 rows since its last ANALYZE, is not listed for one", today)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+	if err := history.Upkeep(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	var tuples float64
+	if err := pool.QueryRow(t.Context(), `SELECT reltuples FROM pg_class WHERE relname = $1`, today).Scan(&tuples); err != nil || tuples != 5000 {
+		t.Fatalf("after the upkeep %s's statistics say %v rows (%v), want 5000", today, tuples, err)
+	}
+	if listed() {
+		t.Errorf("%s is still listed for an ANALYZE after the upkeep", today)
+	}
+}

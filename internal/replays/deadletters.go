@@ -80,12 +80,14 @@ func optText(s string) *string {
 	return &s
 }
 
-// DeadLetter is a dead delivery in the cross-tenant list, with whose it is.
+// DeadLetter is a dead delivery in the cross-tenant list, with whose it is. SubscriptionDeleted says its
+// subscription was deleted: it is never sent again, and no replay schedules it.
 type DeadLetter struct {
 	deliveries.Delivery
-	TenantID        uuid.UUID `json:"tenant_id"`
-	TenantName      string    `json:"tenant_name"`
-	SubscriptionURL string    `json:"subscription_url"`
+	TenantID            uuid.UUID `json:"tenant_id"`
+	TenantName          string    `json:"tenant_name"`
+	SubscriptionURL     string    `json:"subscription_url"`
+	SubscriptionDeleted bool      `json:"subscription_deleted"`
 }
 
 // DeadPage is one page of dead letters.
@@ -116,7 +118,10 @@ func (f DeadFilter) params(deadBefore *time.Time) deadParams {
 }
 
 func (s *Replays) count(ctx context.Context, f DeadFilter, deadBefore *time.Time, upTo int) (int64, error) {
-	p := f.params(deadBefore)
+	return s.countParams(ctx, f.params(deadBefore), upTo)
+}
+
+func (s *Replays) countParams(ctx context.Context, p deadParams, upTo int) (int64, error) {
 	n, err := s.q.CountDeadLetters(ctx, db.CountDeadLettersParams{
 		TenantID: p.TenantID, SubscriptionID: p.SubscriptionID, EventType: p.EventType, States: p.States,
 		DeadReason: p.DeadReason, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, DeadBefore: p.DeadBefore,
@@ -143,7 +148,7 @@ func (s *Replays) list(ctx context.Context, f DeadFilter, deadBefore *time.Time,
 	out := make([]DeadLetter, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, DeadLetter{Delivery: deliveries.FromRow(r.WebhookDelivery), TenantID: r.WebhookDelivery.TenantID,
-			TenantName: r.TenantName, SubscriptionURL: r.SubscriptionURL})
+			TenantName: r.TenantName, SubscriptionURL: r.SubscriptionURL, SubscriptionDeleted: r.SubscriptionDeleted})
 	}
 	return out, nil
 }

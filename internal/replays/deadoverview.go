@@ -31,15 +31,17 @@ type DeadHour struct {
 }
 
 // DeadGroup is the dead letters of one tenant's subscription with one last status (nil: no response).
+// SubscriptionDeleted says the subscription was deleted: no replay schedules its dead letters.
 type DeadGroup struct {
-	TenantID        uuid.UUID `json:"tenant_id"`
-	TenantName      string    `json:"tenant_name"`
-	SubscriptionID  uuid.UUID `json:"subscription_id"`
-	SubscriptionURL string    `json:"subscription_url"`
-	LastStatus      *int      `json:"last_status"`
-	Deliveries      int64     `json:"deliveries"`
-	FirstCreated    time.Time `json:"first_created"`
-	LastCreated     time.Time `json:"last_created"`
+	TenantID            uuid.UUID `json:"tenant_id"`
+	TenantName          string    `json:"tenant_name"`
+	SubscriptionID      uuid.UUID `json:"subscription_id"`
+	SubscriptionURL     string    `json:"subscription_url"`
+	SubscriptionDeleted bool      `json:"subscription_deleted"`
+	LastStatus          *int      `json:"last_status"`
+	Deliveries          int64     `json:"deliveries"`
+	FirstCreated        time.Time `json:"first_created"`
+	LastCreated         time.Time `json:"last_created"`
 }
 
 // DeadOverview is where the dead letters of a range are: by hour of creation and by tenant, subscription
@@ -107,7 +109,7 @@ func (s *Replays) DeadOverview(ctx context.Context, f DeadFilter) (DeadOverview,
 	o.GroupsCapped = counted > DeadGroupsMaxRows
 	for _, g := range groups[:min(len(groups), MaxDeadGroups)] {
 		dg := DeadGroup{TenantID: g.TenantID, TenantName: g.TenantName, SubscriptionID: g.SubscriptionID,
-			SubscriptionURL: g.SubscriptionURL, Deliveries: g.Deliveries, FirstCreated: g.FirstCreated.UTC(), LastCreated: g.LastCreated.UTC()}
+			SubscriptionURL: g.SubscriptionURL, SubscriptionDeleted: g.SubscriptionDeleted, Deliveries: g.Deliveries, FirstCreated: g.FirstCreated.UTC(), LastCreated: g.LastCreated.UTC()}
 		if g.LastStatus != nil {
 			st := int(*g.LastStatus)
 			dg.LastStatus = &st

@@ -43,6 +43,9 @@ type Preview struct {
 	Groups []ReplayGroup `json:"groups"`
 	// Sample is the newest few matching deliveries.
 	Sample []DeadLetter `json:"sample"`
+	// OfDeletedSubscriptions counts the dead deliveries that fit the criteria but are not matched: their
+	// subscription was deleted, and nothing is sent to a deleted subscription again.
+	OfDeletedSubscriptions int64 `json:"of_deleted_subscriptions"`
 }
 
 // Replay kinds and states.
@@ -194,6 +197,15 @@ func (s *Replays) Preview(ctx context.Context, f DeadFilter) (Preview, error) {
 	if p.Sample, err = s.list(ctx, f, &now, PreviewSampleSize, nil); err != nil {
 		return Preview{}, err
 	}
+	// What the replay skips is said, so that a preview matching fewer than the dead-letter list shows (or
+	// none) is not a puzzle: the count without skipping deleted subscriptions, less the matches.
+	withDeleted := f.params(&now)
+	withDeleted.Replayable = false
+	all, err := s.countParams(ctx, withDeleted, math.MaxInt32)
+	if err != nil {
+		return Preview{}, err
+	}
+	p.OfDeletedSubscriptions = max(all-p.Matched, 0)
 	dp := f.params(&now)
 	groups, err := s.q.DeadLetterBreakdown(ctx, db.DeadLetterBreakdownParams{
 		TenantID: dp.TenantID, SubscriptionID: dp.SubscriptionID, EventType: dp.EventType, States: dp.States,

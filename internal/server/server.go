@@ -120,7 +120,9 @@ type Server struct {
 	// maintainer runs the periodic work (lease rescue, session pruning, retention) on one elected process.
 	maintainer *maintenance.Maintainer
 	retention  *retention.Sweeper
-	counters   *delivery.Metrics
+	// historyMonitor reads what operators see of the history: /admin's card and the webhook_history_* gauges.
+	historyMonitor *history.Monitor
+	counters       *delivery.Metrics
 	// tracing is OpenTelemetry tracing, configured by the OTEL_* variables (off when none asks for it).
 	tracing  *tracer
 	registry *prometheus.Registry
@@ -201,6 +203,7 @@ func (s *Server) build(ctx context.Context, o Options) (err error) {
 	if _, err := s.History.Make(ctx); err != nil {
 		return err
 	}
+	s.watchHistory()
 	s.Activity = activity.NewLog(s.Pool)
 	s.LoginThrottle = tenants.NewLoginThrottle(s.Pool, s.now, 0, 0, 0)
 	s.Sessions = session.NewStore(s.Pool)

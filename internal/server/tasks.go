@@ -25,9 +25,8 @@ func (s *Server) buildMaintenance() error {
 		_, err := s.History.Make(ctx)
 		return err
 	}})
-	s.maintainer.Register(maintenance.Task{Name: "queue_vacuum", Interval: history.QueueVacuumInterval, Run: func(ctx context.Context) error {
-		_, err := history.VacuumQueue(ctx, s.Pool)
-		return err
+	s.maintainer.Register(maintenance.Task{Name: "history_upkeep", Interval: history.UpkeepInterval, Run: func(ctx context.Context) error {
+		return history.Upkeep(ctx, s.Pool)
 	}})
 	s.maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.

@@ -426,10 +426,13 @@ func (s *Service) ListUsers(ctx context.Context, tenantID uuid.UUID) ([]ListedUs
 
 // RemoveUser deletes one of a tenant's customer logins. Its sessions end with it: every dashboard request
 // loads the session's user, and a session whose user is gone is signed out. Another tenant's user, an
-// operator or an unknown id is NOT_FOUND.
+// operator or an unknown id is NOT_FOUND. Its activity entry keeps the email: the log names whom it
+// removed, whose row is gone.
 func (s *Service) RemoveUser(ctx context.Context, tenantID, userID uuid.UUID) error {
-	err := s.change(ctx, tenantID, activity.UserRemoved, "user", nil, func(q *db.Queries) (uuid.UUID, error) {
-		_, err := q.DeleteTenantUser(ctx, db.DeleteTenantUserParams{ID: userID, TenantID: &tenantID})
+	details := map[string]any{}
+	err := s.change(ctx, tenantID, activity.UserRemoved, "user", details, func(q *db.Queries) (uuid.UUID, error) {
+		email, err := q.DeleteTenantUser(ctx, db.DeleteTenantUserParams{ID: userID, TenantID: &tenantID})
+		details["email"] = email
 		return userID, err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Statements is a pgx.QueryTracer (set it as a pool's ConnConfig.Tracer) that keeps the SQL and arguments
@@ -82,7 +83,9 @@ type Plan struct {
 
 // Buffers is how many shared buffers the statement touched (found in the cache or read), its whole plan's:
 // what it read of the database, which, unlike its time, does not depend on what else the machine does.
-func (p Plan) Buffers() int { return int(p.root.num("Shared Hit Blocks") + p.root.num("Shared Read Blocks")) }
+func (p Plan) Buffers() int {
+	return int(p.root.num("Shared Hit Blocks") + p.root.num("Shared Read Blocks"))
+}
 
 // PlanNode is one node of a Plan, as EXPLAIN's JSON gives it.
 type PlanNode map[string]any
@@ -168,4 +171,33 @@ func WholeScans(plan, prefix string) []string {
 		}
 	}
 	return whole
+}
+
+// ExplainExecute is the plan PostgreSQL's plan cache runs statement with args by: prepared under name on
+// conn, then EXPLAIN EXECUTE, custom or generic as the session's plan_cache_mode says. EXECUTE takes
+// values, not bind parameters, so each argument is written as the literal of its parameter's type.
+func ExplainExecute(t testing.TB, conn *pgx.Conn, name, statement string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	_ = conn.Deallocate(ctx, name) // an earlier call's, if any
+	sd, err := conn.Prepare(ctx, name, statement)
+	if err != nil {
+		t.Fatalf("explain execute: prepare: %v", err)
+	}
+	literals := make([]string, len(args))
+	for i, a := range args {
+		text, err := conn.TypeMap().Encode(sd.ParamOIDs[i], pgtype.TextFormatCode, a, nil)
+		if err != nil {
+			t.Fatalf("explain execute: argument %d: %v", i+1, err)
+		}
+		literals[i] = "NULL"
+		if text != nil {
+			literals[i] = "'" + strings.ReplaceAll(string(text), "'", "''") + "'"
+		}
+	}
+	exec := "EXECUTE " + pgx.Identifier{name}.Sanitize()
+	if len(args) > 0 {
+		exec += "(" + strings.Join(literals, ", ") + ")"
+	}
+	return Explain(t, conn, exec)
 }

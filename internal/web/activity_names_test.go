@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,66 @@ func checkPersonNamed(t *testing.T, pc *client, path string) {
 	}
 	if strings.Contains(p.Body, "portal:u_42") || strings.Contains(p.Body, "key-2") {
 		t.Error("the activity page shows the audit identifier or a header value")
+	}
+}
+
+// The activity log names every object as pages do, not by an id fragment ("API token …77e33783",
+// "recover …8b63ab3a"): a token by its name (marked revoked once it is), a user by email (marked removed
+// once gone), a portal link by whom it let in, a recover by the endpoint it recovered, linking its page.
+func TestActivityNamesTokensUsersLinksAndRecovers(t *testing.T) {
+	t.Parallel()
+	e := setup(t, withBackground, nil)
+	tn := e.newTenant("activity objects")
+	sub := e.newSubscription(tn, "/bad/activity-objects", "Orders")
+	e.deadOf(tn, sub.ID, "order.paid", 1)
+	if _, err := e.srv.Tenants.CreateToken(byOperator(), tn.ID, "platform backend", []string{"portal:write"}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := e.srv.Tenants.CreateToken(byOperator(), tn.ID, "old key", []string{"portal:write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Tenants.RevokeToken(byOperator(), tn.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := e.srv.Tenants.CreateUser(byOperator(), tn.ID, "gone@example.com", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Tenants.RemoveUser(byOperator(), tn.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.portalLink(tn, portal.LinkRequest{User: portal.User{ID: "u_7", Name: "Dana Scully"}})
+	c := e.client()
+	c.login(tn.Email)
+	path := "/subscriptions/" + sub.ID.String()
+	if p := c.post(path+"/recover", url.Values{"action": {"confirm"}, "since": {formTimeOf(time.Now().Add(-time.Hour))}}); p.URL.Path != path {
+		t.Fatalf("recover: %s", p)
+	}
+
+	type object struct{ name, href string }
+	got := map[string][]object{}
+	for _, row := range byTestID(c.get("/activity").Doc, "activity-row") {
+		obj := one(t, row, "activity-object")
+		got[attr(row, "data-action")] = append(got[attr(row, "data-action")], object{text(obj), attr(obj, "href")})
+	}
+	want := map[string][]object{
+		"token.created":       {{"API token old key (revoked)", ""}, {"API token platform backend", ""}},
+		"token.revoked":       {{"API token old key (revoked)", ""}},
+		"user.created":        {{"gone@example.com (removed)", ""}, {tn.Email, ""}},
+		"user.removed":        {{"gone@example.com (removed)", ""}},
+		"portal_link.created": {{"portal link for Dana Scully", ""}},
+	}
+	for action, w := range want {
+		if !slices.Equal(got[action], w) {
+			t.Errorf("%s names %q, want %q", action, got[action], w)
+		}
+	}
+	rec := got["recover.started"]
+	if len(rec) != 1 || rec[0].name != "recover of Orders" || !strings.HasPrefix(rec[0].href, "/recovers/") {
+		t.Fatalf("recover.started names %q, want the recover of Orders linking its page", rec)
+	}
+	if p := c.get(rec[0].href); p.Status != http.StatusOK {
+		t.Errorf("the recover's link: %s", p)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,10 @@ func checkOperatorCardCountsDead(t *testing.T, e *env, c *client) {
 	}
 	if got := text(one(t, card, "operator-failing")); got == "not failing" {
 		t.Errorf("failing since %q after only failures", got)
+	}
+	// A moment is said by its age ("Started failing 5 s ago"): "since 5 s ago" read oddly.
+	if odd := regexp.MustCompile(`since (just now|\d+ \S+ ago)`).FindString(text(card)); odd != "" {
+		t.Errorf("the card says %q", odd)
 	}
 	if got := text(one(t, card, "state")); got != "active" {
 		t.Errorf("operator state %q after a dead notification, want active", got)

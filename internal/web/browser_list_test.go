@@ -86,3 +86,62 @@ func TestBrowserListAtLaptopAndPhone(t *testing.T) {
 		}
 	}
 }
+
+// namesBrokenMidWord lists the deliveries list's event types that wrap other than after a dot, with where
+// they broke ("invoice.fail|ed"): each character's line is read from its box.
+const namesBrokenMidWord = `(() => {
+  const out = [];
+  for (const link of document.querySelectorAll('[data-testid=delivery-row] .c-type [data-testid=delivery-link]')) {
+    const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT);
+    let prev = '', prevTop = null, shown = '';
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (let i = 0; i < n.length; i++) {
+        const r = document.createRange();
+        r.setStart(n, i); r.setEnd(n, i + 1);
+        const box = r.getClientRects()[0];
+        if (!box) continue;
+        if (prevTop !== null && box.top > prevTop + 2) {
+          if (prev !== '.') out.push(link.textContent + ' broke as ' + shown + '|');
+          shown += '|';
+        }
+        prev = n.data[i]; prevTop = box.top; shown += prev;
+      }
+    }
+  }
+  return out;
+})()`
+
+// TestBrowserEventTypesStayWhole: the deliveries list keeps an event type's name whole, at laptop and at
+// phone width: it may wrap after a dot, never inside a part. At 1366 px the column was squeezed until
+// names broke anywhere ("invoice.fail|ed").
+func TestBrowserEventTypesStayWhole(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	e := setup(t, withBackground, nil)
+	tn := e.newTenant("browser-event-types-whole")
+	e.newSubscription(tn, "/good/whole-billing", "Billing service (flaky demo endpoint)")
+	e.newSubscription(tn, "/good/whole-orders", "Order service (healthy demo endpoint)")
+	for _, typ := range []string{"invoice.failed", "order.created", "customer.subscription.trial_will_end"} {
+		for _, id := range e.publish(tn, typ, map[string]any{"n": 1}) {
+			e.waitState(tn, id, delivery.Delivered)
+		}
+	}
+	b.login(e.base, tn.Email)
+	for _, size := range []struct {
+		name string
+		w    int64
+	}{{"laptop", 1366}, {"phone", 390}} {
+		b.run(size.name, chromedp.EmulateViewport(size.w, 900))
+		b.run("open list", chromedp.Navigate(e.base+"/deliveries"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=deliveries]`)))
+		b.screenshot(size.name)
+		if n := eval[int](b, `document.querySelectorAll('[data-testid=delivery-row]').length`); n != 6 {
+			t.Fatalf("%s: %d rows, want 6", size.name, n)
+		}
+		if broken := eval[[]string](b, namesBrokenMidWord); len(broken) != 0 {
+			t.Errorf("at %d px event types break inside a part:\n  %s", size.w, strings.Join(broken, "\n  "))
+		}
+		if w := eval[float64](b, `document.documentElement.scrollWidth`); w > float64(size.w) {
+			t.Errorf("at %d px the page is %v px wide", size.w, w)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,8 +66,9 @@ func TestDeliveryPageLeadsWithTheAnswer(t *testing.T) {
 	if got := text(one(t, p.Doc, "summary-headline")); got != "Dead: 400 Bad Request" {
 		t.Errorf("dead headline %q", got)
 	}
-	if got := text(one(t, p.Doc, "summary-at")); !strings.HasPrefix(got, "since ") {
-		t.Errorf("dead since %q", got)
+	// When it died, as an age: "5 s ago", not "since 5 s ago".
+	if got := text(one(t, p.Doc, "summary-at")); !regexp.MustCompile(`^(just now|\d+ (s|min) ago)$`).MatchString(got) {
+		t.Errorf("dead at %q, want its age", got)
 	}
 	if got := text(one(t, p.Doc, "summary-response")); got != `Last response 400 Bad Request: {"error":"unknown order"}` {
 		t.Errorf("dead response %q", got)

@@ -2,6 +2,9 @@ package web_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +54,7 @@ func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 	for _, li := range byTestID(p.Doc, "custom-header") {
 		shown = append(shown, text(li))
 	}
-	if strings.Join(shown, "|") != "x-api-key: •••• value hidden|x-env: •••• value hidden" {
+	if strings.Join(shown, "|") != "X-Api-Key: •••• value hidden|X-Env: •••• value hidden" {
 		t.Errorf("custom headers shown %q", shown)
 	}
 	if got := text(one(t, p.Doc, "rate-limit")); got != "at most 10 requests a second" {
@@ -94,5 +97,34 @@ func TestCustomHeadersAndRateLimitShown(t *testing.T) {
 		if h.Path == "/good/settings-shown" && (h.Headers.Get("X-Api-Key") != "secret-value-1" || h.Headers.Get("X-Env") != "prod-value") {
 			t.Errorf("the receiver got %v", h.Headers)
 		}
+	}
+}
+
+// A custom header's name is spelled the same on the endpoint's page as in its form: as stored (canonical,
+// whatever case it was typed in). The page lower-cased them ("x-api-key") while the form said "X-Api-Key".
+func TestCustomHeaderNamesSpelledAlikeOnPageAndForm(t *testing.T) {
+	t.Parallel()
+	e := setup(t, httpOnly, nil)
+	tn := e.newTenant("header names alike")
+	c := e.client()
+	c.login(tn.Email)
+	p := c.post("/subscriptions", url.Values{"url": {e.recv.URL + "/good/header-names"}, "description": {"Header names"},
+		"header_name": {"x-api-key", "X-Tenant"}, "header_value": {"k_1", "acme"}})
+	if p.Status != http.StatusOK || !strings.HasPrefix(p.URL.Path, "/subscriptions/") {
+		t.Fatalf("create: %s", p)
+	}
+	var onPage []string
+	for _, li := range byTestID(p.Doc, "custom-header") {
+		name, _, _ := strings.Cut(text(li), ":")
+		onPage = append(onPage, name)
+	}
+	var inForm []string
+	for _, in := range byTestID(c.get(p.URL.Path+"/edit").Doc, "header-name") {
+		if v := attr(in, "value"); v != "" {
+			inForm = append(inForm, v)
+		}
+	}
+	if want := []string{"X-Api-Key", "X-Tenant"}; !slices.Equal(onPage, want) || !slices.Equal(inForm, want) {
+		t.Errorf("header names on the page %q, in the form %q, want %q on both", onPage, inForm, want)
 	}
 }

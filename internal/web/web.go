@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
@@ -63,6 +64,8 @@ type Options struct {
 	Incidents *incidents.Service
 	// Portal, when set, lets customers in by single-use portal links (GET /portal/{token}).
 	Portal *portal.Service
+	// History, when set, is the delivery history /admin shows (partitions, retention).
+	History *history.Monitor
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -122,7 +125,7 @@ func New(o Options) *Handler {
 	c := &core.Handler{
 		Tenants: o.Tenants, Subs: o.Subscriptions, Dels: o.Deliveries, Replays: o.Replays, Publisher: o.Publisher,
 		Policy: o.Policy, Timeout: o.AttemptTimeout, MaxManual: o.MaxManualRetries, Now: o.Now, Log: o.Log,
-		Incidents: o.Incidents, Portal: o.Portal, Catalogue: o.Catalogue, Activity: o.Activity,
+		Incidents: o.Incidents, Portal: o.Portal, Catalogue: o.Catalogue, Activity: o.Activity, History: o.History,
 		Brand: o.Brand, FrameAncestors: o.FrameAncestors,
 	}
 	if c.Brand.Name == "" {

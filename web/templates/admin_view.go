@@ -36,6 +36,8 @@ type AdminPage struct {
 	Error   string
 	// Operator is the operator notifications' card (admin_operator.templ).
 	Operator OperatorCard
+	// History is the delivery history's card (admin_history.templ).
+	History HistoryCard
 }
 
 // AdminTenantPage is /admin/tenants/{id}: one tenant's subscriptions with their health, read-only.
@@ -79,12 +81,14 @@ type DeadFilterForm struct {
 type DeadLetterRow struct {
 	ID, ShortID, Href      string
 	TenantName, TenantHref string
-	SubURL, SubHref        string
-	EventType              string
-	State, StateClass      string
-	Reason                 string
-	Attempts               int
-	Created, DeadAt        Time
+	// SubHref is empty, and SubDeleted true, when the subscription was deleted (its page is gone).
+	SubURL, SubHref   string
+	SubDeleted        bool
+	EventType         string
+	State, StateClass string
+	Reason            string
+	Attempts          int
+	Created, DeadAt   Time
 }
 
 // DeadLettersPage is /admin/dead.
@@ -141,8 +145,10 @@ type DeadGroupRow struct {
 	Status                 string
 	Count                  int64
 	First, Last            Time
-	// ReplayHref is the bulk replay form filled with this group's window, tenant and subscription.
+	// ReplayHref is the bulk replay form filled with this group's window, tenant and subscription. A
+	// deleted subscription's group (SubDeleted) has neither it nor SubHref: no replay sends its deliveries.
 	ReplayHref string
+	SubDeleted bool
 }
 
 // GroupRow is one tenant's subscription's share of a replay preview.
@@ -161,6 +167,9 @@ type ReplayPreview struct {
 	Sample     []DeadLetterRow
 	// Hidden carries the criteria to the confirm form.
 	Hidden []KV
+	// DeletedNote says why dead deliveries that fit the criteria are not matched (their endpoints were
+	// deleted); empty when there are none.
+	DeletedNote string
 }
 
 // BulkReplayPage is /admin/replay.

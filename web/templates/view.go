@@ -5,6 +5,7 @@ package templates
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Layout is what every page's frame needs.
@@ -157,7 +158,8 @@ type Subscription struct {
 	FailingSince string
 	Created      Time
 	Health       Health
-	// HeaderNames are the custom headers every request carries, lower-case; their values are never shown.
+	// HeaderNames are the custom headers every request carries, spelled as stored (canonical, X-Api-Key) and
+	// so as the endpoint form shows them; their values are never shown.
 	HeaderNames []string
 	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
 	RateLimit string
@@ -325,6 +327,9 @@ type ErrorPage struct {
 	Message       string
 	CorrelationID string
 }
+
+// dotParts splits a dotted name after each dot: "invoice.failed" is "invoice." and "failed".
+func dotParts(name string) []string { return strings.SplitAfter(name, ".") }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 

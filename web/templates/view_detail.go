@@ -6,7 +6,7 @@ package templates
 type Summary struct {
 	Class    string // ok, retry, dead, waiting: the summary's colour
 	Headline string // "Delivered in 2 attempts", "Retrying", "Dead"
-	AtLabel  string // "next attempt", "since", "": said before At
+	AtLabel  string // "next attempt", "due", "": said before At
 	At       Time
 	Response string // "Last response 400: {…}"
 	Note     string // one more sentence: paused, circuit open, discarded

@@ -8,7 +8,6 @@ import (
 	"github.com/hookline/hookline/internal/activity"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/params"
-	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/web/templates"
 )
 
@@ -108,18 +107,9 @@ func (h *Handler) Recent(r *http.Request, tenantID uuid.UUID) (templates.TenantA
 	return out, err
 }
 
-// activityRows are entries as a page shows them, naming the subscriptions they are about as pages do
-// (their description, else their URL), also those deleted since.
+// activityRows are entries as a page shows them, naming what they are about as pages do.
 func (h *Handler) activityRows(r *http.Request, tenantID uuid.UUID, entries []activity.Entry) ([]templates.ActivityRow, error) {
-	var ids []uuid.UUID
-	for _, e := range entries {
-		if e.Object.Type == "subscription" {
-			if id, err := uuid.Parse(e.Object.ID); err == nil {
-				ids = append(ids, id)
-			}
-		}
-	}
-	names, err := h.Subs.Names(r.Context(), tenantID, ids)
+	names, err := h.objectNames(r.Context(), tenantID, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +121,8 @@ func (h *Handler) activityRows(r *http.Request, tenantID uuid.UUID, entries []ac
 }
 
 // activityRow is an entry as a page shows it: in words, with a link to what it changed where that has a
-// page; names are the tenant's subscriptions the entries are about.
-func (h *Handler) activityRow(e activity.Entry, names map[uuid.UUID]subscriptions.Named) templates.ActivityRow {
+// page.
+func (h *Handler) activityRow(e activity.Entry, names objectNames) templates.ActivityRow {
 	row := templates.ActivityRow{
 		At: h.TimeView(e.At), Action: e.Action, Label: actionLabels[e.Action], Who: e.Actor.Label(),
 		WhoKind: actorKinds[e.Actor.Kind], Correlation: e.CorrelationID, Details: activityDetails(e),
@@ -143,36 +133,6 @@ func (h *Handler) activityRow(e activity.Entry, names map[uuid.UUID]subscription
 	if row.Label == "" {
 		row.Label = e.Action
 	}
-	short := e.Object.ID
-	if len(short) > 8 {
-		short = short[len(short)-8:]
-	}
-	switch e.Object.Type {
-	case "subscription":
-		id, _ := uuid.Parse(e.Object.ID)
-		n, ok := names[id]
-		switch {
-		case !ok:
-			row.Object = "subscription …" + short
-		case n.Deleted:
-			row.Object = n.Name + " (deleted)"
-		default:
-			row.Object, row.ObjectHref = n.Name, "/subscriptions/"+e.Object.ID
-		}
-	case "delivery":
-		row.Object, row.ObjectHref = "delivery …"+short, "/deliveries/"+e.Object.ID
-	case "recover":
-		row.Object, row.ObjectHref = "recover …"+short, "/recovers/"+e.Object.ID
-	case "portal_link":
-		row.Object = "portal link …" + short
-	case "tenant":
-		row.Object = "every portal session"
-	case "token":
-		row.Object = "API token …" + short
-	case "user":
-		row.Object = "user …" + short
-	default:
-		row.Object = e.Object.Type + " " + e.Object.ID
-	}
+	row.Object, row.ObjectHref = names.object(e)
 	return row
 }

@@ -28,16 +28,8 @@ func activityDetails(e activity.Entry) string {
 	case activity.TestEventSent, activity.ExampleEventSent:
 		return str("event_type")
 	case activity.PortalLinkCreated:
-		who := ""
-		if u, ok := d["user"].(map[string]any); ok {
-			for _, k := range []string{"name", "email", "id"} {
-				if s, _ := u[k].(string); s != "" {
-					who = " for " + s
-					break
-				}
-			}
-		}
-		return str("role") + " link" + who
+		// Whom it lets in names the object (portalPerson).
+		return str("role") + " link"
 	case activity.TokenCreated:
 		var scopes []string
 		if ss, ok := d["scopes"].([]any); ok {
@@ -47,14 +39,25 @@ func activityDetails(e activity.Entry) string {
 				}
 			}
 		}
-		return str("name") + " (" + strings.Join(scopes, ", ") + ")"
-	case activity.UserCreated:
-		return str("email")
+		// Its name names the object.
+		return "scopes: " + strings.Join(scopes, ", ")
 	case activity.PortalSessionsEnded:
 		return plural(num("ended"), "session or unused link", "sessions or unused links") + " ended"
 	case activity.TokenRevoked:
 		if n := num("portal_links_ended"); n > 0 {
 			return "its portal links ended: " + plural(n, "session or unused link", "sessions or unused links")
+		}
+	}
+	return ""
+}
+
+// portalPerson is whom a portal link entry's link lets in, as the platform named them: their name, else
+// email, else id ("" when the details do not say).
+func portalPerson(d map[string]any) string {
+	u, _ := d["user"].(map[string]any)
+	for _, k := range []string{"name", "email", "id"} {
+		if s, _ := u[k].(string); s != "" {
+			return s
 		}
 	}
 	return ""

@@ -59,8 +59,11 @@ func (h *Handler) deadRow(d replays.DeadLetter) templates.DeadLetterRow {
 	row := templates.DeadLetterRow{
 		ID: d.ID.String(), ShortID: core.ShortID(d.ID), Href: "/deliveries/" + d.ID.String(),
 		TenantName: d.TenantName, TenantHref: "/admin/tenants/" + d.TenantID.String(),
-		SubURL: d.SubscriptionURL, SubHref: "/subscriptions/" + d.SubscriptionID.String(), EventType: d.EventType,
+		SubURL: d.SubscriptionURL, SubDeleted: d.SubscriptionDeleted, EventType: d.EventType,
 		State: label, StateClass: class, Attempts: d.TotalAttempts, Created: h.TimeView(d.CreatedAt), DeadAt: h.TimePtr(d.DeadAt),
+	}
+	if !d.SubscriptionDeleted {
+		row.SubHref = "/subscriptions/" + d.SubscriptionID.String()
 	}
 	if d.DeadReason != nil {
 		row.Reason = delivery.DeadReasonText(*d.DeadReason, d.LastStatus)

@@ -61,7 +61,8 @@ func deadChartView(o replays.DeadOverview, filtered bool) templates.DeadChart {
 
 // deadGroupsView is the grouped table, each row leading to the bulk replay form filled with that group's
 // tenant, subscription and a window covering its first to its last dead letter (the form takes minutes:
-// from the first's minute to the minute after the last).
+// from the first's minute to the minute after the last). A deleted subscription's group is marked so and
+// leads nowhere: its page is gone, and a replay would match none of its deliveries.
 func (h *Handler) deadGroupsView(o replays.DeadOverview) templates.DeadGroups {
 	g := templates.DeadGroups{Capped: o.GroupsCapped, More: o.MoreGroups, CapText: strconv.Itoa(replays.DeadGroupsMaxRows)}
 	for _, x := range o.Groups {
@@ -69,17 +70,20 @@ func (h *Handler) deadGroupsView(o replays.DeadOverview) templates.DeadGroups {
 		if x.LastStatus != nil {
 			status = strconv.Itoa(*x.LastStatus)
 		}
-		q := url.Values{
-			"tenant": {x.TenantID.String()}, "subscription": {x.SubscriptionID.String()},
-			"from": {x.FirstCreated.UTC().Truncate(time.Minute).Format(params.FormTime)},
-			"to":   {x.LastCreated.UTC().Truncate(time.Minute).Add(time.Minute).Format(params.FormTime)},
-		}
-		g.Rows = append(g.Rows, templates.DeadGroupRow{
+		row := templates.DeadGroupRow{
 			TenantName: x.TenantName, TenantHref: "/admin/tenants/" + x.TenantID.String(),
-			SubURL: x.SubscriptionURL, SubHref: "/subscriptions/" + x.SubscriptionID.String(), Status: status,
+			SubURL: x.SubscriptionURL, SubDeleted: x.SubscriptionDeleted, Status: status,
 			Count: x.Deliveries, First: h.TimeView(x.FirstCreated), Last: h.TimeView(x.LastCreated),
-			ReplayHref: "/admin/replay?" + q.Encode(),
-		})
+		}
+		if !x.SubscriptionDeleted {
+			q := url.Values{
+				"tenant": {x.TenantID.String()}, "subscription": {x.SubscriptionID.String()},
+				"from": {x.FirstCreated.UTC().Truncate(time.Minute).Format(params.FormTime)},
+				"to":   {x.LastCreated.UTC().Truncate(time.Minute).Add(time.Minute).Format(params.FormTime)},
+			}
+			row.SubHref, row.ReplayHref = "/subscriptions/"+x.SubscriptionID.String(), "/admin/replay?"+q.Encode()
+		}
+		g.Rows = append(g.Rows, row)
 	}
 	return g
 }

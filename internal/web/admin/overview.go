@@ -54,6 +54,7 @@ func (h *Handler) Admin(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
+	p.History = h.historyCard(r)
 	h.Render(w, r, status, templates.Admin(p))
 }
 

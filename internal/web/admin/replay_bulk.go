@@ -90,7 +90,8 @@ func (h *Handler) BulkReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) previewView(pv replays.Preview, v url.Values, spread string) *templates.ReplayPreview {
-	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= replays.MaxPreviewGroups}
+	out := &templates.ReplayPreview{Matched: pv.Matched, MoreGroups: len(pv.Groups) >= replays.MaxPreviewGroups,
+		DeletedNote: deletedNote(pv)}
 	for _, g := range pv.Groups {
 		out.Groups = append(out.Groups, templates.GroupRow{
 			TenantName: g.TenantName, TenantHref: "/admin/tenants/" + g.TenantID.String(),
@@ -107,4 +108,21 @@ func (h *Handler) previewView(pv replays.Preview, v url.Values, spread string) *
 	}
 	out.Hidden = append(out.Hidden, templates.KV{Key: "spread", Value: spread})
 	return out
+}
+
+// deletedNote says why the dead deliveries of deleted endpoints that fit the criteria are not matched: the
+// dead-letter list shows them, so a preview matching fewer (or none) would otherwise be a puzzle.
+func deletedNote(pv replays.Preview) string {
+	n := pv.OfDeletedSubscriptions
+	if n == 0 {
+		return ""
+	}
+	more := ""
+	if pv.Matched > 0 {
+		more = " more"
+	}
+	if n == 1 {
+		return "1" + more + " dead delivery fits these criteria but is not replayed: its endpoint was deleted, and deliveries of deleted endpoints are never sent again."
+	}
+	return fmt.Sprintf("%d%s dead deliveries fit these criteria but are not replayed: their endpoints were deleted, and deliveries of deleted endpoints are never sent again.", n, more)
 }

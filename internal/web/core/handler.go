@@ -15,6 +15,7 @@ import (
 	"github.com/hookline/hookline/internal/catalogue"
 	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/publish"
@@ -37,6 +38,8 @@ type Handler struct {
 	Incidents *incidents.Service
 	// Portal, when set, lets customers in by single-use portal links.
 	Portal *portal.Service
+	// History, when set, is the delivery history's partitions and retention that /admin shows.
+	History *history.Monitor
 	// Policy, Timeout and MaxManual are the delivery contract pages tell.
 	Policy    delivery.RetryPolicy
 	Timeout   time.Duration

@@ -157,10 +157,7 @@ func (h *Handler) SubscriptionView(s subscriptions.Subscription) templates.Subsc
 	v := templates.Subscription{
 		ID: s.ID.String(), Href: "/subscriptions/" + s.ID.String(), URL: s.URL, Description: s.Description,
 		EventTypes: s.EventTypes, State: s.State, StateClass: SubStateClass(s.State), StateReason: s.DisabledReason,
-		Created: h.TimeView(s.CreatedAt),
-	}
-	for _, n := range s.HeaderNames {
-		v.HeaderNames = append(v.HeaderNames, strings.ToLower(n))
+		Created: h.TimeView(s.CreatedAt), HeaderNames: s.HeaderNames,
 	}
 	if r := s.RateLimitPerSecond; r != nil {
 		v.RateLimit = "at most " + templates.Plural(int64(*r), "request", "requests") + " a second"

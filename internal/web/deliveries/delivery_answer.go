@@ -50,9 +50,6 @@ func (h *Handler) answerFirst(p *templates.DeliveryPage, d deliveries.Detail, su
 	}
 	p.Summary = h.summary(d, subState)
 	p.Resend, p.RetryNow = h.actions(d, admin)
-	if d.Endpoint.Deleted() {
-		p.EndpointDeleted = endpointDeletedText(d)
-	}
 	if held := h.circuitHold(circuit); held != "" && p.RetryNow.Enabled() {
 		p.RetryNow.Reason = held
 	}
@@ -89,7 +86,8 @@ func (h *Handler) summary(d deliveries.Detail, subState string) templates.Summar
 		}
 		s.At = h.TimePtr(d.LastAttemptAt)
 	case d.State.Dead():
-		s.Class, s.Headline, s.AtLabel, s.At = "dead", "Dead", "since", h.TimePtr(d.DeadAt)
+		// The moment it died, as its age alone ("5 s ago"): "since 5 s ago" read oddly.
+		s.Class, s.Headline, s.At = "dead", "Dead", h.TimePtr(d.DeadAt)
 		if d.DeadReason != nil {
 			s.Headline += ": " + delivery.DeadReasonText(*d.DeadReason, d.LastStatus)
 		}
@@ -156,10 +154,14 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// endpointDeletedText says that a delivery's subscription was deleted, naming it, and what that means for
-// the delivery: nothing is sent to it any more, so it cannot be resent, and one still waiting ends as dead.
-func endpointDeletedText(d deliveries.Detail) string {
+// endpointDeletedText says that a delivery's subscription was deleted, naming it (by its description, when
+// it had one, then its URL and id), and what that means for the delivery: nothing is sent to it any more, so
+// it cannot be resent, and one still waiting ends as dead.
+func endpointDeletedText(d deliveries.Detail, description string) string {
 	s := "Its subscription " + httpx.RedactURL(d.Endpoint.URL) + " (" + d.SubscriptionID.String() + ") was deleted"
+	if description != "" {
+		s = "Its subscription " + description + " (" + httpx.RedactURL(d.Endpoint.URL) + ", " + d.SubscriptionID.String() + ") was deleted"
+	}
 	if d.Endpoint.DeletedAt != nil {
 		s += " on " + d.Endpoint.DeletedAt.UTC().Format(core.TimeLayout)
 	}

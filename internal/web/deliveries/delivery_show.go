@@ -1,9 +1,12 @@
 package deliveries
 
 import (
+	"cmp"
+	"context"
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/deliveries"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
@@ -33,9 +36,14 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		subName, subState, circuit = v.Name(), s.State, s.Circuit
 	}
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
+	var deletedDesc string
 	if d.Endpoint.Deleted() {
-		// Its page is gone: name it without a link.
-		subName, subHref = "deleted subscription "+httpx.RedactURL(d.Endpoint.URL), ""
+		// Its page is gone: name it as the activity log does, without a link.
+		if deletedDesc, err = h.deletedDescription(r.Context(), tenantID, d); err != nil {
+			h.Fail(w, r, err)
+			return
+		}
+		subName, subHref = cmp.Or(deletedDesc, httpx.RedactURL(d.Endpoint.URL))+" (deleted)", ""
 	}
 	label, class := core.DeliveryState(d.Delivery)
 	p := templates.DeliveryPage{
@@ -50,8 +58,14 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Replay, p.ReplayHref = h.replayedBy(r, tenantID, d.ReplayID)
 	p.Headers = h.BrandedHeaders(r, p.Headers)
-	if n := len(p.Attempts); n > 0 && d.State == delivery.Expired && p.Attempts[n-1].Class == "retry" {
-		p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
+	if n := len(p.Attempts); n > 0 && p.Attempts[n-1].Class == "retry" {
+		// The last attempt's answer called for a retry that never came: say why rather than "retried".
+		switch {
+		case d.State == delivery.Expired:
+			p.Attempts[n-1].Outcome = "temporary error, but no attempts or time left"
+		case d.State.Dead() && d.DeadReason != nil && *d.DeadReason == delivery.ReasonSubscriptionDeleted:
+			p.Attempts[n-1].Outcome = "temporary error, not retried: its subscription was deleted"
+		}
 	}
 	wait, err := h.Dels.ResendWait(r.Context(), d.SubscriptionID)
 	if err != nil {
@@ -59,6 +73,9 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.answerFirst(&p, d, subState, circuit, core.Caller(r).Admin, wait)
+	if d.Endpoint.Deleted() {
+		p.EndpointDeleted = endpointDeletedText(d, deletedDesc)
+	}
 	if p.ReadOnly && d.State.Dead() && !d.Discarded {
 		// Someone who may only look has no Resend: tell them who can, not to do it.
 		p.Summary.Note = "Nothing more is tried. Once the endpoint is fixed, someone with edit access can resend it."
@@ -71,6 +88,20 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		p.Summary.Note += ". Retry now cannot skip that wait, so it is off until then."
 	}
 	h.Render(w, r, http.StatusOK, templates.DeliveryView(p))
+}
+
+// deletedDescription is the description of a delivery's deleted subscription ("" when it had none): pages
+// name a subscription by its description, also once it is deleted.
+func (h *Handler) deletedDescription(ctx context.Context, tenantID uuid.UUID, d deliveries.Detail) (string, error) {
+	names, err := h.Subs.Names(ctx, tenantID, []uuid.UUID{d.SubscriptionID})
+	if err != nil {
+		return "", err
+	}
+	// Names falls back to the URL, which the page shows without credentials.
+	if n, ok := names[d.SubscriptionID]; ok && n.Name != d.Endpoint.URL {
+		return n.Name, nil
+	}
+	return "", nil
 }
 
 // deliveryTenant reads the {id} delivery's id and the tenant to look it up in: the customer's own (another

@@ -21,47 +21,50 @@ import (
 )
 
 // All are the phases in the order they run; pages-10m only with -pages-10m.
-var All = []string{"ingest", "drain", "ceiling", "goals", "latency", "idle", "retry", "pages", "history", "retention", "rss", "scaling", "ratelimit", "catalogue", "tracing"}
+var All = []string{"ingest", "drain", "ceiling", "goals", "latency", "idle", "aged", "retry", "pages", "history", "retention", "rss", "scaling", "ratelimit", "catalogue", "tracing"}
 
 // Options are the sizes, durations and rates of the phases (main's flags; `bench -h` says what each is).
 type Options struct {
-	Server        testbed.ServerBinary
-	DrainN        int
-	DrainSlowN    int
-	DrainVars     string
-	DrainCap      int
-	SlowDelay     time.Duration
-	CeilWorkers   int
-	CeilBatch     int
-	CeilHTTP      bool
-	IngestN       int
-	IngestDur     time.Duration
-	Publishers    int
-	Payload       int
-	LatencyDur    time.Duration
-	LatencyRate   float64
-	IdleN         int
-	IdleGap       time.Duration
-	RetryRate     float64
-	RetryDead     int
-	PagesN        int
-	Pages10m      bool
-	PagesBigN     int
-	PageCalls     int
-	RSSSmall      int
-	RSSLarge      int
-	ScaleProcs    string
-	ScaleN        int
-	SlowPlan      time.Duration
-	DrainSlowPlan time.Duration
-	LimitRate     float64
-	LimitBurst    int
-	LimitQuiet    float64
-	LimitDur      time.Duration
-	LimitIgnore   bool
-	Timeout       time.Duration
-	GoalRounds    int
-	History       HistoryOptions
+	Server         testbed.ServerBinary
+	DrainN         int
+	DrainSlowN     int
+	DrainVars      string
+	DrainCap       int
+	SlowDelay      time.Duration
+	CeilWorkers    int
+	CeilBatch      int
+	CeilHTTP       bool
+	IngestN        int
+	IngestDur      time.Duration
+	Publishers     int
+	Payload        int
+	LatencyDur     time.Duration
+	LatencyRate    float64
+	IdleN          int
+	IdleGap        time.Duration
+	AgedN          int
+	AgedAutovacuum string
+	AgedDiagnose   bool
+	RetryRate      float64
+	RetryDead      int
+	PagesN         int
+	Pages10m       bool
+	PagesBigN      int
+	PageCalls      int
+	RSSSmall       int
+	RSSLarge       int
+	ScaleProcs     string
+	ScaleN         int
+	SlowPlan       time.Duration
+	DrainSlowPlan  time.Duration
+	LimitRate      float64
+	LimitBurst     int
+	LimitQuiet     float64
+	LimitDur       time.Duration
+	LimitIgnore    bool
+	Timeout        time.Duration
+	GoalRounds     int
+	History        HistoryOptions
 }
 
 // Bench is one run: its options, the report its phases add to, and the receiver every phase delivers to.
@@ -117,7 +120,7 @@ func (b *Bench) Results() *report.Results { return b.res }
 // Run runs one phase (a name of All).
 func (b *Bench) Run(ctx context.Context, phase string) error {
 	phases := map[string]func(context.Context) error{
-		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "goals": b.goals, "latency": b.latency, "idle": b.idle,
+		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "goals": b.goals, "latency": b.latency, "idle": b.idle, "aged": b.aged,
 		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling, "ratelimit": b.ratelimit,
 		"catalogue": b.catalogue, "tracing": b.tracing, "history": b.history, "retention": b.retention,
 	}

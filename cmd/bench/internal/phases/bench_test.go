@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/cmd/bench/internal/report"
 	"github.com/hookline/hookline/cmd/bench/internal/testbed"
@@ -36,5 +37,40 @@ func TestCountingProblemsAndRatio(t *testing.T) {
 	r.PrintTable(&out)
 	if !strings.Contains(out.String(), "10,000") || !strings.Contains(out.String(), "0.30") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// The goals of an aged server read the aged phase's figures by name: renaming one would drop its goal
+// from every run without a word.
+func TestAgedFiguresMeetTheirGoals(t *testing.T) {
+	t.Parallel()
+	var r report.Results
+	b := &Bench{res: &r, o: Options{IdleN: 2, AgedN: 10}}
+	ms := func(d ...time.Duration) report.Latencies { return report.Latencies(d) }
+	for _, v := range []agedVariant{{name: "default settings"}, {name: "autovacuum off", autovacuumOff: true}} {
+		fresh := &agedMeasure{step: "fresh", oneByOne: &oneByOne{fromStart: ms(2*time.Millisecond, 2*time.Millisecond),
+			publish: ms(time.Millisecond, time.Millisecond)}}
+		aged := &agedMeasure{step: "aged", oneByOne: &oneByOne{fromStart: ms(9*time.Millisecond, 9*time.Millisecond),
+			publish: ms(4*time.Millisecond, 4*time.Millisecond)}}
+		b.reportAged(v, []*agedMeasure{fresh, aged})
+	}
+	r.MarkGoals()
+	n := 0
+	for _, f := range r.Figures {
+		if f.Phase == "goal" && strings.HasPrefix(f.Name, "aged server") {
+			n++
+			if f.Note != "NOT met" {
+				t.Errorf("goal %q: %q with an aged server 4.5 times slower", f.Name, f.Note)
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d goals of an aged server marked, want 4 (pickup and publish, both variants)", n)
+	}
+	if v, ok := r.Get("aged", "autovacuum off, aged / fresh: publish → 202 p50"); !ok || v != 4 {
+		t.Errorf("publish ratio %v %v, want 4", v, ok)
+	}
+	if v, ok := r.Get("aged", "default settings, fresh: publish → receiver p50"); !ok || v != 2 {
+		t.Errorf("fresh pickup %v %v, want 2", v, ok)
 	}
 }

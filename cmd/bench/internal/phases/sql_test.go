@@ -127,3 +127,52 @@ func TestInsertFloor(t *testing.T) {
 		t.Fatalf("insertFloor: %v %v", rate, err)
 	}
 }
+
+func TestDisableAutovacuum(t *testing.T) {
+	t.Parallel()
+	db, _ := testDatabase(t)
+	ctx := t.Context()
+	if err := disableAutovacuum(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	// Every table of the schema and every TOAST table of one: autovacuum left on anywhere would tidy up
+	// what the phase's variant is meant to leave.
+	on, err := db.Count(ctx, `SELECT count(*) FROM pg_class c LEFT JOIN pg_class toast ON toast.oid = c.reltoastrelid
+WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+  AND (NOT coalesce('autovacuum_enabled=off' = ANY (c.reloptions), false)
+       OR (toast.oid IS NOT NULL AND NOT coalesce('autovacuum_enabled=off' = ANY (toast.reloptions), false)))`)
+	if err != nil || on != 0 {
+		t.Fatalf("%d tables (or their TOAST tables) with autovacuum on (%v)", on, err)
+	}
+}
+
+func TestCheckAged(t *testing.T) {
+	t.Parallel()
+	db, ts := testDatabase(t)
+	ctx := t.Context()
+	one := &tenantSetup{tenant: ts.tenant, subs: ts.subs[:1], labels: ts.labels[:1]}
+	if err := insertBacklog(ctx, db, one, 30, 64, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAged(ctx, db, ts.tenant, 30); err == nil {
+		t.Fatal("checkAged passed with the backlog still pending")
+	}
+	var done atomic.Int64
+	if err := ceilingLoop(ctx, db.Pool, one.subs[0], "http://127.0.0.1:1/", 50, false, nil, &done); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAged(ctx, db, ts.tenant, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAged(ctx, db, ts.tenant, 31); err == nil {
+		t.Fatal("checkAged passed with a delivery missing")
+	}
+}
+
+func TestReadTableState(t *testing.T) {
+	t.Parallel()
+	db, _ := testDatabase(t)
+	if _, err := testbed.ReadTableState(t.Context(), db, "webhook_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -259,6 +259,11 @@ var goals = []goal{
 		}},
 	{name: "latency at half the drain rate: publish → receiver p99 < 50 ms", phase: "latency", figure: "publish → receiver p99", atMost: true, target: 50},
 	{name: "idle pickup: publish → receiver p50 ≤ 3 ms", phase: "idle", figure: "publish → receiver p50", atMost: true, target: 3},
+	// A server as fast after -aged-n deliveries as fresh, whether or not vacuum has come round (the aged phase).
+	{name: "aged server, default settings: idle pickup p50 ≤ 3 ms", phase: "aged", figure: "default settings, aged: publish → receiver p50", atMost: true, target: 3},
+	{name: "aged server, default settings: publish p50 ≤ 1.1 × fresh", phase: "aged", figure: "default settings, aged / fresh: publish → 202 p50", atMost: true, target: 1.1},
+	{name: "aged server, autovacuum off: idle pickup p50 ≤ 3 ms", phase: "aged", figure: "autovacuum off, aged: publish → receiver p50", atMost: true, target: 3},
+	{name: "aged server, autovacuum off: publish p50 ≤ 1.1 × fresh", phase: "aged", figure: "autovacuum off, aged / fresh: publish → 202 p50", atMost: true, target: 1.1},
 }
 
 // The history at scale goals' figures (the history and retention phases add them).
