@@ -72,7 +72,14 @@ ALTER TABLE events VALIDATE CONSTRAINT events_legacy_range;
 ALTER TABLE webhook_attempts VALIDATE CONSTRAINT webhook_attempts_legacy_range;
 ALTER TABLE webhook_deliveries VALIDATE CONSTRAINT webhook_deliveries_legacy_range;
 
+-- A subscription's dead deliveries are counted for its health card and its Dead tab: through an index of
+-- its own dead rows, not its whole history, which the partitions would otherwise read day by day. Built
+-- here, concurrently, on the table that becomes the legacy partition: 00026 attaches it whole.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_deliveries_sub_dead_idx ON webhook_deliveries (tenant_id, subscription_id)
+    WHERE state IN ('failed', 'expired') AND discarded_at IS NULL;
+
 -- +goose Down
+DROP INDEX IF EXISTS webhook_deliveries_sub_dead_idx;
 ALTER TABLE events DROP CONSTRAINT IF EXISTS events_legacy_range;
 ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_legacy_range;
 ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_legacy_range;

@@ -28,8 +28,11 @@
 --   * an Idempotency-Key is unique per tenant through its own table, event_idempotency, not an index on
 --     events (which would have to include the event's id);
 --   * an attempt is unique by (delivery_id, attempt), its old serial id is gone (nothing read it).
--- The foreign keys between the three tables are dropped: their partitions are dropped together, by time,
--- and a key would make every drop check the others. Those to tenants, subscriptions and replays stay.
+-- The history has no foreign keys. Between the three tables: their partitions are dropped together, by
+-- time, and a key would make every drop check the others. To tenants, subscriptions and replays: dropping
+-- or attaching a partition that has one locks the table it refers to against writes, and every claim and
+-- completion writes subscriptions (measured: the retention's drops deadlocked with them). Hookline never
+-- deletes a tenant, a subscription (they are marked deleted) or a replay.
 
 LOCK TABLE events, webhook_deliveries, webhook_attempts IN EXCLUSIVE MODE;
 
@@ -56,13 +59,13 @@ BEGIN
         EXECUTE format('ALTER INDEX %I RENAME TO %I', r.name,
                        replace(r.name, replace(r.tbl, '_legacy', ''), r.tbl));
     END LOOP;
+    -- No foreign keys on the history (below): the legacy tables' go too.
     FOR r IN SELECT c.conname AS name, t.relname AS tbl
              FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
              WHERE t.relname IN ('events_legacy', 'webhook_attempts_legacy', 'webhook_deliveries_legacy')
                AND c.contype = 'f'
     LOOP
-        EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', r.tbl, r.name,
-                       replace(r.name, replace(r.tbl, '_legacy', ''), r.tbl));
+        EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', r.tbl, r.name);
     END LOOP;
 END
 $$;
@@ -70,7 +73,7 @@ $$;
 
 CREATE TABLE events (
     id               uuid        NOT NULL DEFAULT uuid_v7(),
-    tenant_id        uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    tenant_id        uuid        NOT NULL,
     event_type       text        NOT NULL,
     body             bytea       NOT NULL,
     idempotency_key  text,
@@ -98,9 +101,9 @@ CREATE TABLE webhook_attempts (
 
 CREATE TABLE webhook_deliveries (
     id               uuid        NOT NULL DEFAULT uuid_v7(),
-    tenant_id        uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    tenant_id        uuid        NOT NULL,
     event_id         uuid        NOT NULL,
-    subscription_id  uuid        NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    subscription_id  uuid        NOT NULL,
     event_type       text        NOT NULL,
     state            text        NOT NULL DEFAULT 'pending'
                                  CONSTRAINT webhook_deliveries_state_check
@@ -118,7 +121,7 @@ CREATE TABLE webhook_deliveries (
     last_error       text,
     dead_reason      text,
     discarded_at     timestamptz,
-    replay_id        uuid        REFERENCES replays (id) ON DELETE SET NULL,
+    replay_id        uuid,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),
     dead_at          timestamptz,
@@ -170,6 +173,7 @@ CREATE INDEX webhook_deliveries_in_flight_idx ON webhook_deliveries (lease_expir
 CREATE INDEX webhook_deliveries_replay_idx ON webhook_deliveries (replay_id, created_at DESC, id DESC) INCLUDE (state) WHERE replay_id IS NOT NULL;
 CREATE INDEX webhook_deliveries_retrying_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC) WHERE state = 'pending' AND total_attempts > 0;
 CREATE INDEX webhook_deliveries_sub_created_idx ON webhook_deliveries (tenant_id, subscription_id, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_sub_dead_idx ON webhook_deliveries (tenant_id, subscription_id) WHERE state IN ('failed', 'expired') AND discarded_at IS NULL;
 CREATE INDEX webhook_deliveries_sub_pending_idx ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_tenant_created_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_tenant_pending_idx ON webhook_deliveries (tenant_id, created_at DESC, id DESC) WHERE state = 'pending';

@@ -43,11 +43,19 @@ BEGIN
     IF NOT past THEN
         RETURN 'kept';
     END IF;
-    PERFORM set_config('lock_timeout', '2s', true);
+    -- A compaction gives way to the engine: it waits at most a second for a lock, and when it and an engine
+    -- statement wait for each other (a late attempt of this partition's delivery, while the compaction
+    -- holds the partition and waits for its parent) it is the compaction that PostgreSQL's deadlock check,
+    -- run by the first to have waited its deadlock_timeout, fails; the next sweep tries again.
+    PERFORM set_config('lock_timeout', '1s', true);
+    PERFORM set_config('deadlock_timeout', '100ms', true);
     EXECUTE format('LOCK TABLE %I, %I, %I IN SHARE MODE', d, a, e);
 
+    -- Read through the partial indexes of dead and of delivered rows: what is kept, never the whole day.
     EXECUTE format('CREATE TEMP TABLE history_kept_deliveries ON COMMIT DROP AS
-        SELECT * FROM %I WHERE state <> ''delivered'' OR last_attempt_at >= $1', d) USING keep_delivered_after;
+        SELECT * FROM %I WHERE state IN (''failed'', ''expired'')
+        UNION ALL SELECT * FROM %I WHERE state = ''delivered'' AND last_attempt_at >= $1', d, d) USING keep_delivered_after;
+    ANALYZE history_kept_deliveries;
     -- whose attempts stay: the kept deliveries, and the partition's deliveries waiting in the queue again
     CREATE TEMP TABLE history_kept_ids ON COMMIT DROP AS
         SELECT id FROM history_kept_deliveries
@@ -58,10 +66,17 @@ BEGIN
         SELECT event_id AS id FROM history_kept_deliveries
         UNION SELECT q.event_id FROM webhook_deliveries_queue q WHERE q.event_id >= lo AND q.event_id < hi
         UNION SELECT f.event_id FROM webhook_deliveries_finished f WHERE f.event_id >= lo AND f.event_id < hi AND f.id >= hi;
+    ANALYZE history_kept_ids;
+    ANALYZE history_kept_events;
     SELECT count(*) INTO kept FROM (SELECT FROM history_kept_ids UNION ALL SELECT FROM history_kept_events) k;
 
     DELETE FROM event_idempotency k
     WHERE k.event_id >= lo AND k.event_id < hi AND NOT EXISTS (SELECT FROM history_kept_events x WHERE x.id = k.event_id);
+    -- The parents, before any of them is needed for a drop or a detach, in one statement and in the order
+    -- the engine's statements take them (a completion holds webhook_attempts from its start and takes
+    -- webhook_deliveries_finished when it moves a row there; a claim holds events): taken one by one as
+    -- each drop came to it, a completion and the compaction each held what the other waited for.
+    LOCK TABLE webhook_attempts, webhook_deliveries_finished, events IN ACCESS EXCLUSIVE MODE;
     IF kept = 0 THEN
         EXECUTE format('DROP TABLE %I, %I, %I', d, a, e);
         RETURN 'dropped';

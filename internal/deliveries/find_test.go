@@ -98,7 +98,7 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 	}
 	e.seedStateHistory(s.ID)
 
-	tr := testdb.RecordStatements("ListDeliveries", "CountDeliveries")
+	tr := testdb.RecordStatements("ListDeliveries", "CountDeliveries", "CountDeliveryStatesBySubscription")
 	cfg := e.pool.Config()
 	cfg.ConnConfig.Tracer = tr
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan" // the dashboard's and API's planning
@@ -146,6 +146,17 @@ func TestListByStateUsesNarrowIndexes(t *testing.T) {
 		if plan := testdb.Explain(t, conn.Conn(), sql, args...); !readsAsIntended(plan, c.index) {
 			t.Errorf("CountDeliveries of %v does not read %q:\n%s", c.states, c.index, plan)
 		}
+	}
+	// The health card's counts of one subscription: its dead ones through a dead-letter index (its own,
+	// webhook_deliveries_sub_dead_idx, once other subscriptions' dead ones are many), never its history
+	// read partition by partition (the history's delivered rows are 99 % of it here).
+	counts, err := svc.StateCounts(e.ctx, e.tenant, []uuid.UUID{s.ID}, 1000)
+	if err != nil || counts[s.ID].Dead.N != 60 || counts[s.ID].Pending.N != 30 {
+		t.Fatalf("state counts %+v, %v; want 60 dead and 30 pending", counts[s.ID], err)
+	}
+	sql, args := tr.Last(t, "CountDeliveryStatesBySubscription")
+	if plan := testdb.Explain(t, conn.Conn(), sql, args...); !readsAsIntended(plan, "dead") || strings.Contains(plan, "created_idx") {
+		t.Errorf("the state counts do not read the dead through a dead-letter index:\n%s", plan)
 	}
 }
 

@@ -133,7 +133,7 @@ func setupOn(t testing.TB) *env {
 	ctx := activity.System(t.Context(), "test setup")
 	pool := connect(t, 8)
 	if urlOf(t) == dbURL {
-		if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions, webhook_attempts, event_idempotency CASCADE"); err != nil {
+		if _, err := pool.Exec(ctx, "TRUNCATE tenants, replays, sessions, events, webhook_deliveries, webhook_attempts, event_idempotency CASCADE"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -65,7 +65,7 @@ func setup(t testing.TB) *env {
 	}
 	t.Cleanup(pool.Close)
 	e := &env{t: t, ctx: ctx, pool: pool, now: time.Now().UTC().Truncate(time.Microsecond)}
-	e.exec("TRUNCATE tenants, replays, sessions, webhook_attempts, event_idempotency CASCADE")
+	e.exec("TRUNCATE tenants, replays, sessions, events, webhook_deliveries, webhook_attempts, event_idempotency CASCADE")
 	if err := pool.QueryRow(ctx, "INSERT INTO tenants (name) VALUES ('acme') RETURNING id").Scan(&e.tenant); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func BenchmarkOverviewAtScale(b *testing.B) {
 	}
 	defer pool.Close()
 	for _, stmt := range []string{
-		`TRUNCATE tenants, webhook_attempts, event_idempotency CASCADE`,
+		`TRUNCATE tenants, events, webhook_deliveries, webhook_attempts, event_idempotency CASCADE`,
 		`INSERT INTO tenants (name) SELECT 'tenant ' || g FROM generate_series(1, 20) g`,
 		`INSERT INTO subscriptions (tenant_id, url) SELECT id, 'https://example.com/' || name FROM tenants`,
 		`INSERT INTO events (tenant_id, event_type, body) SELECT id, 'bench', '{}' FROM tenants WHERE name = 'tenant 1'`,
