@@ -74,3 +74,8 @@ FROM webhook_deliveries
 WHERE state IN ('failed', 'expired')
 ORDER BY dead_at
 LIMIT 1;
+
+-- name: DropDetachedHistory :one
+-- Drops the partitions compactions detached (history_drop_detached): their files' removal, outside the
+-- locks the engine waits on. Returns how many.
+SELECT history_drop_detached()::int AS dropped;

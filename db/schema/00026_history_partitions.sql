@@ -28,11 +28,12 @@
 --   * an Idempotency-Key is unique per tenant through its own table, event_idempotency, not an index on
 --     events (which would have to include the event's id);
 --   * an attempt is unique by (delivery_id, attempt), its old serial id is gone (nothing read it).
--- The history has no foreign keys. Between the three tables: their partitions are dropped together, by
--- time, and a key would make every drop check the others. To tenants, subscriptions and replays: dropping
--- or attaching a partition that has one locks the table it refers to against writes, and every claim and
--- completion writes subscriptions (measured: the retention's drops deadlocked with them). Hookline never
--- deletes a tenant, a subscription (they are marked deleted) or a replay.
+-- The history's only foreign keys are events' and deliveries' to tenants. Between the three tables: their
+-- partitions are dropped together, by time, and a key would make every drop check the others. To
+-- subscriptions and replays: dropping or attaching a partition that has one locks the table it refers to
+-- against writes, and every claim and completion writes subscriptions (measured: the retention's drops
+-- deadlocked with them); tenants are not written by the engine. Hookline deletes no subscription (they
+-- are marked deleted) and no replay.
 
 LOCK TABLE events, webhook_deliveries, webhook_attempts IN EXCLUSIVE MODE;
 
@@ -59,13 +60,19 @@ BEGIN
         EXECUTE format('ALTER INDEX %I RENAME TO %I', r.name,
                        replace(r.name, replace(r.tbl, '_legacy', ''), r.tbl));
     END LOOP;
-    -- No foreign keys on the history (below): the legacy tables' go too.
-    FOR r IN SELECT c.conname AS name, t.relname AS tbl
+    -- The history's only foreign keys are to tenants (below): the legacy tables' others go, those to
+    -- tenants give their names to the parents' (which take them as their partitions').
+    FOR r IN SELECT c.conname AS name, t.relname AS tbl, c.confrelid = 'tenants'::regclass AS to_tenants
              FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
              WHERE t.relname IN ('events_legacy', 'webhook_attempts_legacy', 'webhook_deliveries_legacy')
                AND c.contype = 'f'
     LOOP
-        EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', r.tbl, r.name);
+        IF r.to_tenants THEN
+            EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', r.tbl, r.name,
+                           replace(r.name, replace(r.tbl, '_legacy', ''), r.tbl));
+        ELSE
+            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', r.tbl, r.name);
+        END IF;
     END LOOP;
 END
 $$;
@@ -73,7 +80,7 @@ $$;
 
 CREATE TABLE events (
     id               uuid        NOT NULL DEFAULT uuid_v7(),
-    tenant_id        uuid        NOT NULL,
+    tenant_id        uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     event_type       text        NOT NULL,
     body             bytea       NOT NULL,
     idempotency_key  text,
@@ -101,7 +108,7 @@ CREATE TABLE webhook_attempts (
 
 CREATE TABLE webhook_deliveries (
     id               uuid        NOT NULL DEFAULT uuid_v7(),
-    tenant_id        uuid        NOT NULL,
+    tenant_id        uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     event_id         uuid        NOT NULL,
     subscription_id  uuid        NOT NULL,
     event_type       text        NOT NULL,

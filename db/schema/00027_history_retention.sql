@@ -72,49 +72,94 @@ BEGIN
 
     DELETE FROM event_idempotency k
     WHERE k.event_id >= lo AND k.event_id < hi AND NOT EXISTS (SELECT FROM history_kept_events x WHERE x.id = k.event_id);
-    -- The parents, before any of them is needed for a drop or a detach, in one statement and in the order
-    -- the engine's statements take them (a completion holds webhook_attempts from its start and takes
-    -- webhook_deliveries_finished when it moves a row there; a claim holds events): taken one by one as
-    -- each drop came to it, a completion and the compaction each held what the other waited for.
+    -- What is kept is copied first, with its indexes, while only this partition is locked (against writes):
+    -- the engine goes on meanwhile.
+    IF kept > 0 THEN
+        PERFORM history_copy_kept('webhook_deliveries_finished', d, lo, hi, 'SELECT * FROM history_kept_deliveries');
+        PERFORM history_copy_kept('webhook_attempts', a, lo, hi,
+            format('SELECT a.* FROM %I a WHERE a.delivery_id IN (SELECT id FROM history_kept_ids)', a));
+        PERFORM history_copy_kept('events', e, lo, hi,
+            format('SELECT e.* FROM %I e WHERE e.id IN (SELECT id FROM history_kept_events)', e));
+    END IF;
+    -- Then the parents, before any of them is needed for a detach, in one statement and in the order the
+    -- engine's statements take them (a completion holds webhook_attempts from its start and takes
+    -- webhook_deliveries_finished when it moves a row there; a claim holds events): taken one by one, a
+    -- completion and the compaction each held what the other waited for. From here to the commit is
+    -- catalog work only: the old partitions are detached and renamed history_detached_*, their files
+    -- removed afterwards outside these locks (history_drop_detached); the copies take their places.
     LOCK TABLE webhook_attempts, webhook_deliveries_finished, events IN ACCESS EXCLUSIVE MODE;
+    PERFORM history_swap_partition('webhook_deliveries_finished', d, lo, hi, kept > 0);
+    PERFORM history_swap_partition('webhook_attempts', a, lo, hi, kept > 0);
+    PERFORM history_swap_partition('events', e, lo, hi, kept > 0);
     IF kept = 0 THEN
-        EXECUTE format('DROP TABLE %I, %I, %I', d, a, e);
         RETURN 'dropped';
     END IF;
-
-    PERFORM history_replace_partition('webhook_deliveries_finished', d, lo, hi,
-        'SELECT * FROM history_kept_deliveries');
-    PERFORM history_replace_partition('webhook_attempts', a, lo, hi,
-        format('SELECT a.* FROM %I a WHERE a.delivery_id IN (SELECT id FROM history_kept_ids)', a));
-    PERFORM history_replace_partition('events', e, lo, hi,
-        format('SELECT e.* FROM %I e WHERE e.id IN (SELECT id FROM history_kept_events)', e));
     RETURN 'compacted';
 END
 $$;
 -- +goose StatementEnd
 
--- history_replace_partition puts a table holding the rows rows selects (a part of partition old) in old's
--- place under parent, with old's name, bounds and index names, and drops old. A CHECK constraint stating
--- the bounds lets the attach skip its scan; its indexes are built on attaching, on the copy's few rows.
+-- history_copy_kept makes <old>_kept, a table like parent with its indexes, holding the rows rows selects
+-- (the part of partition old still kept) and a CHECK stating old's bounds, which lets the attach skip its
+-- scan and find its indexes already built.
 -- +goose StatementBegin
-CREATE FUNCTION history_replace_partition(parent text, old text, lo uuid, hi uuid, rows text) RETURNS void
+CREATE FUNCTION history_copy_kept(parent text, old text, lo uuid, hi uuid, rows text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     fresh text := left(old, 56) || '_kept';
     key text := CASE WHEN parent = 'webhook_attempts' THEN 'delivery_id' ELSE 'id' END;
 BEGIN
-    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', fresh, parent);
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)', fresh, parent);
     EXECUTE format('INSERT INTO %I %s', fresh, rows);
     EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (%I >= %L AND %I < %L)', fresh, fresh || '_range', key, lo, key, hi);
     IF parent = 'webhook_deliveries_finished' THEN
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (state IN (''delivered'', ''failed'', ''expired''))',
                        fresh, fresh || '_finished');
     END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- history_swap_partition detaches partition old from parent and renames it history_detached_<old> (dropped
+-- later, its files' removal outside the parents' locks); with kept, <old>_kept (history_copy_kept) takes its
+-- place, name and index names.
+-- +goose StatementBegin
+CREATE FUNCTION history_swap_partition(parent text, old text, lo uuid, hi uuid, kept boolean) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    fresh text := left(old, 56) || '_kept';
+    idx record;
+BEGIN
     EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', parent, old);
-    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, fresh, lo, hi);
-    EXECUTE format('DROP TABLE %I', old);
-    EXECUTE format('ALTER TABLE %I RENAME TO %I', fresh, old);
-    PERFORM history_name_indexes(old::regclass);
+    EXECUTE format('ALTER TABLE %I RENAME TO %I', old, left('history_detached_' || old, 63));
+    -- its indexes give their names to the copy's
+    FOR idx IN SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = left('history_detached_' || old, 63)::regclass LOOP
+        EXECUTE format('ALTER INDEX %s RENAME TO %I', idx.indexrelid::regclass, 'history_detached_index_' || idx.indexrelid);
+    END LOOP;
+    IF kept THEN
+        EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, fresh, lo, hi);
+        EXECUTE format('ALTER TABLE %I RENAME TO %I', fresh, old);
+        PERFORM history_name_indexes(old::regclass);
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- history_drop_detached drops the partitions compactions detached (history_detached_*): they are no longer
+-- part of the history, so removing their files takes no lock anything else waits on. It returns how many
+-- it dropped.
+-- +goose StatementBegin
+CREATE FUNCTION history_drop_detached() RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    n integer := 0;
+BEGIN
+    FOR r IN SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'history\_detached\_%' LOOP
+        EXECUTE format('DROP TABLE %I', r.relname);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
 END
 $$;
 -- +goose StatementEnd
@@ -183,4 +228,6 @@ DROP FUNCTION history_tables_to_analyze();
 DROP FUNCTION history_analyze(text);
 DROP FUNCTION history_start_at(timestamptz);
 DROP FUNCTION history_compact(text, timestamptz);
-DROP FUNCTION history_replace_partition(text, text, uuid, uuid, text);
+DROP FUNCTION history_copy_kept(text, text, uuid, uuid, text);
+DROP FUNCTION history_swap_partition(text, text, uuid, uuid, boolean);
+DROP FUNCTION history_drop_detached();

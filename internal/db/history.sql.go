@@ -37,6 +37,19 @@ func (q *Queries) CompactHistoryPartition(ctx context.Context, arg CompactHistor
 	return outcome, err
 }
 
+const dropDetachedHistory = `-- name: DropDetachedHistory :one
+SELECT history_drop_detached()::int AS dropped
+`
+
+// Drops the partitions compactions detached (history_drop_detached): their files' removal, outside the
+// locks the engine waits on. Returns how many.
+func (q *Queries) DropDetachedHistory(ctx context.Context) (int32, error) {
+	row := q.db.QueryRow(ctx, dropDetachedHistory)
+	var dropped int32
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
 const historyCutover = `-- name: HistoryCutover :one
 SELECT legacy_until FROM history_cutover
 `

@@ -56,16 +56,16 @@ func (e *env) runningPublishes() int {
 		AND state = 'active' AND query LIKE '%name: PublishEvents %' AND pid <> pg_backend_pid()`)
 }
 
-// lockSubscription holds the subscription's row lock (FOR UPDATE) until the test ends or release is called:
-// a publish that fans out to it waits (the delivery's foreign key check needs a KEY SHARE lock on it).
-func (e *env) lockSubscription(id uuid.UUID) (release func()) {
+// lockTenant holds the tenant's row lock (FOR UPDATE) until the test ends or release is called: a publish
+// of the tenant's waits (the event's and the deliveries' foreign key checks need a KEY SHARE lock on it).
+func (e *env) lockTenant(id uuid.UUID) (release func()) {
 	e.t.Helper()
 	tx, err := e.pool.Begin(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	if _, err := tx.Exec(e.ctx, "SELECT 1 FROM subscriptions WHERE id = $1 FOR UPDATE", id); err != nil {
+	if _, err := tx.Exec(e.ctx, "SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE", id); err != nil {
 		e.t.Fatal(err)
 	}
 	return func() {
@@ -106,11 +106,11 @@ func await(t *testing.T, res chan publishOutcome, what string) publishOutcome {
 func TestPublishWhoseCallerGoesMidStatementIsNotStored(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	sub, _ := e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
-	release := e.lockSubscription(sub.ID)
+	e.subscribe("http://127.0.0.1:1/hook", subscriptions.Input{})
+	release := e.lockTenant(e.tenant)
 	ctx, leave := context.WithCancel(e.ctx)
 	res := e.publishAsync(ctx, e.tenant)
-	eventually(t, 10*time.Second, "the publish to wait on the subscription's lock", func() bool { return e.waitingPublishes() == 1 })
+	eventually(t, 10*time.Second, "the publish to wait on the tenant's lock", func() bool { return e.waitingPublishes() == 1 })
 	leave()
 	o := await(t, res, "the publish whose caller left")
 	if o.err == nil {
@@ -128,14 +128,14 @@ func TestPublishWhoseCallerGoesMidStatementIsNotStored(t *testing.T) {
 func TestPublishAnswerIsWhatItsBatchStored(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	first, _ := e.subscribe("http://127.0.0.1:1/first", subscriptions.Input{})
+	e.subscribe("http://127.0.0.1:1/first", subscriptions.Input{})
 	other := setupOtherTenant(t, e)
-	second, _ := other.subscribe("http://127.0.0.1:1/second", subscriptions.Input{})
+	other.subscribe("http://127.0.0.1:1/second", subscriptions.Input{})
 
-	// Both writers wait on the first tenant's subscription; two publishes of the other tenant queue
+	// Both writers wait on the first tenant's row; two publishes of the other tenant queue
 	// behind them and go together, as one batch, once the writers are free.
-	releaseFirst := e.lockSubscription(first.ID)
-	releaseSecond := e.lockSubscription(second.ID)
+	releaseFirst := e.lockTenant(e.tenant)
+	releaseSecond := e.lockTenant(other.tenant)
 	busy1 := e.publishAsync(e.ctx, e.tenant) // one at a time, so that each writer takes one
 	eventually(t, 10*time.Second, "the first writer to wait", func() bool { return e.waitingPublishes() == 1 })
 	busy2 := e.publishAsync(e.ctx, e.tenant)
@@ -149,7 +149,7 @@ func TestPublishAnswerIsWhatItsBatchStored(t *testing.T) {
 			t.Fatal(o.err)
 		}
 	}
-	eventually(t, 10*time.Second, "the batch to wait on the second subscription", func() bool { return e.waitingPublishes() == 1 })
+	eventually(t, 10*time.Second, "the batch to wait on the second tenant", func() bool { return e.waitingPublishes() == 1 })
 	leave()
 	releaseSecond()
 	left := await(t, leaving, "the publish whose caller left")

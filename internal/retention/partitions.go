@@ -54,7 +54,11 @@ func (s *Sweeper) compactPartitions(ctx context.Context, conn *pgxpool.Conn, now
 			s.log.Info("history partition past retention", "partition", part, "outcome", outcome, "ended", p.EndsAt)
 		}
 	}
-	return nil
+	// The detached partitions' files, removed outside the locks the compactions took.
+	return bounded.Do(ctx, Statement, func(ctx context.Context) error {
+		_, err := q.DropDetachedHistory(ctx)
+		return err
+	})
 }
 
 // legacyUntil is the first id after the legacy partitions: the rows before it are swept one by one, as

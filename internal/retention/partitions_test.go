@@ -89,6 +89,9 @@ func TestTimePartitionsPastRetentionGoWhole(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM " + day1); n != 2 {
 		t.Errorf("%s holds %d rows after compaction, want the dead and the late one", day1, n)
 	}
+	if n := e.count("SELECT count(*) FROM pg_class WHERE relname LIKE 'history\\_detached\\_%'"); n != 0 {
+		t.Errorf("%d detached partitions' tables and indexes are left after the sweep", n)
+	}
 	if again := e.sweep(s); again.PartitionsCompacted != 0 || again.PartitionsDropped != 0 {
 		t.Errorf("a second sweep: %+v, want nothing more to do", again)
 	}
