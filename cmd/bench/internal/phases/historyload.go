@@ -180,7 +180,7 @@ func loadHistoryDay(ctx context.Context, db *testbed.Database, o *historyOwners,
 
 // attachLoaded replaces the day's empty partition of parent with the loaded table: a CHECK of the range
 // (so the attach need not scan), the empty partition detached and dropped, the loaded table attached
-// (which builds its indexes) and given the partition's name and index names.
+// (which builds its indexes and checks its foreign key to tenants) and given the partition's name and index names.
 // Each step is short on the parent except the attach, which holds a lock that lets reads and writes on
 // the other partitions go on.
 func attachLoaded(ctx context.Context, conn *pgxpool.Conn, parent string, d historyDay, loaded string) error {
