@@ -94,7 +94,7 @@ WITH candidates AS (
         rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE sqlc.arg('now')::timestamptz END
     FROM ordered o
     WHERE s.id = o.id
-    RETURNING s.id, s.url, s.headers, o.ids
+    RETURNING s.id, s.url, s.headers, s.auth, s.credentials, s.tls_certificate, s.retry_schedule, o.ids
 ), signing AS MATERIALIZED (
     -- The valid secrets of the claimed subscriptions, newest first, once per subscription and in one pass
     -- for the whole claim: a subquery per subscription was planned, on a small table, as a scan of all of
@@ -115,7 +115,7 @@ FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATER
 WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          coalesce(k.secrets, '{}')::text[] AS secrets;
+          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule;
 
 -- name: CompleteAttempts :many
 -- Records a batch of finished attempts and moves each delivery to the state the worker decided, in one

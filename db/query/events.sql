@@ -17,6 +17,12 @@
 -- covers it ("invoice.*" covers every type starting with "invoice."): wanted_by lists, for each event, its
 -- type and every pattern that covers it (at most one per dot of the type), so the test against each of the
 -- tenant's subscriptions is one array overlap, whatever the number of patterns.
+-- Payload filters are evaluated by the caller, from its cache of the tenant's filters (internal/publish):
+-- it passes, per event, the tenant's filters_version it read them at, and the (event, subscription) pairs
+-- whose filter matched. A subscription with a filter gets a delivery only through such a pair; one without
+-- through the type test above. An event whose tenant's filters changed since (filters_version moved) is
+-- not stored at all and comes back as one row with stale = true: the caller reads the filters again and
+-- publishes it again. So a filter is never applied from a stale cache.
 WITH input AS (
     -- Several unnest calls in one select list are zipped row by row.
     SELECT unnest(sqlc.arg('ids')::uuid[]) AS id, unnest(sqlc.arg('tenant_ids')::uuid[]) AS tenant_id,
@@ -25,7 +31,16 @@ WITH input AS (
            unnest(sqlc.arg('request_hashes')::bytea[]) AS request_hash,
            unnest(sqlc.arg('only_subscription_ids')::uuid[]) AS only_subscription_id,
            unnest(sqlc.arg('created_at')::timestamptz[]) AS created_at, unnest(sqlc.arg('give_up_at')::timestamptz[]) AS give_up_at,
-           unnest(sqlc.arg('traceparents')::text[]) AS traceparent
+           unnest(sqlc.arg('traceparents')::text[]) AS traceparent,
+           unnest(sqlc.arg('filters_versions')::bigint[]) AS filters_version
+), fresh AS MATERIALIZED (
+    -- the events whose filters were evaluated at the tenant's current filters (see above); an unknown
+    -- tenant's event goes on, to fail on the foreign key as it always has
+    SELECT i.id FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = i.tenant_id AND t.filters_version <> i.filters_version)
+), passed AS (
+    SELECT unnest(sqlc.arg('passed_event_ids')::uuid[]) AS event_id,
+           unnest(sqlc.arg('passed_subscription_ids')::uuid[]) AS subscription_id
 ), typed AS MATERIALIZED (
     -- Materialized: inlined, the patterns would be worked out again for every subscription row.
     SELECT i.*, ARRAY[i.event_type] || ARRAY(
@@ -38,7 +53,7 @@ WITH input AS (
     -- this batch.
     INSERT INTO event_idempotency (tenant_id, idempotency_key, event_id)
     SELECT i.tenant_id, i.idempotency_key, i.id FROM input i
-    WHERE i.idempotency_key <> ''
+    WHERE i.idempotency_key <> '' AND i.id IN (SELECT f.id FROM fresh f)
     ORDER BY i.tenant_id, i.idempotency_key, i.id
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING event_id
@@ -46,7 +61,7 @@ WITH input AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
     SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
     FROM input i
-    WHERE i.idempotency_key = '' OR i.id IN (SELECT k.event_id FROM keyed k)
+    WHERE (i.idempotency_key = '' AND i.id IN (SELECT f.id FROM fresh f)) OR i.id IN (SELECT k.event_id FROM keyed k)
     RETURNING id
 ), matching AS (
     SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id AS subscription_id,
@@ -54,7 +69,16 @@ WITH input AS (
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
-         AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
+         AND s.filter IS NULL AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
+    UNION ALL
+    -- subscriptions with a filter: only those the caller found matching, each a primary-key lookup
+    SELECT i.id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id,
+           s.created_at, s.state = 'active'
+    FROM passed p JOIN ev ON ev.id = p.event_id JOIN typed i ON i.id = ev.id
+    JOIN subscriptions s ON s.id = p.subscription_id AND s.tenant_id = i.tenant_id AND s.deleted_at IS NULL
+         AND s.state <> 'disabled' AND s.filter IS NOT NULL
+         AND i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
+         AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at, traceparent)
@@ -63,13 +87,32 @@ WITH input AS (
     FROM matching m
     RETURNING id, event_id, subscription_id
 )
-SELECT ev.id AS event_id,
-       coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
-       coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id,
-       coalesce(m.sendable, false)::bool AS sendable
-FROM ev
-LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
-ORDER BY ev.id, m.subscription_created_at, m.subscription_id;
+SELECT a.event_id, a.delivery_id, a.subscription_id, a.sendable, a.stale FROM (
+    SELECT ev.id AS event_id,
+           coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
+           coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id,
+           coalesce(m.sendable, false)::bool AS sendable, false AS stale,
+           m.subscription_created_at
+    FROM ev
+    LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
+    UNION ALL
+    SELECT i.id, '00000000-0000-0000-0000-000000000000'::uuid, '00000000-0000-0000-0000-000000000000'::uuid, false, true, NULL
+    FROM input i WHERE i.id NOT IN (SELECT f.id FROM fresh f)
+) a
+ORDER BY a.event_id, a.subscription_created_at, a.subscription_id;
+
+-- name: TenantFilters :many
+-- A tenant's payload filters as of one moment, with the filters_version they are at (one row with a NULL
+-- subscription when it has none; no row when the tenant does not exist). Deleted subscriptions are left
+-- out; paused and disabled ones are not (the publish statement checks their state itself).
+SELECT t.filters_version, s.id AS subscription_id, s.event_types, s.filter
+FROM tenants t
+LEFT JOIN subscriptions s ON s.tenant_id = t.id AND s.filter IS NOT NULL AND s.deleted_at IS NULL
+WHERE t.id = @tenant_id;
+
+-- name: BumpFiltersVersion :exec
+-- A subscription's filter was set, changed or removed: publishes evaluating the old filters are refused.
+UPDATE tenants SET filters_version = filters_version + 1 WHERE id = @tenant_id;
 
 -- name: PublishedDeliveries :many
 -- The deliveries a publish created, in the order its answer listed them: the answer to a publish that

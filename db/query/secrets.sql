@@ -27,6 +27,19 @@ LIMIT sqlc.arg('max');
 UPDATE subscriptions SET headers = sqlc.arg('new_headers')::jsonb
 WHERE id = @id AND headers = sqlc.arg('old_headers')::jsonb;
 
+-- name: CredentialsToSeal :many
+-- Endpoint credentials (password, client_secret, private_key) are a JSON object of sealed strings like
+-- custom headers, and sealed the same way.
+SELECT id, credentials FROM subscriptions
+WHERE id > @after
+  AND EXISTS (SELECT 1 FROM jsonb_each_text(credentials) c WHERE NOT starts_with(c.value, sqlc.arg('prefix')::text))
+ORDER BY id
+LIMIT sqlc.arg('max');
+
+-- name: ReplaceStoredCredentials :execrows
+UPDATE subscriptions SET credentials = sqlc.arg('new_credentials')::jsonb
+WHERE id = @id AND credentials = sqlc.arg('old_credentials')::jsonb;
+
 -- name: CountSealedUnderOtherKeys :one
 -- Stored values sealed under none of @prefixes (the configured keys' 'enc:v1:<id>:'): they cannot be
 -- opened, so their deliveries wait; counted at start to say so.
@@ -35,6 +48,7 @@ SELECT
      WHERE starts_with(ss.secret, 'enc:')
        AND NOT EXISTS (SELECT 1 FROM unnest(sqlc.arg('prefixes')::text[]) p WHERE starts_with(ss.secret, p)))::int AS secrets,
     (SELECT count(*) FROM subscriptions s
-     WHERE EXISTS (SELECT 1 FROM jsonb_each_text(s.headers) h
+     WHERE EXISTS (SELECT 1 FROM (SELECT value FROM jsonb_each_text(s.headers)
+                                  UNION ALL SELECT value FROM jsonb_each_text(s.credentials)) h
                    WHERE starts_with(h.value, 'enc:')
                      AND NOT EXISTS (SELECT 1 FROM unnest(sqlc.arg('prefixes')::text[]) p WHERE starts_with(h.value, p))))::int AS subscriptions;

@@ -1,6 +1,10 @@
 -- name: CreateSubscription :one
-INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
-VALUES (@tenant_id, @url, @description, @event_types, @headers, @rate_limit_per_second)
+INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second,
+                           auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after,
+                           filter, retry_schedule)
+VALUES (@tenant_id, @url, @description, @event_types, @headers, @rate_limit_per_second,
+        @auth, @credentials, @tls_certificate, @tls_certificate_subject, @tls_certificate_not_after,
+        @filter, @retry_schedule)
 RETURNING *;
 
 -- name: AddSubscriptionSecret :exec
@@ -33,6 +37,16 @@ SET url = coalesce(sqlc.narg('url'), url),
     headers = coalesce(sqlc.narg('headers')::jsonb, headers),
     rate_limit_per_second = CASE WHEN sqlc.arg('clear_rate_limit')::bool THEN NULL
                                  ELSE coalesce(sqlc.narg('rate_limit_per_second'), rate_limit_per_second) END,
+    -- the fields below are worked out whole by the caller from the row it locked (secrets kept or
+    -- replaced), so each is set or left as it is
+    auth = CASE WHEN sqlc.arg('set_auth')::bool THEN sqlc.narg('auth')::jsonb ELSE auth END,
+    credentials = coalesce(sqlc.narg('credentials')::jsonb, credentials),
+    tls_certificate = CASE WHEN sqlc.arg('set_certificate')::bool THEN sqlc.narg('tls_certificate')::text ELSE tls_certificate END,
+    tls_certificate_subject = CASE WHEN sqlc.arg('set_certificate')::bool THEN sqlc.narg('tls_certificate_subject')::text ELSE tls_certificate_subject END,
+    tls_certificate_not_after = CASE WHEN sqlc.arg('set_certificate')::bool THEN sqlc.narg('tls_certificate_not_after')::timestamptz ELSE tls_certificate_not_after END,
+    certificate_expiry_notified_at = CASE WHEN sqlc.arg('set_certificate')::bool THEN NULL ELSE certificate_expiry_notified_at END,
+    filter = CASE WHEN sqlc.arg('set_filter')::bool THEN sqlc.narg('filter')::jsonb ELSE filter END,
+    retry_schedule = CASE WHEN sqlc.arg('set_retry_schedule')::bool THEN sqlc.narg('retry_schedule')::int[] ELSE retry_schedule END,
     updated_at = now()
 WHERE id = sqlc.arg('id') AND tenant_id = sqlc.arg('tenant_id') AND deleted_at IS NULL
 RETURNING *;

@@ -75,6 +75,7 @@ func (a *API) Routes() http.Handler {
 
 		r.With(need(principal.ScopeSubscriptionsWrite)).Post("/subscriptions", a.createSubscription)
 		r.With(need(principal.ScopeSubscriptionsRead)).Get("/subscriptions", a.listSubscriptions)
+		r.With(need(principal.ScopeSubscriptionsRead)).Post("/filter-test", a.testFilter)
 		r.Route("/subscriptions/{subscriptionID}", func(r chi.Router) {
 			r.With(need(principal.ScopeSubscriptionsRead)).Get("/", a.getSubscription)
 			r.With(need(principal.ScopeSubscriptionsWrite)).Patch("/", a.updateSubscription)

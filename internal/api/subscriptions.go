@@ -18,6 +18,25 @@ type subscriptionBody struct {
 	Description        *string            `json:"description"`
 	Headers            *map[string]string `json:"headers"`
 	RateLimitPerSecond json.RawMessage    `json:"rate_limit_per_second"`
+	// The receiver's fields, raw too: null removes, absent leaves.
+	Auth                 json.RawMessage `json:"auth"`
+	TLSClientCertificate json.RawMessage `json:"tls_client_certificate"`
+	Filter               json.RawMessage `json:"filter"`
+	RetrySchedule        json.RawMessage `json:"retry_schedule"`
+}
+
+// nullable decodes a field that may be absent (false, false), null (true, false) or a value (false, true).
+func nullable(raw json.RawMessage, name string, v any) (clear, set bool, err error) {
+	switch string(raw) {
+	case "":
+		return false, false, nil
+	case "null":
+		return true, false, nil
+	}
+	if err := decodeBytes(raw, v); err != nil {
+		return false, false, fault.Invalid("%s: %s", name, fault.As(err).Message)
+	}
+	return false, true, nil
 }
 
 func (b subscriptionBody) input() (subscriptions.Input, error) {
@@ -32,6 +51,35 @@ func (b subscriptionBody) input() (subscriptions.Input, error) {
 			return in, fault.Invalid("rate_limit_per_second must be a whole number or null")
 		}
 		in.RateLimitPerSecond = &n
+	}
+	var (
+		auth  subscriptions.AuthInput
+		cert  subscriptions.CertificateInput
+		sched []string
+		set   bool
+		err   error
+	)
+	if in.ClearAuth, set, err = nullable(b.Auth, "auth", &auth); err != nil {
+		return in, err
+	} else if set {
+		in.Auth = &auth
+	}
+	if in.ClearClientCertificate, set, err = nullable(b.TLSClientCertificate, "tls_client_certificate", &cert); err != nil {
+		return in, err
+	} else if set {
+		in.ClientCertificate = &cert
+	}
+	if in.ClearRetrySchedule, set, err = nullable(b.RetrySchedule, "retry_schedule", &sched); err != nil {
+		return in, err
+	} else if set {
+		in.RetrySchedule = &sched
+	}
+	switch string(b.Filter) {
+	case "":
+	case "null":
+		in.ClearFilter = true
+	default:
+		in.Filter = b.Filter
 	}
 	return in, nil
 }
@@ -185,4 +233,30 @@ func (a *API) subscriptionHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// filterTestBody is POST /tenants/{t}/filter-test.
+type filterTestBody struct {
+	Filter    json.RawMessage `json:"filter"`
+	EventType string          `json:"event_type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// testFilter says whether an event would pass a filter, as a publish would decide, without storing anything.
+func (a *API) testFilter(w http.ResponseWriter, r *http.Request) {
+	var b filterTestBody
+	if err := decode(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if len(b.Filter) == 0 || string(b.Filter) == "null" {
+		writeError(w, r, fault.Invalid("filter is required: the filter to test, a JSON object"))
+		return
+	}
+	matches, err := subscriptions.TestFilter(b.Filter, b.EventType, b.Payload)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"matches": matches})
 }

@@ -80,7 +80,7 @@ WITH candidates AS (
         rate_counted_at = CASE WHEN s.rate_limit_per_second IS NULL THEN NULL ELSE $3::timestamptz END
     FROM ordered o
     WHERE s.id = o.id
-    RETURNING s.id, s.url, s.headers, o.ids
+    RETURNING s.id, s.url, s.headers, s.auth, s.credentials, s.tls_certificate, s.retry_schedule, o.ids
 ), signing AS MATERIALIZED (
     -- The valid secrets of the claimed subscriptions, newest first, once per subscription and in one pass
     -- for the whole claim: a subquery per subscription was planned, on a small table, as a scan of all of
@@ -100,7 +100,7 @@ FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATER
 WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          coalesce(k.secrets, '{}')::text[] AS secrets
+          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule
 `
 
 type ClaimDeliveriesParams struct {
@@ -127,6 +127,10 @@ type ClaimDeliveriesRow struct {
 	URL            string
 	Headers        []byte
 	Secrets        []string
+	Auth           []byte
+	Credentials    []byte
+	TlsCertificate *string
+	RetrySchedule  []int32
 }
 
 // Claims up to @max due deliveries for one worker, subscription by subscription, so that no endpoint takes
@@ -190,6 +194,10 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 			&i.URL,
 			&i.Headers,
 			&i.Secrets,
+			&i.Auth,
+			&i.Credentials,
+			&i.TlsCertificate,
+			&i.RetrySchedule,
 		); err != nil {
 			return nil, err
 		}

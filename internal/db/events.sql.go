@@ -12,6 +12,16 @@ import (
 	"github.com/google/uuid"
 )
 
+const bumpFiltersVersion = `-- name: BumpFiltersVersion :exec
+UPDATE tenants SET filters_version = filters_version + 1 WHERE id = $1
+`
+
+// A subscription's filter was set, changed or removed: publishes evaluating the old filters are refused.
+func (q *Queries) BumpFiltersVersion(ctx context.Context, tenantID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, bumpFiltersVersion, tenantID)
+	return err
+}
+
 const eventTenant = `-- name: EventTenant :one
 SELECT tenant_id FROM events WHERE id = $1
 `
@@ -123,10 +133,19 @@ WITH input AS (
            unnest($6::bytea[]) AS request_hash,
            unnest($7::uuid[]) AS only_subscription_id,
            unnest($8::timestamptz[]) AS created_at, unnest($9::timestamptz[]) AS give_up_at,
-           unnest($10::text[]) AS traceparent
+           unnest($10::text[]) AS traceparent,
+           unnest($11::bigint[]) AS filters_version
+), fresh AS MATERIALIZED (
+    -- the events whose filters were evaluated at the tenant's current filters (see above); an unknown
+    -- tenant's event goes on, to fail on the foreign key as it always has
+    SELECT i.id FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = i.tenant_id AND t.filters_version <> i.filters_version)
+), passed AS (
+    SELECT unnest($12::uuid[]) AS event_id,
+           unnest($13::uuid[]) AS subscription_id
 ), typed AS MATERIALIZED (
     -- Materialized: inlined, the patterns would be worked out again for every subscription row.
-    SELECT i.id, i.tenant_id, i.event_type, i.body, i.idempotency_key, i.request_hash, i.only_subscription_id, i.created_at, i.give_up_at, i.traceparent, ARRAY[i.event_type] || ARRAY(
+    SELECT i.id, i.tenant_id, i.event_type, i.body, i.idempotency_key, i.request_hash, i.only_subscription_id, i.created_at, i.give_up_at, i.traceparent, i.filters_version, ARRAY[i.event_type] || ARRAY(
                SELECT left(i.event_type, p) || '*' FROM generate_series(1, length(i.event_type)) AS p
                WHERE substr(i.event_type, p, 1) = '.') AS wanted_by
     FROM input i
@@ -136,7 +155,7 @@ WITH input AS (
     -- this batch.
     INSERT INTO event_idempotency (tenant_id, idempotency_key, event_id)
     SELECT i.tenant_id, i.idempotency_key, i.id FROM input i
-    WHERE i.idempotency_key <> ''
+    WHERE i.idempotency_key <> '' AND i.id IN (SELECT f.id FROM fresh f)
     ORDER BY i.tenant_id, i.idempotency_key, i.id
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING event_id
@@ -144,7 +163,7 @@ WITH input AS (
     INSERT INTO events (id, tenant_id, event_type, body, idempotency_key, request_hash, created_at)
     SELECT i.id, i.tenant_id, i.event_type, i.body, nullif(i.idempotency_key, ''), i.request_hash, i.created_at
     FROM input i
-    WHERE i.idempotency_key = '' OR i.id IN (SELECT k.event_id FROM keyed k)
+    WHERE (i.idempotency_key = '' AND i.id IN (SELECT f.id FROM fresh f)) OR i.id IN (SELECT k.event_id FROM keyed k)
     RETURNING id
 ), matching AS (
     SELECT i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id AS subscription_id,
@@ -152,7 +171,16 @@ WITH input AS (
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
-         AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
+         AND s.filter IS NULL AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)))
+    UNION ALL
+    -- subscriptions with a filter: only those the caller found matching, each a primary-key lookup
+    SELECT i.id, i.tenant_id, i.event_type, i.created_at, i.give_up_at, i.traceparent, s.id,
+           s.created_at, s.state = 'active'
+    FROM passed p JOIN ev ON ev.id = p.event_id JOIN typed i ON i.id = ev.id
+    JOIN subscriptions s ON s.id = p.subscription_id AND s.tenant_id = i.tenant_id AND s.deleted_at IS NULL
+         AND s.state <> 'disabled' AND s.filter IS NOT NULL
+         AND i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
+         AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)
 ), fanned AS (
     INSERT INTO webhook_deliveries (tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at, traceparent)
@@ -161,26 +189,35 @@ WITH input AS (
     FROM matching m
     RETURNING id, event_id, subscription_id
 )
-SELECT ev.id AS event_id,
-       coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
-       coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id,
-       coalesce(m.sendable, false)::bool AS sendable
-FROM ev
-LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
-ORDER BY ev.id, m.subscription_created_at, m.subscription_id
+SELECT a.event_id, a.delivery_id, a.subscription_id, a.sendable, a.stale FROM (
+    SELECT ev.id AS event_id,
+           coalesce(f.id, '00000000-0000-0000-0000-000000000000')::uuid AS delivery_id,
+           coalesce(f.subscription_id, '00000000-0000-0000-0000-000000000000')::uuid AS subscription_id,
+           coalesce(m.sendable, false)::bool AS sendable, false AS stale,
+           m.subscription_created_at
+    FROM ev
+    LEFT JOIN (fanned f JOIN matching m ON m.event_id = f.event_id AND m.subscription_id = f.subscription_id) ON f.event_id = ev.id
+    UNION ALL
+    SELECT i.id, '00000000-0000-0000-0000-000000000000'::uuid, '00000000-0000-0000-0000-000000000000'::uuid, false, true, NULL
+    FROM input i WHERE i.id NOT IN (SELECT f.id FROM fresh f)
+) a
+ORDER BY a.event_id, a.subscription_created_at, a.subscription_id
 `
 
 type PublishEventsParams struct {
-	Ids                 []uuid.UUID
-	TenantIds           []uuid.UUID
-	EventTypes          []string
-	Bodies              [][]byte
-	IdempotencyKeys     []string
-	RequestHashes       [][]byte
-	OnlySubscriptionIds []uuid.UUID
-	CreatedAt           []time.Time
-	GiveUpAt            []time.Time
-	Traceparents        []string
+	Ids                   []uuid.UUID
+	TenantIds             []uuid.UUID
+	EventTypes            []string
+	Bodies                [][]byte
+	IdempotencyKeys       []string
+	RequestHashes         [][]byte
+	OnlySubscriptionIds   []uuid.UUID
+	CreatedAt             []time.Time
+	GiveUpAt              []time.Time
+	Traceparents          []string
+	FiltersVersions       []int64
+	PassedEventIds        []uuid.UUID
+	PassedSubscriptionIds []uuid.UUID
 }
 
 type PublishEventsRow struct {
@@ -188,6 +225,7 @@ type PublishEventsRow struct {
 	DeliveryID     uuid.UUID
 	SubscriptionID uuid.UUID
 	Sendable       bool
+	Stale          bool
 }
 
 // Stores a batch of events (publishes that arrived together), each with one pending delivery per live
@@ -208,6 +246,12 @@ type PublishEventsRow struct {
 // covers it ("invoice.*" covers every type starting with "invoice."): wanted_by lists, for each event, its
 // type and every pattern that covers it (at most one per dot of the type), so the test against each of the
 // tenant's subscriptions is one array overlap, whatever the number of patterns.
+// Payload filters are evaluated by the caller, from its cache of the tenant's filters (internal/publish):
+// it passes, per event, the tenant's filters_version it read them at, and the (event, subscription) pairs
+// whose filter matched. A subscription with a filter gets a delivery only through such a pair; one without
+// through the type test above. An event whose tenant's filters changed since (filters_version moved) is
+// not stored at all and comes back as one row with stale = true: the caller reads the filters again and
+// publishes it again. So a filter is never applied from a stale cache.
 func (q *Queries) PublishEvents(ctx context.Context, arg PublishEventsParams) ([]PublishEventsRow, error) {
 	rows, err := q.db.Query(ctx, publishEvents,
 		arg.Ids,
@@ -220,6 +264,9 @@ func (q *Queries) PublishEvents(ctx context.Context, arg PublishEventsParams) ([
 		arg.CreatedAt,
 		arg.GiveUpAt,
 		arg.Traceparents,
+		arg.FiltersVersions,
+		arg.PassedEventIds,
+		arg.PassedSubscriptionIds,
 	)
 	if err != nil {
 		return nil, err
@@ -233,6 +280,7 @@ func (q *Queries) PublishEvents(ctx context.Context, arg PublishEventsParams) ([
 			&i.DeliveryID,
 			&i.SubscriptionID,
 			&i.Sendable,
+			&i.Stale,
 		); err != nil {
 			return nil, err
 		}
@@ -273,6 +321,48 @@ func (q *Queries) PublishedDeliveries(ctx context.Context, arg PublishedDeliveri
 	for rows.Next() {
 		var i PublishedDeliveriesRow
 		if err := rows.Scan(&i.ID, &i.SubscriptionID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tenantFilters = `-- name: TenantFilters :many
+SELECT t.filters_version, s.id AS subscription_id, s.event_types, s.filter
+FROM tenants t
+LEFT JOIN subscriptions s ON s.tenant_id = t.id AND s.filter IS NOT NULL AND s.deleted_at IS NULL
+WHERE t.id = $1
+`
+
+type TenantFiltersRow struct {
+	FiltersVersion int64
+	SubscriptionID *uuid.UUID
+	EventTypes     []string
+	Filter         []byte
+}
+
+// A tenant's payload filters as of one moment, with the filters_version they are at (one row with a NULL
+// subscription when it has none; no row when the tenant does not exist). Deleted subscriptions are left
+// out; paused and disabled ones are not (the publish statement checks their state itself).
+func (q *Queries) TenantFilters(ctx context.Context, tenantID uuid.UUID) ([]TenantFiltersRow, error) {
+	rows, err := q.db.Query(ctx, tenantFilters, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TenantFiltersRow{}
+	for rows.Next() {
+		var i TenantFiltersRow
+		if err := rows.Scan(
+			&i.FiltersVersion,
+			&i.SubscriptionID,
+			&i.EventTypes,
+			&i.Filter,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -247,7 +247,7 @@ func (q *Queries) ClaimIncidentExpiringSteps(ctx context.Context, arg ClaimIncid
 }
 
 const createInternalTenant = `-- name: CreateInternalTenant :one
-INSERT INTO tenants (name, internal) VALUES ($1, true) RETURNING id, name, created_at, internal
+INSERT INTO tenants (name, internal) VALUES ($1, true) RETURNING id, name, created_at, internal, filters_version
 `
 
 func (q *Queries) CreateInternalTenant(ctx context.Context, name string) (Tenant, error) {
@@ -258,6 +258,7 @@ func (q *Queries) CreateInternalTenant(ctx context.Context, name string) (Tenant
 		&i.Name,
 		&i.CreatedAt,
 		&i.Internal,
+		&i.FiltersVersion,
 	)
 	return i, err
 }
@@ -436,7 +437,7 @@ func (q *Queries) ExpiredEventsOfIncident(ctx context.Context, arg ExpiredEvents
 }
 
 const getSubscriptionAny = `-- name: GetSubscriptionAny :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1
 `
 
 // A subscription by id alone, deleted or not: incident messages name the endpoint that failed.
@@ -470,6 +471,14 @@ func (q *Queries) GetSubscriptionAny(ctx context.Context, id uuid.UUID) (Subscri
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }
@@ -633,7 +642,7 @@ func (q *Queries) IncidentsOfSubscription(ctx context.Context, arg IncidentsOfSu
 }
 
 const internalTenant = `-- name: InternalTenant :one
-SELECT id, name, created_at, internal FROM tenants WHERE internal AND name = $1 ORDER BY created_at LIMIT 1
+SELECT id, name, created_at, internal, filters_version FROM tenants WHERE internal AND name = $1 ORDER BY created_at LIMIT 1
 `
 
 func (q *Queries) InternalTenant(ctx context.Context, name string) (Tenant, error) {
@@ -644,6 +653,7 @@ func (q *Queries) InternalTenant(ctx context.Context, name string) (Tenant, erro
 		&i.Name,
 		&i.CreatedAt,
 		&i.Internal,
+		&i.FiltersVersion,
 	)
 	return i, err
 }

@@ -195,32 +195,40 @@ type Session struct {
 }
 
 type Subscription struct {
-	ID                  uuid.UUID
-	TenantID            uuid.UUID
-	URL                 string
-	Description         string
-	EventTypes          []string
-	State               string
-	DisabledReason      string
-	Headers             []byte
-	RateLimitPerSecond  *int32
-	CircuitState        string
-	CircuitOpenedAt     *time.Time
-	ConsecutiveFailures int32
-	LastSuccessAt       *time.Time
-	LastFailureAt       *time.Time
-	FailingSince        *time.Time
-	DeletedAt           *time.Time
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
-	Claimed             int64
-	CircuitProbeAt      *time.Time
-	CircuitProbeMs      *int32
-	RateTokens          *float64
-	RateCountedAt       *time.Time
-	ResendTokens        *float64
-	ResendCountedAt     *time.Time
-	DisabledNotifiedAt  *time.Time
+	ID                          uuid.UUID
+	TenantID                    uuid.UUID
+	URL                         string
+	Description                 string
+	EventTypes                  []string
+	State                       string
+	DisabledReason              string
+	Headers                     []byte
+	RateLimitPerSecond          *int32
+	CircuitState                string
+	CircuitOpenedAt             *time.Time
+	ConsecutiveFailures         int32
+	LastSuccessAt               *time.Time
+	LastFailureAt               *time.Time
+	FailingSince                *time.Time
+	DeletedAt                   *time.Time
+	CreatedAt                   time.Time
+	UpdatedAt                   time.Time
+	Claimed                     int64
+	CircuitProbeAt              *time.Time
+	CircuitProbeMs              *int32
+	RateTokens                  *float64
+	RateCountedAt               *time.Time
+	ResendTokens                *float64
+	ResendCountedAt             *time.Time
+	DisabledNotifiedAt          *time.Time
+	Auth                        []byte
+	Credentials                 []byte
+	TlsCertificate              *string
+	TlsCertificateSubject       *string
+	TlsCertificateNotAfter      *time.Time
+	CertificateExpiryNotifiedAt *time.Time
+	Filter                      []byte
+	RetrySchedule               []int32
 }
 
 type SubscriptionFinished struct {
@@ -237,10 +245,11 @@ type SubscriptionSecret struct {
 }
 
 type Tenant struct {
-	ID        uuid.UUID
-	Name      string
-	CreatedAt time.Time
-	Internal  bool
+	ID             uuid.UUID
+	Name           string
+	CreatedAt      time.Time
+	Internal       bool
+	FiltersVersion int64
 }
 
 type User struct {

@@ -17,7 +17,8 @@ SELECT
      WHERE starts_with(ss.secret, 'enc:')
        AND NOT EXISTS (SELECT 1 FROM unnest($1::text[]) p WHERE starts_with(ss.secret, p)))::int AS secrets,
     (SELECT count(*) FROM subscriptions s
-     WHERE EXISTS (SELECT 1 FROM jsonb_each_text(s.headers) h
+     WHERE EXISTS (SELECT 1 FROM (SELECT value FROM jsonb_each_text(s.headers)
+                                  UNION ALL SELECT value FROM jsonb_each_text(s.credentials)) h
                    WHERE starts_with(h.value, 'enc:')
                      AND NOT EXISTS (SELECT 1 FROM unnest($1::text[]) p WHERE starts_with(h.value, p))))::int AS subscriptions
 `
@@ -34,6 +35,47 @@ func (q *Queries) CountSealedUnderOtherKeys(ctx context.Context, prefixes []stri
 	var i CountSealedUnderOtherKeysRow
 	err := row.Scan(&i.Secrets, &i.Subscriptions)
 	return i, err
+}
+
+const credentialsToSeal = `-- name: CredentialsToSeal :many
+SELECT id, credentials FROM subscriptions
+WHERE id > $1
+  AND EXISTS (SELECT 1 FROM jsonb_each_text(credentials) c WHERE NOT starts_with(c.value, $2::text))
+ORDER BY id
+LIMIT $3
+`
+
+type CredentialsToSealParams struct {
+	After  uuid.UUID
+	Prefix string
+	Max    int32
+}
+
+type CredentialsToSealRow struct {
+	ID          uuid.UUID
+	Credentials []byte
+}
+
+// Endpoint credentials (password, client_secret, private_key) are a JSON object of sealed strings like
+// custom headers, and sealed the same way.
+func (q *Queries) CredentialsToSeal(ctx context.Context, arg CredentialsToSealParams) ([]CredentialsToSealRow, error) {
+	rows, err := q.db.Query(ctx, credentialsToSeal, arg.After, arg.Prefix, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CredentialsToSealRow{}
+	for rows.Next() {
+		var i CredentialsToSealRow
+		if err := rows.Scan(&i.ID, &i.Credentials); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const headersToSeal = `-- name: HeadersToSeal :many
@@ -74,6 +116,25 @@ func (q *Queries) HeadersToSeal(ctx context.Context, arg HeadersToSealParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const replaceStoredCredentials = `-- name: ReplaceStoredCredentials :execrows
+UPDATE subscriptions SET credentials = $1::jsonb
+WHERE id = $2 AND credentials = $3::jsonb
+`
+
+type ReplaceStoredCredentialsParams struct {
+	NewCredentials []byte
+	ID             uuid.UUID
+	OldCredentials []byte
+}
+
+func (q *Queries) ReplaceStoredCredentials(ctx context.Context, arg ReplaceStoredCredentialsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, replaceStoredCredentials, arg.NewCredentials, arg.ID, arg.OldCredentials)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const replaceStoredHeaders = `-- name: ReplaceStoredHeaders :execrows

@@ -196,18 +196,29 @@ func (q *Queries) CountTenantSubscriptions(ctx context.Context, tenantID uuid.UU
 }
 
 const createSubscription = `-- name: CreateSubscription :one
-INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
+INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second,
+                           auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after,
+                           filter, retry_schedule)
+VALUES ($1, $2, $3, $4, $5, $6,
+        $7, $8, $9, $10, $11,
+        $12, $13)
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
 `
 
 type CreateSubscriptionParams struct {
-	TenantID           uuid.UUID
-	URL                string
-	Description        string
-	EventTypes         []string
-	Headers            []byte
-	RateLimitPerSecond *int32
+	TenantID               uuid.UUID
+	URL                    string
+	Description            string
+	EventTypes             []string
+	Headers                []byte
+	RateLimitPerSecond     *int32
+	Auth                   []byte
+	Credentials            []byte
+	TlsCertificate         *string
+	TlsCertificateSubject  *string
+	TlsCertificateNotAfter *time.Time
+	Filter                 []byte
+	RetrySchedule          []int32
 }
 
 func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscriptionParams) (Subscription, error) {
@@ -218,6 +229,13 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		arg.EventTypes,
 		arg.Headers,
 		arg.RateLimitPerSecond,
+		arg.Auth,
+		arg.Credentials,
+		arg.TlsCertificate,
+		arg.TlsCertificateSubject,
+		arg.TlsCertificateNotAfter,
+		arg.Filter,
+		arg.RetrySchedule,
 	)
 	var i Subscription
 	err := row.Scan(
@@ -247,6 +265,14 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }
@@ -391,7 +417,7 @@ func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttempts
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -429,12 +455,20 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }
 
 const getSubscriptionForUpdate = `-- name: GetSubscriptionForUpdate :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
 type GetSubscriptionForUpdateParams struct {
@@ -474,12 +508,20 @@ func (q *Queries) GetSubscriptionForUpdate(ctx context.Context, arg GetSubscript
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -518,6 +560,14 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.ResendTokens,
 			&i.ResendCountedAt,
 			&i.DisabledNotifiedAt,
+			&i.Auth,
+			&i.Credentials,
+			&i.TlsCertificate,
+			&i.TlsCertificateSubject,
+			&i.TlsCertificateNotAfter,
+			&i.CertificateExpiryNotifiedAt,
+			&i.Filter,
+			&i.RetrySchedule,
 		); err != nil {
 			return nil, err
 		}
@@ -579,7 +629,7 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     disabled_notified_at = CASE WHEN $1 = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
 `
 
 type SetSubscriptionStateParams struct {
@@ -628,6 +678,14 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }
@@ -750,20 +808,41 @@ SET url = coalesce($1, url),
     headers = coalesce($4::jsonb, headers),
     rate_limit_per_second = CASE WHEN $5::bool THEN NULL
                                  ELSE coalesce($6, rate_limit_per_second) END,
+    -- the fields below are worked out whole by the caller from the row it locked (secrets kept or
+    -- replaced), so each is set or left as it is
+    auth = CASE WHEN $7::bool THEN $8::jsonb ELSE auth END,
+    credentials = coalesce($9::jsonb, credentials),
+    tls_certificate = CASE WHEN $10::bool THEN $11::text ELSE tls_certificate END,
+    tls_certificate_subject = CASE WHEN $10::bool THEN $12::text ELSE tls_certificate_subject END,
+    tls_certificate_not_after = CASE WHEN $10::bool THEN $13::timestamptz ELSE tls_certificate_not_after END,
+    certificate_expiry_notified_at = CASE WHEN $10::bool THEN NULL ELSE certificate_expiry_notified_at END,
+    filter = CASE WHEN $14::bool THEN $15::jsonb ELSE filter END,
+    retry_schedule = CASE WHEN $16::bool THEN $17::int[] ELSE retry_schedule END,
     updated_at = now()
-WHERE id = $7 AND tenant_id = $8 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at
+WHERE id = $18 AND tenant_id = $19 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
 `
 
 type UpdateSubscriptionParams struct {
-	URL                *string
-	Description        *string
-	EventTypes         []string
-	Headers            []byte
-	ClearRateLimit     bool
-	RateLimitPerSecond *int32
-	ID                 uuid.UUID
-	TenantID           uuid.UUID
+	URL                    *string
+	Description            *string
+	EventTypes             []string
+	Headers                []byte
+	ClearRateLimit         bool
+	RateLimitPerSecond     *int32
+	SetAuth                bool
+	Auth                   []byte
+	Credentials            []byte
+	SetCertificate         bool
+	TlsCertificate         *string
+	TlsCertificateSubject  *string
+	TlsCertificateNotAfter *time.Time
+	SetFilter              bool
+	Filter                 []byte
+	SetRetrySchedule       bool
+	RetrySchedule          []int32
+	ID                     uuid.UUID
+	TenantID               uuid.UUID
 }
 
 // PATCH in one statement: a NULL argument leaves its column as the row has it now, so two concurrent
@@ -777,6 +856,17 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		arg.Headers,
 		arg.ClearRateLimit,
 		arg.RateLimitPerSecond,
+		arg.SetAuth,
+		arg.Auth,
+		arg.Credentials,
+		arg.SetCertificate,
+		arg.TlsCertificate,
+		arg.TlsCertificateSubject,
+		arg.TlsCertificateNotAfter,
+		arg.SetFilter,
+		arg.Filter,
+		arg.SetRetrySchedule,
+		arg.RetrySchedule,
 		arg.ID,
 		arg.TenantID,
 	)
@@ -808,6 +898,14 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.ResendTokens,
 		&i.ResendCountedAt,
 		&i.DisabledNotifiedAt,
+		&i.Auth,
+		&i.Credentials,
+		&i.TlsCertificate,
+		&i.TlsCertificateSubject,
+		&i.TlsCertificateNotAfter,
+		&i.CertificateExpiryNotifiedAt,
+		&i.Filter,
+		&i.RetrySchedule,
 	)
 	return i, err
 }

@@ -60,7 +60,7 @@ func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) 
 }
 
 const createTenant = `-- name: CreateTenant :one
-INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, internal
+INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, internal, filters_version
 `
 
 func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error) {
@@ -71,6 +71,7 @@ func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error)
 		&i.Name,
 		&i.CreatedAt,
 		&i.Internal,
+		&i.FiltersVersion,
 	)
 	return i, err
 }
@@ -149,7 +150,7 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (ApiT
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, created_at, internal FROM tenants WHERE id = $1
+SELECT id, name, created_at, internal, filters_version FROM tenants WHERE id = $1
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
@@ -160,12 +161,13 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 		&i.Name,
 		&i.CreatedAt,
 		&i.Internal,
+		&i.FiltersVersion,
 	)
 	return i, err
 }
 
 const getTenantByName = `-- name: GetTenantByName :one
-SELECT id, name, created_at, internal FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1
+SELECT id, name, created_at, internal, filters_version FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1
 `
 
 func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, error) {
@@ -176,6 +178,7 @@ func (q *Queries) GetTenantByName(ctx context.Context, name string) (Tenant, err
 		&i.Name,
 		&i.CreatedAt,
 		&i.Internal,
+		&i.FiltersVersion,
 	)
 	return i, err
 }
@@ -303,7 +306,7 @@ func (q *Queries) ListTenantUsers(ctx context.Context, tenantID *uuid.UUID) ([]L
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT id, name, created_at, internal FROM tenants WHERE NOT internal ORDER BY created_at, id
+SELECT id, name, created_at, internal, filters_version FROM tenants WHERE NOT internal ORDER BY created_at, id
 `
 
 // The customers: Hookline's own internal tenant (operator notifications) is not one of them.
@@ -321,6 +324,7 @@ func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 			&i.Name,
 			&i.CreatedAt,
 			&i.Internal,
+			&i.FiltersVersion,
 		); err != nil {
 			return nil, err
 		}

@@ -13,8 +13,7 @@ import (
 // would be a failure that is ours, not the receiver's.
 func openStored(open func(string) (string, error), secrets []string, headers map[string]string) ([]string, map[string]string, error) {
 	if open == nil {
-		var noKey *secretbox.Box
-		open = noKey.Open
+		open = noKeyOpen
 	}
 	outSecrets := make([]string, len(secrets))
 	for i, s := range secrets {
@@ -33,4 +32,18 @@ func openStored(open func(string) (string, error), secrets []string, headers map
 		outHeaders[k] = p
 	}
 	return outSecrets, outHeaders, nil
+}
+
+// noKeyOpen opens values without HOOKLINE_SECRET_KEY: plaintext passes, sealed values are refused.
+func noKeyOpen(v string) (string, error) {
+	var noKey *secretbox.Box
+	return noKey.Open(v)
+}
+
+// opener is the worker's Open, or noKeyOpen.
+func (w *Worker) opener() func(string) (string, error) {
+	if w.o.Open != nil {
+		return w.o.Open
+	}
+	return noKeyOpen
 }

@@ -150,7 +150,10 @@ type subscriptionSend struct {
 	headersErr error // unreadable headers: sent without them
 	secrets    []string
 	headers    map[string]string
-	openErr    error // a value that does not open: the attempts wait
+	auth       *Auth
+	cert       *ClientCertificate
+	policy     RetryPolicy // the worker's, or with the subscription's own schedule
+	openErr    error       // a value that does not open: the attempts wait
 }
 
 // prepare works out each subscription of a claimed batch once: the claim returns the same headers and
@@ -163,7 +166,7 @@ func (w *Worker) prepare(rows []db.ClaimDeliveriesRow) []*subscriptionSend {
 	for i, row := range rows {
 		s := bySub[row.SubscriptionID]
 		if s == nil {
-			s = w.openSubscription(row.Headers, row.Secrets)
+			s = w.openSubscription(row)
 			bySub[row.SubscriptionID] = s
 		}
 		out[i] = s
@@ -171,15 +174,18 @@ func (w *Worker) prepare(rows []db.ClaimDeliveriesRow) []*subscriptionSend {
 	return out
 }
 
-func (w *Worker) openSubscription(rawHeaders []byte, rawSecrets []string) *subscriptionSend {
-	s := &subscriptionSend{}
+func (w *Worker) openSubscription(row db.ClaimDeliveriesRow) *subscriptionSend {
+	s := &subscriptionSend{policy: w.policy.WithSchedule(row.RetrySchedule)}
 	var headers map[string]string
-	if len(rawHeaders) > 0 {
-		if err := json.Unmarshal(rawHeaders, &headers); err != nil {
+	if len(row.Headers) > 0 {
+		if err := json.Unmarshal(row.Headers, &headers); err != nil {
 			s.headersErr = err
 		}
 	}
-	s.secrets, s.headers, s.openErr = openStored(w.o.Open, rawSecrets, headers)
+	s.secrets, s.headers, s.openErr = openStored(w.o.Open, row.Secrets, headers)
+	if s.openErr == nil {
+		s.auth, s.cert, s.openErr = openReceiver(w.opener(), row.Auth, row.Credentials, row.TlsCertificate)
+	}
 	return s
 }
 
@@ -242,13 +248,14 @@ func (w *Worker) sendAttempt(ctx context.Context, row db.ClaimDeliveriesRow, lea
 	}
 	res.resp = w.sender.Send(ctx, Request{
 		URL: row.URL, MsgID: row.EventID.String(), Body: row.Body, Secrets: sub.secrets, CustomHeaders: sub.headers,
+		SubscriptionID: row.SubscriptionID, Auth: sub.auth, ClientCertificate: sub.cert,
 	}, w.o.Now)
 	if res.resp.Canceled {
 		// Cut off by shutdown: not the receiver's fault, so no attempt is recorded and the row goes back.
 		res.release, res.releaseAt = true, w.o.Now()
 		return res
 	}
-	res.decision = w.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter},
+	res.decision = sub.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter},
 		int(row.AttemptCount)+1, row.GiveUpAt, w.o.Now(), w.o.Jitter())
 	return res
 }

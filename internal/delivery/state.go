@@ -160,6 +160,9 @@ type RetryPolicy struct {
 	MaxAttempts int
 	// Window is how long after creation (or a retry/replay) a delivery may keep retrying: give_up_at.
 	Window time.Duration
+	// Schedule, when set, replaces the exponential backoff: retry n waits Schedule[n-1] (a subscription's
+	// own delays: WithSchedule).
+	Schedule []time.Duration
 }
 
 // DefaultRetryPolicy is the contract's default schedule: 24 attempts over about 71 hours, inside 72 hours.
@@ -172,6 +175,10 @@ var DefaultRetryPolicy = RetryPolicy{Base: 5 * time.Second, MaxDelay: 6 * time.H
 func (p RetryPolicy) Backoff(n int, jitter float64) time.Duration {
 	if n < 1 {
 		n = 1
+	}
+	if len(p.Schedule) > 0 {
+		// The customer's own delays, jittered alike but never capped: they asked for them.
+		return time.Duration(float64(p.Schedule[min(n, len(p.Schedule))-1]) * (0.9 + 0.2*jitter))
 	}
 	d := float64(p.Base) * math.Pow(2, float64(n-1))
 	if p.MaxDelay > 0 && d > float64(p.MaxDelay) {

@@ -89,6 +89,8 @@ type Publisher struct {
 	// Tracer, when set, makes a span of every publish and stores its context with the deliveries, whose
 	// attempts then join the publish's trace; nil is tracing off.
 	Tracer trace.Tracer
+	// filters keeps the tenants' payload filters (filters.go).
+	filters filterCache
 	// Local, when set, is this process's own worker: woken at once after a publish commits, and named in
 	// the NOTIFY that wakes every other process's, so that its listener skips it (delivery.Worker.Origin).
 	Local LocalWorker
@@ -124,9 +126,20 @@ func (p *Publisher) Publish(ctx context.Context, in PublishInput) (out Published
 	if span != nil {
 		ev.traceparent = tracing.Traceparent(ctx)
 	}
-	st, err := p.store(ctx, ev)
-	if err != nil {
-		return Published{}, fmt.Errorf("publish: store event: %w", err)
+	var st stored
+	for try := 1; ; try++ {
+		if err := p.applyFilters(ctx, db.New(p.pool), &ev, ev.payload, try > 1); err != nil {
+			return Published{}, fmt.Errorf("publish: %w", err)
+		}
+		if st, err = p.store(ctx, ev); err != nil {
+			return Published{}, fmt.Errorf("publish: store event: %w", err)
+		}
+		if !isStale(st.rows) {
+			break
+		}
+		if try == staleTries {
+			return Published{}, fmt.Errorf("publish: the tenant's filters kept changing (%d tries)", staleTries)
+		}
 	}
 	rows := st.rows
 	if len(rows) == 0 && ev.idempotencyKey != "" {
@@ -185,9 +198,20 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, in PublishInput) (
 		ev.traceparent = tracing.Traceparent(ctx)
 	}
 	q := db.New(tx)
-	rows, err := q.PublishEvents(ctx, publishParams([]storedEvent{ev}))
-	if err != nil {
-		return Published{}, fmt.Errorf("publish: store event: %w", err)
+	var rows []db.PublishEventsRow
+	for try := 1; ; try++ {
+		if err := p.applyFilters(ctx, q, &ev, ev.payload, try > 1); err != nil {
+			return Published{}, fmt.Errorf("publish: %w", err)
+		}
+		if rows, err = q.PublishEvents(ctx, publishParams([]storedEvent{ev})); err != nil {
+			return Published{}, fmt.Errorf("publish: store event: %w", err)
+		}
+		if !isStale(rows) {
+			break
+		}
+		if try == staleTries {
+			return Published{}, fmt.Errorf("publish: the tenant's filters kept changing (%d tries)", staleTries)
+		}
 	}
 	out = Published{ID: ev.id.String(), EventType: in.EventType, CreatedAt: ev.createdAt, Deliveries: make([]PublishedDelivery, 0, len(rows))}
 	for _, r := range rows {
@@ -288,7 +312,7 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	}
 	body := eventBody(in.EventType, now, compact.Bytes())
 	ev := storedEvent{id: id, tenantID: in.TenantID, eventType: in.EventType, body: body, idempotencyKey: in.IdempotencyKey,
-		requestHash: reqHash, createdAt: now, giveUpAt: p.policy.GiveUpAt(now)}
+		requestHash: reqHash, createdAt: now, giveUpAt: p.policy.GiveUpAt(now), payload: compact.Bytes()}
 	if in.OnlySubscription != nil {
 		ev.onlySubscription = *in.OnlySubscription
 	}

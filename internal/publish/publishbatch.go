@@ -44,6 +44,11 @@ type storedEvent struct {
 	createdAt        time.Time
 	giveUpAt         time.Time
 	traceparent      string // the publish span's context, kept with the deliveries; "" when not tracing
+	payload          []byte // the payload compacted, which filters are matched against
+	// filtersVersion is the tenant's filters_version the filters were matched at, passed the filtered
+	// subscriptions the event matched (see filters.go).
+	filtersVersion int64
+	passed         []uuid.UUID
 }
 
 // publishRequest is a publish waiting for its batch.
@@ -263,6 +268,11 @@ func publishParams(events []storedEvent) db.PublishEventsParams {
 		params.CreatedAt = append(params.CreatedAt, e.createdAt)
 		params.GiveUpAt = append(params.GiveUpAt, e.giveUpAt)
 		params.Traceparents = append(params.Traceparents, e.traceparent)
+		params.FiltersVersions = append(params.FiltersVersions, e.filtersVersion)
+		for _, s := range e.passed {
+			params.PassedEventIds = append(params.PassedEventIds, e.id)
+			params.PassedSubscriptionIds = append(params.PassedSubscriptionIds, s)
+		}
 	}
 	return params
 }

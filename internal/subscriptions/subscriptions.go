@@ -59,8 +59,17 @@ type Subscription struct {
 	Circuit Circuit `json:"circuit"`
 	// FailingSince starts the current run of only failures; nil while healthy.
 	FailingSince *time.Time `json:"failing_since"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
+	// Auth is how the endpoint authenticates Hookline beyond the signature (nil: the signature alone); its
+	// secret is only said to be set.
+	Auth *AuthView `json:"auth"`
+	// TLSClientCertificate is the client certificate presented for mutual TLS (nil: none); never its key.
+	TLSClientCertificate *CertificateView `json:"tls_client_certificate"`
+	// Filter is the payload filter (null: every event of the subscription's types).
+	Filter json.RawMessage `json:"filter"`
+	// RetrySchedule is the endpoint's own delays between attempts (nil: the standard schedule).
+	RetrySchedule []string  `json:"retry_schedule"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // Circuit is a subscription's circuit breaker as the API and dashboard show it.
@@ -95,6 +104,12 @@ func fromRow(r db.Subscription) Subscription {
 		n := int(*r.RateLimitPerSecond)
 		s.RateLimitPerSecond = &n
 	}
+	s.Auth = authView(r.Auth, r.Credentials)
+	s.TLSClientCertificate = certificateView(r)
+	if len(r.Filter) > 0 {
+		s.Filter = json.RawMessage(r.Filter)
+	}
+	s.RetrySchedule = RetryScheduleText(r.RetrySchedule)
 	return s
 }
 
@@ -113,6 +128,16 @@ type Input struct {
 	// KeepHeaderValues (the dashboard's form, which never shows stored values back) makes an empty value
 	// of a header already stored keep its stored value on Update; without it an empty value is stored.
 	KeepHeaderValues bool `json:"-"`
+
+	// The receiver's fields: each nil leaves it as it is, its Clear removes it (the API's null).
+	Auth                   *AuthInput        `json:"-"`
+	ClearAuth              bool              `json:"-"`
+	ClientCertificate      *CertificateInput `json:"-"`
+	ClearClientCertificate bool              `json:"-"`
+	Filter                 json.RawMessage   `json:"-"`
+	ClearFilter            bool              `json:"-"`
+	RetrySchedule          *[]string         `json:"-"`
+	ClearRetrySchedule     bool              `json:"-"`
 }
 
 // Service manages subscriptions.
@@ -367,6 +392,10 @@ func (s *Service) validate(in Input) error {
 			return err
 		}
 	}
+	if in.Auth != nil && in.ClearAuth || in.ClientCertificate != nil && in.ClearClientCertificate ||
+		in.Filter != nil && in.ClearFilter || in.RetrySchedule != nil && in.ClearRetrySchedule {
+		return fault.Invalid("a field cannot be both set and cleared")
+	}
 	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 1 || *in.RateLimitPerSecond > maxRatePerSec) {
 		return fieldError("rate_limit_per_second", fmt.Sprintf("Enter a whole number from 1 to %d, or leave it empty for no limit.", maxRatePerSec),
 			fault.Invalid("rate_limit_per_second must be between 1 and %d, or null for no limit", maxRatePerSec))
@@ -399,6 +428,18 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
+	rc, err := s.receiverFields(in, nil)
+	if err != nil {
+		return Subscription{}, "", err
+	}
+	p.Auth, p.Filter, p.RetrySchedule = rc.auth, rc.filter, rc.schedule
+	p.Credentials = []byte("{}")
+	if rc.credentials != nil {
+		p.Credentials, _ = json.Marshal(rc.credentials)
+	}
+	if rc.certificate != nil {
+		p.TlsCertificate, p.TlsCertificateSubject, p.TlsCertificateNotAfter = rc.certificate, &rc.certInfo.Subject, &rc.certInfo.NotAfter
+	}
 	secret := delivery.NewSecret()
 	stored, err := s.box.Seal(secret)
 	if err != nil {
@@ -424,6 +465,11 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		var err error
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
+		}
+		if row.Filter != nil {
+			if err := q.BumpFiltersVersion(ctx, tenantID); err != nil {
+				return err
+			}
 		}
 		if err := q.AddSubscriptionSecret(ctx, db.AddSubscriptionSecretParams{SubscriptionID: row.ID, Secret: stored}); err != nil {
 			return err
@@ -540,7 +586,11 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 				return err
 			}
 		}
-		out, err = s.update(ctx, tx, q, tenantID, old, in, headers)
+		rc, err := s.receiverFields(in, &old)
+		if err != nil {
+			return err
+		}
+		out, err = s.update(ctx, tx, q, tenantID, old, in, headers, rc)
 		return err
 	})
 	if err != nil && fault.As(err) == nil {
@@ -579,7 +629,7 @@ func (s *Service) newHeaders(stored []byte, given map[string]string, keep bool) 
 
 // update writes the fields given, headers already in their stored form, and records what changed from old
 // (the row as read and locked in q's transaction).
-func (s *Service) update(ctx context.Context, tx pgx.Tx, q *db.Queries, tenantID uuid.UUID, old db.Subscription, in Input, headers []byte) (Subscription, error) {
+func (s *Service) update(ctx context.Context, tx pgx.Tx, q *db.Queries, tenantID uuid.UUID, old db.Subscription, in Input, headers []byte, rc receiverChange) (Subscription, error) {
 	// One guarded statement: fields not given stay as the row has them.
 	p := db.UpdateSubscriptionParams{ID: old.ID, TenantID: tenantID, URL: in.URL, Description: in.Description, Headers: headers}
 	if in.EventTypes != nil {
@@ -591,12 +641,28 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, q *db.Queries, tenantID
 		n := int32(*in.RateLimitPerSecond)
 		p.RateLimitPerSecond = &n
 	}
+	p.SetAuth, p.Auth = rc.setAuth, rc.auth
+	if rc.credentials != nil {
+		p.Credentials, _ = json.Marshal(rc.credentials)
+	}
+	if p.SetCertificate = rc.setCertificate; rc.certificate != nil {
+		p.TlsCertificate, p.TlsCertificateSubject, p.TlsCertificateNotAfter = rc.certificate, &rc.certInfo.Subject, &rc.certInfo.NotAfter
+	}
+	p.SetFilter, p.Filter = rc.setFilter, rc.filter
+	p.SetRetrySchedule, p.RetrySchedule = rc.setSchedule, rc.schedule
 	row, err := q.UpdateSubscription(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription: %w", err)
+	}
+	// Publishing processes keep a tenant's filters, with the event types they apply to: either changing
+	// makes them read the filters again (see internal/publish).
+	if (old.Filter != nil || row.Filter != nil) && (!jsonEqual(old.Filter, row.Filter) || !sameSet(old.EventTypes, row.EventTypes)) {
+		if err := q.BumpFiltersVersion(ctx, tenantID); err != nil {
+			return Subscription{}, err
+		}
 	}
 	// A save that changed nothing is no change: nothing to record.
 	if details := s.changes(old, row); details != nil {
@@ -628,12 +694,28 @@ func (s *Service) changes(before, after db.Subscription) map[string]any {
 	if !equalPtr(before.RateLimitPerSecond, after.RateLimitPerSecond) {
 		fields = append(fields, "rate_limit_per_second")
 	}
+	auth := s.authChanges(before, after)
+	if auth != nil {
+		fields = append(fields, "auth")
+	}
+	if s.certificateChanged(before, after) {
+		fields = append(fields, "tls_client_certificate")
+	}
+	if !jsonEqual(before.Filter, after.Filter) {
+		fields = append(fields, "filter")
+	}
+	if !slices.Equal(before.RetrySchedule, after.RetrySchedule) || (before.RetrySchedule == nil) != (after.RetrySchedule == nil) {
+		fields = append(fields, "retry_schedule")
+	}
 	if len(fields) == 0 {
 		return nil
 	}
 	out := map[string]any{"fields": fields}
 	if headers != nil {
 		out["headers"] = headers
+	}
+	if auth != nil {
+		out["auth"] = auth // names of what changed, never a value
 	}
 	return out
 }
