@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 )
 
 // Masked stands for a value that is sent but never shown or stored: a custom header's.
@@ -173,6 +175,10 @@ type Request struct {
 	Body          []byte
 	Secrets       []string
 	CustomHeaders map[string]string
+	// SubscriptionID keys the kept OAuth 2 tokens; Auth and ClientCertificate are the endpoint's (nil: none).
+	SubscriptionID    uuid.UUID
+	Auth              *Auth
+	ClientCertificate *ClientCertificate
 }
 
 // Response is what one attempt produced.
