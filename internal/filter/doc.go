@@ -37,13 +37,15 @@
 //     byte for byte, which orders RFC 3339 timestamps of one offset correctly); other types never match. On
 //     an array, an element that compares matches.
 //   - $in with an array of strings, numbers, booleans and nulls: the value is one of them; on an array,
-//     an element is one of them. $in with a string or a number: a string value contains it as a substring
-//     ({"$in": "gift"} matches "gift card"), an array value has it as an element.
+//     an element is one of them. $in with a single string: a string value contains it as a substring
+//     ({"$in": "gift"} matches "gift card"); $in with a single string or number: an array value has it as
+//     an element.
 //   - $nin: the value is present and $in with the same operand does not match.
 //   - $startsWith, $endsWith: the operand is a string or a non-empty array of strings (any one of them); the
 //     value is a string with that prefix (suffix); on an array, a string element has it.
 //   - $exist: true matches a present field, including one that is null; false matches a missing field.
-//   - $or, $and: a non-empty array of filter values, each matched against the same value; any (all) of them.
+//   - $or, $and: a non-empty array of filter values, each matched against the same value (an array as a
+//     whole, like every operator); any (all) of them.
 //   - $not: a filter value matched against the same value; $not matches when it does not. It is exact
 //     negation everywhere, including on a missing field: {"x": {"$not": {"$eq": 1}}} matches an event with
 //     no x, {"x": {"$neq": 1}} does not.
@@ -67,15 +69,19 @@
 //     else it says ({"$exist": false, "$eq": 1} matches a missing field) and fails it otherwise, even under
 //     $not ({"$not": {"$exist": true}} fails). Here every operator of an object must match, and $not is exact
 //     negation.
-//   - Operators on an array value: Outpost applies $gt, $lt, $startsWith and $endsWith to the array itself
-//     (never a match), and $in with an array operand too; and when an object has any operator it ignores that
-//     object's fields on an array. Here they look at the elements, as the contract's "an array in the event
-//     matches when it contains it" does for plain values, and an object's fields are never ignored.
+//   - Operators on an array value: Outpost applies $gt, $gte, $lt, $lte, $startsWith and $endsWith to the
+//     array itself (never a match), and $in and $nin with an array operand too; and when an object has any
+//     operator it ignores that object's fields on an array. Here they look at the elements, as the contract's
+//     "an array in the event matches when it contains it" does for plain values, and an object's fields are
+//     never ignored. Conversely Outpost hands each element of an array to $or, $and and $not, and here they
+//     see the array like every operator does: {"$or": [{"$eq": "a"}]} matches ["a"] there, not here (write
+//     "a" or {"$in": ["a"]}).
 //   - Outpost looks into nested arrays to any depth for a plain value; here one level, so the cost of a match
 //     stays bounded by the filter's depth.
 //   - Refused here, silently false or silently a field name in Outpost: an unknown "$" key (Outpost's
-//     unimplemented $ref included), $in with objects in its array, $startsWith with a number, $exist
-//     with anything but true or false, $or/$and with an empty array or a non-array, a repeated key (Go's
+//     unimplemented $ref included), $in with objects in its array, $gt with an array (Outpost's
+//     own suite expects false from {"$gt": [1, 2, 3]}), $startsWith with a number, $exist with anything
+//     but true or false, $or/$and with an empty array or a non-array, a repeated key (Go's
 //     encoding/json keeps the last one).
 //   - Outpost's equality is Go's (1 is not "1"); Hookdeck's JavaScript original compares with == (1 is
 //     "1"). This package follows Outpost.

@@ -50,7 +50,11 @@ func Parse(raw []byte) (*Filter, error) {
 
 // Match reports whether the event matches. event is what encoding/json.Unmarshal produces into `any`
 // (numbers float64) for {"type": <event type>, "data": <payload>}; values of other Go types match nothing.
+// A nil *Filter is a subscription without a filter and matches every event.
 func (f *Filter) Match(event any) bool {
+	if f == nil {
+		return true
+	}
 	return f.root.match(event, true)
 }
 

@@ -288,6 +288,18 @@ func TestMatchTakesOnlyJSONValues(t *testing.T) {
 	}
 }
 
+func TestNilFilterMatchesEverything(t *testing.T) {
+	t.Parallel()
+	var none *Filter
+	event, err := Event("invoice.paid", []byte(`{"a": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !none.Match(event) || !none.Match(nil) {
+		t.Error("a nil *Filter refused an event")
+	}
+}
+
 func TestEvent(t *testing.T) {
 	t.Parallel()
 	event, err := Event("invoice.paid", []byte(`{"amount": 12, "tags": ["a"]}`))
