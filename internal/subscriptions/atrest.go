@@ -47,7 +47,7 @@ const (
 // SealCounts are how many rows SealStored changed.
 type SealCounts struct {
 	Secrets       int // subscription_secrets rows
-	Subscriptions int // subscriptions whose custom headers changed
+	Subscriptions int // subscriptions whose custom headers or credentials changed
 }
 
 // sealBatch is how many rows one statement reads: small enough that a start with many plaintext rows
@@ -92,16 +92,66 @@ func SealStored(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, mod
 			break
 		}
 	}
-	for after := uuid.Nil; ; {
-		rows, err := q.HeadersToSeal(ctx, db.HeadersToSealParams{After: after, Prefix: prefix, Max: sealBatch})
+	headers := sealedObject{what: "custom header",
+		batch: func(ctx context.Context, after uuid.UUID) ([]objectRow, error) {
+			rows, err := q.HeadersToSeal(ctx, db.HeadersToSealParams{After: after, Prefix: prefix, Max: sealBatch})
+			out := make([]objectRow, len(rows))
+			for i, r := range rows {
+				out[i] = objectRow{r.ID, r.Headers}
+			}
+			return out, err
+		},
+		replace: func(ctx context.Context, id uuid.UUID, old, new []byte) (int64, error) {
+			return q.ReplaceStoredHeaders(ctx, db.ReplaceStoredHeadersParams{ID: id, OldHeaders: old, NewHeaders: new})
+		}}
+	credentials := sealedObject{what: "credential",
+		batch: func(ctx context.Context, after uuid.UUID) ([]objectRow, error) {
+			rows, err := q.CredentialsToSeal(ctx, db.CredentialsToSealParams{After: after, Prefix: prefix, Max: sealBatch})
+			out := make([]objectRow, len(rows))
+			for i, r := range rows {
+				out[i] = objectRow{r.ID, r.Credentials}
+			}
+			return out, err
+		},
+		replace: func(ctx context.Context, id uuid.UUID, old, new []byte) (int64, error) {
+			return q.ReplaceStoredCredentials(ctx, db.ReplaceStoredCredentialsParams{ID: id, OldCredentials: old, NewCredentials: new})
+		}}
+	for _, obj := range []sealedObject{headers, credentials} {
+		k, err := obj.seal(ctx, box, mode)
 		if err != nil {
-			return n, fmt.Errorf("seal custom headers: %w", err)
+			return n, err
+		}
+		n.Subscriptions += k
+	}
+	return n, nil
+}
+
+// sealedObject is a subscription column holding a JSON object of sealed strings (custom headers, and the
+// endpoint's credentials), read and replaced in batches by SealStored.
+type sealedObject struct {
+	what    string
+	batch   func(ctx context.Context, after uuid.UUID) ([]objectRow, error)
+	replace func(ctx context.Context, id uuid.UUID, old, new []byte) (int64, error)
+}
+
+type objectRow struct {
+	id    uuid.UUID
+	value []byte
+}
+
+// seal re-seals the object's values as SealStored's mode says, and counts the rows it changed.
+func (o sealedObject) seal(ctx context.Context, box *secretbox.Box, mode SealMode) (int, error) {
+	n := 0
+	for after := uuid.Nil; ; {
+		rows, err := o.batch(ctx, after)
+		if err != nil {
+			return n, fmt.Errorf("seal %ss: %w", o.what, err)
 		}
 		for _, r := range rows {
-			after = r.ID
+			after = r.id
 			var h map[string]string
-			if err := json.Unmarshal(r.Headers, &h); err != nil {
-				return n, fmt.Errorf("custom headers of subscription %s: %w", r.ID, err)
+			if err := json.Unmarshal(r.value, &h); err != nil {
+				return n, fmt.Errorf("%ss of subscription %s: %w", o.what, r.id, err)
 			}
 			changedAny := false
 			for name, v := range h {
@@ -110,7 +160,7 @@ func SealStored(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, mod
 				}
 				sealed, changed, err := box.Reseal(v)
 				if err != nil {
-					return n, fmt.Errorf("custom header %s of subscription %s: %w", name, r.ID, err)
+					return n, fmt.Errorf("%s %s of subscription %s: %w", o.what, name, r.id, err)
 				}
 				h[name], changedAny = sealed, changedAny || changed
 			}
@@ -118,17 +168,16 @@ func SealStored(ctx context.Context, pool *pgxpool.Pool, box *secretbox.Box, mod
 				continue
 			}
 			b, _ := json.Marshal(h)
-			k, err := q.ReplaceStoredHeaders(ctx, db.ReplaceStoredHeadersParams{ID: r.ID, OldHeaders: r.Headers, NewHeaders: b})
+			k, err := o.replace(ctx, r.id, r.value, b)
 			if err != nil {
-				return n, fmt.Errorf("seal custom headers: %w", err)
+				return n, fmt.Errorf("seal %ss: %w", o.what, err)
 			}
-			n.Subscriptions += int(k)
+			n += int(k)
 		}
 		if len(rows) < sealBatch {
-			break
+			return n, nil
 		}
 	}
-	return n, nil
 }
 
 // Unreadable counts the stored values sealed under none of box's keys (all sealed ones without a key):
