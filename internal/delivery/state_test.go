@@ -306,3 +306,33 @@ func TestDeadReasonText(t *testing.T) {
 		}
 	}
 }
+
+// With an endpoint's own schedule, retry n waits its n-th delay (jittered ±10 %, not capped by the
+// process's MaxDelay), and the delivery expires after the last one, or at its deadline if that is sooner.
+func TestDecideWithASchedule(t *testing.T) {
+	t.Parallel()
+	p := RetryPolicy{Base: time.Second, MaxDelay: time.Minute, MaxAttempts: 24, Window: 72 * time.Hour}.
+		WithSchedule([]int32{30, 600, 7200})
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	giveUp := now.Add(72 * time.Hour)
+	for attempt, want := range map[int]time.Duration{1: 30 * time.Second, 2: 10 * time.Minute, 3: 2 * time.Hour} {
+		d := p.Decide(Result{Status: 503}, attempt, giveUp, now, 0.5)
+		if d.State != Pending || d.NextAttemptAt.Sub(now) != want {
+			t.Errorf("after attempt %d: %s at +%s, want pending at +%s", attempt, d.State, d.NextAttemptAt.Sub(now), want)
+		}
+		lo := p.Decide(Result{Status: 503}, attempt, giveUp, now, 0)
+		hi := p.Decide(Result{Status: 503}, attempt, giveUp, now, 0.999)
+		if lo.NextAttemptAt.Sub(now) != want*9/10 || hi.NextAttemptAt.Sub(now) <= want*109/100 {
+			t.Errorf("after attempt %d: jitter range %s..%s, want ±10 %% of %s", attempt, lo.NextAttemptAt.Sub(now), hi.NextAttemptAt.Sub(now), want)
+		}
+	}
+	if d := p.Decide(Result{Status: 503}, 4, giveUp, now, 0.5); d.State != Expired || d.DeadReason != ReasonMaxAttempts {
+		t.Errorf("after the last delay's attempt: %+v, want expired (max attempts)", d)
+	}
+	if d := p.Decide(Result{Status: 503}, 3, now.Add(time.Hour), now, 0.5); d.State != Expired || d.DeadReason != ReasonDeadline {
+		t.Errorf("a delay past the deadline: %+v, want expired (deadline)", d)
+	}
+	if got := DefaultRetryPolicy.WithSchedule(nil); got.MaxAttempts != DefaultRetryPolicy.MaxAttempts || got.Schedule != nil {
+		t.Errorf("no schedule changed the policy: %+v", got)
+	}
+}
