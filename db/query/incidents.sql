@@ -211,3 +211,25 @@ SELECT o.incident_id, o.kind, coalesce(d.state, '')::text AS state, coalesce(d.l
 FROM incident_operator_events o
 LEFT JOIN LATERAL (SELECT w.state, w.last_attempt_at FROM webhook_deliveries w WHERE w.event_id = o.event_id LIMIT 1) d ON true
 WHERE o.incident_id = ANY (sqlc.arg('incident_ids')::uuid[]);
+
+-- name: ClaimCertificateExpiryNotices :many
+-- Up to @max_rows live subscriptions whose client certificate expires before @notice_before (now plus the
+-- notice window) and whose tenant and operator have not been told; claimed once per certificate (a new
+-- certificate clears certificate_expiry_notified_at). The rows are locked in id order first, as the other
+-- claims lock subscriptions; FOR NO KEY UPDATE leaves deliveries free to be written meanwhile (their
+-- foreign key takes a key-share lock), and SKIP LOCKED passes by a row a completion holds: the next check
+-- takes it.
+WITH due AS (
+    SELECT id FROM subscriptions
+    WHERE tls_certificate_not_after IS NOT NULL AND deleted_at IS NULL
+      AND tls_certificate_not_after <= sqlc.arg('notice_before')::timestamptz
+      AND certificate_expiry_notified_at IS NULL
+    ORDER BY id
+    LIMIT sqlc.arg('max_rows')::int
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE subscriptions s SET certificate_expiry_notified_at = sqlc.arg('now')::timestamptz
+FROM due
+WHERE s.id = due.id AND s.deleted_at IS NULL AND s.certificate_expiry_notified_at IS NULL
+RETURNING s.id, s.tenant_id, s.url, s.description, coalesce(s.tls_certificate_subject, '')::text AS subject,
+          s.tls_certificate_not_after::timestamptz AS not_after;

@@ -12,6 +12,71 @@ import (
 	"github.com/google/uuid"
 )
 
+const claimCertificateExpiryNotices = `-- name: ClaimCertificateExpiryNotices :many
+WITH due AS (
+    SELECT id FROM subscriptions
+    WHERE tls_certificate_not_after IS NOT NULL AND deleted_at IS NULL
+      AND tls_certificate_not_after <= $2::timestamptz
+      AND certificate_expiry_notified_at IS NULL
+    ORDER BY id
+    LIMIT $3::int
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE subscriptions s SET certificate_expiry_notified_at = $1::timestamptz
+FROM due
+WHERE s.id = due.id AND s.deleted_at IS NULL AND s.certificate_expiry_notified_at IS NULL
+RETURNING s.id, s.tenant_id, s.url, s.description, coalesce(s.tls_certificate_subject, '')::text AS subject,
+          s.tls_certificate_not_after::timestamptz AS not_after
+`
+
+type ClaimCertificateExpiryNoticesParams struct {
+	Now          time.Time
+	NoticeBefore time.Time
+	MaxRows      int32
+}
+
+type ClaimCertificateExpiryNoticesRow struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	URL         string
+	Description string
+	Subject     string
+	NotAfter    time.Time
+}
+
+// Up to @max_rows live subscriptions whose client certificate expires before @notice_before (now plus the
+// notice window) and whose tenant and operator have not been told; claimed once per certificate (a new
+// certificate clears certificate_expiry_notified_at). The rows are locked in id order first, as the other
+// claims lock subscriptions; FOR NO KEY UPDATE leaves deliveries free to be written meanwhile (their
+// foreign key takes a key-share lock), and SKIP LOCKED passes by a row a completion holds: the next check
+// takes it.
+func (q *Queries) ClaimCertificateExpiryNotices(ctx context.Context, arg ClaimCertificateExpiryNoticesParams) ([]ClaimCertificateExpiryNoticesRow, error) {
+	rows, err := q.db.Query(ctx, claimCertificateExpiryNotices, arg.Now, arg.NoticeBefore, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ClaimCertificateExpiryNoticesRow{}
+	for rows.Next() {
+		var i ClaimCertificateExpiryNoticesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.URL,
+			&i.Description,
+			&i.Subject,
+			&i.NotAfter,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claimDisabledNotices = `-- name: ClaimDisabledNotices :many
 WITH ordered AS (
     SELECT id FROM subscriptions

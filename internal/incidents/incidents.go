@@ -7,6 +7,9 @@
 // once. Telling is queued, not done inline, in the claim's transaction: customer emails go to the
 // notifications outbox (sent and retried by the notifier), operator notifications are published as events
 // of an internal tenant, so the delivery engine signs, retries and dead-letters them like any other.
+//
+// The same check tells, once per certificate, of endpoints whose client certificate expires within
+// subscriptions.CertificateExpiryNotice (certificates.go).
 package incidents
 
 import (
@@ -42,6 +45,8 @@ const (
 	EventRecovered = "subscription.recovered"
 	EventDisabled  = "subscription.disabled"
 	EventExhausted = "deliveries.exhausted"
+	// EventCertificateExpiring: a client certificate expires within subscriptions.CertificateExpiryNotice.
+	EventCertificateExpiring = "subscription.certificate_expiring"
 )
 
 // Timing of the steps.
@@ -136,7 +141,8 @@ func fromRow(r db.Incident) Incident {
 		ExpiredToldAt: r.ExpiredNotifiedAt, ExpiredCount: int(r.ExpiredCount)}
 }
 
-// Check applies every rule once: opens and ends incidents, claims due steps, and queues what they tell.
+// Check applies every rule once: opens and ends incidents, claims due steps and client certificates
+// expiring, and queues what they tell.
 // Each kind of step is claimed and told in one transaction (an outbox): its emails and its operator
 // notification are queued exactly when the claim commits, so a crash or an error in between leaves the
 // step unclaimed for the next check rather than claimed and never told. Safe to run from several
@@ -208,6 +214,9 @@ func (s *Service) Check(ctx context.Context) error {
 		return out, nil
 	}); err != nil {
 		return fmt.Errorf("incident expired steps: %w", err)
+	}
+	if err := s.certificateNotices(ctx, now); err != nil {
+		return fmt.Errorf("client certificates expiring: %w", err)
 	}
 	if s.o.Operator != nil {
 		if err := s.operatorChecks(ctx, now); err != nil {

@@ -14,8 +14,9 @@ import (
 func TestEmailsUseTheBrandName(t *testing.T) {
 	t.Parallel()
 	raw, _ := json.Marshal(map[string]any{"url": "https://example.com/hook", "description": "Orders",
-		"failing_since": time.Now().Add(-time.Hour), "opened_at": time.Now(), "waiting": 3, "link": "https://hooks.acme.example/subscriptions/x"})
-	for _, kind := range []string{incidents.KindOpened, incidents.KindDay} {
+		"failing_since": time.Now().Add(-time.Hour), "opened_at": time.Now(), "waiting": 3, "link": "https://hooks.acme.example/subscriptions/x",
+		"subject": "CN=orders.example.com", "not_after": time.Now().Add(13 * 24 * time.Hour)})
+	for _, kind := range []string{incidents.KindOpened, incidents.KindDay, incidents.KindCertificateExpiring} {
 		m, err := compose(context.Background(), kind, raw, "Acme Cloud")
 		if err != nil {
 			t.Fatal(err)

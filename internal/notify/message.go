@@ -47,13 +47,22 @@ func (e permanentError) Unwrap() error { return e.err }
 
 // compose writes the message for one notification.
 func compose(ctx context.Context, kind string, raw []byte, brand string) (message, error) {
-	var d stepData
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return message{}, permanentError{fmt.Errorf("notification data: %w", err)}
-	}
-	v, err := view(kind, d, brand)
-	if err != nil {
-		return message{}, permanentError{err}
+	var v templates.Email
+	var err error
+	if kind == incidents.KindCertificateExpiring {
+		var d certificateData
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return message{}, permanentError{fmt.Errorf("notification data: %w", err)}
+		}
+		v = d.view(brand)
+	} else {
+		var d stepData
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return message{}, permanentError{fmt.Errorf("notification data: %w", err)}
+		}
+		if v, err = view(kind, d, brand); err != nil {
+			return message{}, permanentError{err}
+		}
 	}
 	var html bytes.Buffer
 	if err := templates.IncidentEmail(v).Render(ctx, &html); err != nil {
@@ -84,12 +93,17 @@ func view(kind string, d stepData, brand string) (templates.Email, error) {
 			v.Facts = append(v.Facts, templates.EmailFact{Label: "First expiry", Value: when(*d.FirstExpiry)})
 		}
 	}
-	// The link comes from HOOKLINE_PUBLIC_URL (checked to be http or https at start); anything else is
-	// dropped rather than put in an href.
-	if u, err := url.Parse(d.Link); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-		v.Link = d.Link
-	}
+	v.Link = safeLink(d.Link)
 	return v, nil
+}
+
+// safeLink is the dashboard link of a message: it comes from HOOKLINE_PUBLIC_URL (checked to be http or
+// https at start); anything else is dropped rather than put in an href.
+func safeLink(link string) string {
+	if u, err := url.Parse(link); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return link
+	}
+	return ""
 }
 
 // endpoint is the endpoint's URL as an email may show it.

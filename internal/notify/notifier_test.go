@@ -100,7 +100,12 @@ var (
 	failingSince = time.Date(2026, 3, 4, 10, 15, 0, 0, time.UTC)
 	openedAt     = failingSince.Add(time.Hour)
 	firstExpiry  = time.Date(2026, 3, 7, 10, 15, 0, 0, time.UTC)
+	// certificateNotAfter is when the endpoint's client certificate expires.
+	certificateNotAfter = time.Date(2026, 3, 18, 10, 15, 0, 0, time.UTC)
 )
+
+// privateKeyText stands for a client certificate's private key: never in an email.
+const privateKeyText = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"
 
 // stepJSON is a notification's data as incidents.Service.tell writes it, plus fields a message must not
 // show (a payload, a signing secret) to prove only the known ones are read.
@@ -122,6 +127,9 @@ func stepJSON(t *testing.T, kind string) []byte {
 		}
 	case incidents.KindEnded:
 		d["ended_at"] = openedAt.Add(3 * time.Hour)
+	case incidents.KindCertificateExpiring:
+		d["subject"], d["not_after"], d["expired"] = "CN=orders-client.example.com", certificateNotAfter, false
+		d["private_key"] = privateKeyText
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -250,6 +258,9 @@ func TestSendsEachStep(t *testing.T) {
 			[]string{"12 deliveries have expired", "0195a1b2-0000-7000-8000-000000000002", "order.paid", "and 10 more", "Recover"}},
 		incidents.KindEnded: {"Webhook endpoint recovered: Orders endpoint",
 			[]string{"answered successfully (2026-03-04 14:15 UTC)", "42 deliveries that waited are being sent now"}},
+		incidents.KindCertificateExpiring: {"The client certificate of Orders endpoint expires on 2026-03-18",
+			[]string{"CN=orders-client.example.com", "It expires at 2026-03-18 10:15 UTC", "every delivery to it fails",
+				"choose Edit", "under Client certificate", "once per certificate, 14 days before it expires"}},
 	}
 	ids := map[string]uuid.UUID{}
 	for kind := range want {
@@ -311,7 +322,7 @@ func checkStepMessage(t *testing.T, kind string, m received, id uuid.UUID, subje
 				t.Errorf("%s %s part does not say %q:\n%s", kind, part, s, body)
 			}
 		}
-		for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_"} {
+		for _, secret := range []string{endpointToken, payloadText, "user:pw", "whsec_", "PRIVATE KEY", "MIGHAgEAMBMG"} {
 			if strings.Contains(body, secret) || strings.Contains(string(m.Data), secret) {
 				t.Errorf("%s %s part shows %q", kind, part, secret)
 			}
