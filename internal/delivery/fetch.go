@@ -255,7 +255,7 @@ func (w *Worker) sendAttempt(ctx context.Context, row db.ClaimDeliveriesRow, lea
 		res.release, res.releaseAt = true, w.o.Now()
 		return res
 	}
-	res.decision = sub.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter},
+	res.decision = sub.policy.Decide(Result{Status: res.resp.Status, RetryAfter: res.resp.RetryAfter, TokenRefused: res.resp.TokenRefused},
 		int(row.AttemptCount)+1, row.GiveUpAt, w.o.Now(), w.o.Jitter())
 	return res
 }

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -42,23 +43,47 @@ var ErrBlockedAddress = errors.New("address not allowed: the endpoint resolves t
 
 // SenderOptions configure a Sender.
 type SenderOptions struct {
-	// Timeout bounds a whole attempt: connect, TLS, request and reading the response snippet.
+	// Timeout bounds a whole attempt: getting an access token, connect, TLS, request and reading the
+	// response snippet.
 	Timeout time.Duration
 	// AllowPrivate turns the SSRF guard off.
 	AllowPrivate bool
 	// AllowAddrs are exact "ip:port" addresses allowed even with the guard on (the built-in demo receiver).
 	AllowAddrs []string
+	// RootCAs are the authorities endpoints' (and token endpoints') certificates are verified against; nil:
+	// the system's. For operators whose receivers use a private CA, and for tests.
+	RootCAs *x509.CertPool
 }
 
 // Sender sends one signed webhook request. It follows no redirects and, unless told otherwise, dials no
 // internal address: the check runs on the resolved IP at connect time, so a hostname that resolves (or
-// re-resolves) to an internal address is refused too.
+// re-resolves) to an internal address is refused too. Token requests and endpoints that want a client
+// certificate go through transports built the same way, on the same guarded dialer.
 type Sender struct {
-	client  *http.Client
-	timeout time.Duration
+	plain          *clients // no client certificate
+	certTransports *clientCertTransports
+	tokens         *accessTokens
+	timeout        time.Duration
 }
 
-// NewSender builds a Sender with its own transport.
+// clients are the HTTP clients of one TLS identity (none, or a client certificate), sharing its transport:
+// one for deliveries, one for token requests. Neither follows a redirect.
+type clients struct {
+	transport *http.Transport
+	deliver   *http.Client
+	token     *http.Client
+}
+
+func newClients(t *http.Transport) *clients {
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &clients{
+		transport: t,
+		deliver:   &http.Client{Transport: t, CheckRedirect: noRedirect},
+		token:     &http.Client{Transport: tokenTransport{base: t}, CheckRedirect: noRedirect},
+	}
+}
+
+// NewSender builds a Sender with its own transports.
 func NewSender(o SenderOptions) *Sender {
 	if o.Timeout <= 0 {
 		o.Timeout = 15 * time.Second
@@ -85,31 +110,66 @@ func NewSender(o SenderOptions) *Sender {
 			return nil
 		},
 	}
-	transport := &http.Transport{
-		Proxy:             nil, // a proxy would dial on our behalf and bypass the guard
-		DialContext:       dialer.DialContext,
-		ForceAttemptHTTP2: true,
-		// Keep a connection per concurrent attempt to one host: with fewer kept idle, a busy endpoint's
-		// connections were closed and dialled again all the time (a tenth of the worker's CPU in a drain).
-		MaxIdleConns:           1024,
-		MaxIdleConnsPerHost:    256,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    o.Timeout,
-		ResponseHeaderTimeout:  o.Timeout,
-		MaxResponseHeaderBytes: maxResponseHeaderBytes,
-		DisableCompression:     true, // never inflate a receiver's body: a gzip bomb stays small
+	// newTransport builds a transport presenting cert (nil: none) when an endpoint asks for one.
+	newTransport := func(cert *tls.Certificate) *http.Transport {
+		return &http.Transport{
+			Proxy:       nil, // a proxy would dial on our behalf and bypass the guard
+			DialContext: dialer.DialContext,
+			TLSClientConfig: &tls.Config{
+				RootCAs:              o.RootCAs,
+				GetClientCertificate: presentCertificate(cert),
+			},
+			ForceAttemptHTTP2: true,
+			// Keep a connection per concurrent attempt to one host: with fewer kept idle, a busy endpoint's
+			// connections were closed and dialled again all the time (a tenth of the worker's CPU in a drain).
+			MaxIdleConns:           1024,
+			MaxIdleConnsPerHost:    256,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    o.Timeout,
+			ResponseHeaderTimeout:  o.Timeout,
+			MaxResponseHeaderBytes: maxResponseHeaderBytes,
+			DisableCompression:     true, // never inflate a receiver's body: a gzip bomb stays small
+		}
 	}
 	return &Sender{
 		timeout: o.Timeout,
-		client: &http.Client{
-			Transport:     transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		plain:   newClients(newTransport(nil)),
+		certTransports: newClientCertTransports(func(cert *tls.Certificate) *clients {
+			return newClients(newTransport(cert))
+		}, maxCertTransports),
+		tokens: newAccessTokens(),
 	}
 }
 
-// CloseIdle closes the sender's idle keep-alive connections (at shutdown).
-func (s *Sender) CloseIdle() { s.client.CloseIdleConnections() }
+// presentCertificate answers an endpoint's certificate request with cert (nil: with none, as Go does when
+// no certificate is configured), and notes on the handshake's context that one was asked for, so that a
+// refused handshake can be explained.
+func presentCertificate(cert *tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if asked, ok := cri.Context().Value(certAskedKey{}).(*atomic.Bool); ok {
+			asked.Store(true)
+		}
+		if cert == nil {
+			return &tls.Certificate{}, nil
+		}
+		return cert, nil
+	}
+}
+
+// certAskedKey keys the *atomic.Bool on a request's context that the TLS handshake sets when the server
+// asks for a client certificate. (The dial runs on a context that keeps the request's values.)
+type certAskedKey struct{}
+
+func withCertAsked(ctx context.Context) (context.Context, *atomic.Bool) {
+	asked := new(atomic.Bool)
+	return context.WithValue(ctx, certAskedKey{}, asked), asked
+}
+
+// CloseIdle closes the sender's idle keep-alive connections (at shutdown), those of every transport.
+func (s *Sender) CloseIdle() {
+	s.plain.transport.CloseIdleConnections()
+	s.certTransports.closeIdle()
+}
 
 // PublicAddr reports whether ip may be dialled with the SSRF guard on. It is an allow-list: only global
 // unicast addresses outside every special-purpose range pass. Refused: loopback, private, link-local (which
@@ -175,9 +235,11 @@ type Request struct {
 	Body          []byte
 	Secrets       []string
 	CustomHeaders map[string]string
-	// SubscriptionID keys the kept OAuth 2 tokens; Auth and ClientCertificate are the endpoint's (nil: none).
-	SubscriptionID    uuid.UUID
-	Auth              *Auth
+	// SubscriptionID keys the access token kept for Auth.
+	SubscriptionID uuid.UUID
+	// Auth is how the endpoint wants the sender to authenticate; nil: it does not.
+	Auth *Auth
+	// ClientCertificate is presented when the endpoint asks for one; nil: none.
 	ClientCertificate *ClientCertificate
 }
 
@@ -194,10 +256,14 @@ type Response struct {
 	Headers map[string]string
 	// Canceled is set when the attempt was cut short by shutdown rather than by the receiver.
 	Canceled bool
+	// TokenRefused is set when the endpoint answered 401 to an OAuth 2 access token: the token is dropped
+	// and the next attempt fetches a new one, so the attempt is transient whatever Classify says of 401.
+	TokenRefused bool
 }
 
 // Send makes one attempt. It never returns an error: every failure is part of the Response, as the
-// attempt record needs it. now is the clock used for the webhook-timestamp and the start time.
+// attempt record needs it. now is the clock used for the webhook-timestamp, the start time and the life of
+// access tokens.
 func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Response {
 	start := now()
 	ts := start.Unix()
@@ -220,10 +286,31 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 			headers[lk] = Masked
 		}
 	}
+	switch {
+	case req.Auth == nil:
+	case req.Auth.Type == AuthBasic:
+		headers["authorization"] = maskedBasic
+	case req.Auth.Type == AuthOAuth2ClientCredentials:
+		headers["authorization"] = maskedBearer
+	default:
+		res.Headers = headers
+		res.Err = "invalid request: the endpoint's authentication type is not one this server knows"
+		return res
+	}
 	res.Headers = headers
 
+	cl := s.plain
+	if req.ClientCertificate != nil {
+		if cl, err = s.certTransports.clients(req.ClientCertificate); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+	}
+
+	// One deadline for the whole attempt, the token request included.
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	ctx, asked := withCertAsked(ctx)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		res.Err = "invalid request: the endpoint URL cannot be requested"
@@ -233,23 +320,52 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 		hr.Header.Set(k, v)
 	}
 	// Ours (the same as headers) win over a custom header of the same name. They are set under their
-	// canonical names, as Set would, with their values in one array rather than five.
-	values := [...]string{"application/json", UserAgent, req.MsgID, tsText, sig}
+	// canonical names, as Set would, with their values in one array rather than one each.
+	values := [...]string{"application/json", UserAgent, req.MsgID, tsText, sig, ""}
 	hr.Header["Content-Type"] = values[0:1:1]
 	hr.Header["User-Agent"] = values[1:2:2]
 	hr.Header["Webhook-Id"] = values[2:3:3]
 	hr.Header["Webhook-Timestamp"] = values[3:4:4]
 	hr.Header["Webhook-Signature"] = values[4:5:5]
+
 	t0 := time.Now()
-	resp, err := s.client.Do(hr)
+	var bearer string
+	if req.Auth != nil {
+		switch req.Auth.Type {
+		case AuthBasic:
+			values[5] = basicAuthorization(req.Auth.Username, req.Auth.Password)
+		case AuthOAuth2ClientCredentials:
+			bearer, err = s.tokens.tokenFor(ctx, req.SubscriptionID, tokenConfigKey(req.Auth, req.ClientCertificate),
+				tokenSource{auth: req.Auth, client: cl.token, certConfigured: req.ClientCertificate != nil, timeout: s.timeout}, now)
+			if err != nil {
+				// No token, no request: the endpoint would only refuse it. Status 0 makes it transient.
+				res.Duration = time.Since(t0)
+				var te *tokenError
+				if !errors.As(err, &te) { // this attempt's deadline passed while another's request ran
+					te = &tokenError{describeTokenError(err, s.timeout, req.Auth.ClientSecret, false, false)}
+				}
+				res.Err = LimitError("could not get an access token: " + te.text)
+				res.Canceled = errors.Is(ctx.Err(), context.Canceled)
+				return res
+			}
+			values[5] = "Bearer " + bearer
+		}
+		hr.Header["Authorization"] = values[5:6:6]
+	}
+	resp, err := cl.deliver.Do(hr)
 	if err != nil {
 		res.Duration = time.Since(t0)
-		res.Err = describeError(err, s.timeout)
+		res.Err = describeSendError(err, s.timeout, req.ClientCertificate != nil, asked.Load())
 		res.Canceled = errors.Is(ctx.Err(), context.Canceled)
 		return res
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
+	if bearer != "" && resp.StatusCode == http.StatusUnauthorized {
+		// The endpoint no longer takes the token (revoked, or expired early): the next attempt gets a new one.
+		s.tokens.drop(req.SubscriptionID, bearer)
+		res.TokenRefused = true
+	}
 	res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), start)
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, SnippetLimit))
 	res.Snippet = toValidUTF8(buf)
@@ -260,6 +376,23 @@ func (s *Sender) Send(ctx context.Context, req Request, now func() time.Time) Re
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	res.Duration = time.Since(t0)
 	return res
+}
+
+// describeSendError is describeError knowing whether a client certificate was configured and whether the
+// endpoint asked for one: a TLS alert from the endpoint then most likely refuses the certificate (or its
+// absence), which Go's texts ("remote error: tls: bad certificate") leave the customer to guess.
+func describeSendError(err error, timeout time.Duration, certConfigured, certAsked bool) string {
+	var (
+		op    *net.OpError
+		alert tls.AlertError
+	)
+	if certAsked && ((errors.As(err, &op) && op.Op == "remote error") || errors.As(err, &alert)) {
+		if certConfigured {
+			return "tls: the endpoint refused the handshake (it may not accept this client certificate)"
+		}
+		return "tls: the endpoint asked for a client certificate (mutual TLS) and none is configured"
+	}
+	return describeError(err, timeout)
 }
 
 // describeError says what went wrong in words a tenant may read: a category and a safe detail, never the

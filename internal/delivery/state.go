@@ -197,6 +197,9 @@ type Result struct {
 	Status int
 	// RetryAfter is the receiver's Retry-After, 0 when absent or unparsable.
 	RetryAfter time.Duration
+	// TokenRefused says the endpoint answered 401 to an OAuth 2 access token: the token was dropped and the
+	// next attempt asks for a new one, so the attempt is retried rather than failed (the contract).
+	TokenRefused bool
 }
 
 // Decision is the delivery's next state after an attempt.
@@ -212,7 +215,11 @@ type Decision struct {
 // schedule (1 for the first), giveUpAt the delivery's deadline, now the attempt's end. Retry-After is
 // honoured when it asks for more than the backoff, up to MaxDelay.
 func (p RetryPolicy) Decide(r Result, attempt int, giveUpAt, now time.Time, jitter float64) Decision {
-	switch o := Classify(r.Status); o {
+	o := Classify(r.Status)
+	if r.TokenRefused && o == OutcomeFailed {
+		o = OutcomeRetry
+	}
+	switch o {
 	case OutcomeDelivered:
 		return Decision{Outcome: o, State: Delivered, NextAttemptAt: now}
 	case OutcomeFailed:

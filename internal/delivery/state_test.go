@@ -336,3 +336,16 @@ func TestDecideWithASchedule(t *testing.T) {
 		t.Errorf("no schedule changed the policy: %+v", got)
 	}
 }
+
+// A 401 to an OAuth 2 access token is retried (the token was dropped; the next attempt asks for a new one);
+// any other 401 fails at once as before.
+func TestDecideTokenRefusedIsTransient(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	if d := DefaultRetryPolicy.Decide(Result{Status: 401, TokenRefused: true}, 1, now.Add(time.Hour), now, 0.5); d.Outcome != OutcomeRetry || d.State != Pending {
+		t.Errorf("401 to a token: %+v, want a retry", d)
+	}
+	if d := DefaultRetryPolicy.Decide(Result{Status: 401}, 1, now.Add(time.Hour), now, 0.5); d.Outcome != OutcomeFailed || d.State != Failed {
+		t.Errorf("401 without a token: %+v, want failed", d)
+	}
+}
