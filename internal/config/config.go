@@ -3,6 +3,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ type Config struct {
 	RetryWindow           time.Duration // HOOKLINE_RETRY_WINDOW
 	AttemptTimeout        time.Duration // HOOKLINE_ATTEMPT_TIMEOUT
 	AllowPrivateNetworks  bool          // HOOKLINE_ALLOW_PRIVATE_NETWORKS
+	SenderCAFile          string        // HOOKLINE_SENDER_CA_FILE
 	ResendPerMinute       int           // HOOKLINE_RESEND_PER_MINUTE
 	MaxManualRetries      int           // HOOKLINE_MAX_MANUAL_RETRIES
 	MaxSubscriptions      int           // HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: subscriptions one tenant may have
@@ -192,6 +195,7 @@ func fields(c *Config) []field {
 		{"HOOKLINE_RETRY_WINDOW", "give_up_at = created (or retried) + window", "72h", dur(&c.RetryWindow)},
 		{"HOOKLINE_ATTEMPT_TIMEOUT", "whole-request timeout of one attempt", "15s", dur(&c.AttemptTimeout)},
 		{"HOOKLINE_ALLOW_PRIVATE_NETWORKS", "deliver to loopback/private/link-local addresses", "false", boolean(&c.AllowPrivateNetworks)},
+		{"HOOKLINE_SENDER_CA_FILE", "PEM file of certificate authorities the sender trusts besides the system's (receivers and OAuth 2 token endpoints with a private CA)", "", str(&c.SenderCAFile)},
 		{"HOOKLINE_RESEND_PER_MINUTE", "manual resends per subscription per minute", "100", num(&c.ResendPerMinute, 1)},
 		{"HOOKLINE_MAX_MANUAL_RETRIES", "manual retries of one delivery by a tenant", "3", num(&c.MaxManualRetries, 0)},
 		{"HOOKLINE_MAX_SUBSCRIPTIONS_PER_TENANT", "subscriptions one tenant may have (API and dashboard)", "100", num(&c.MaxSubscriptions, 1)},
@@ -238,6 +242,11 @@ func (c *Config) checkSettings() error {
 	}
 	if c.Command == CommandReencrypt && c.SecretKey == "" {
 		return fmt.Errorf("reencrypt needs HOOKLINE_SECRET_KEY: it re-encrypts every stored secret under its first key")
+	}
+	if c.SenderCAFile != "" {
+		if _, err := SenderRoots(c.SenderCAFile); err != nil {
+			return err
+		}
 	}
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
@@ -406,3 +415,23 @@ func flagName(env string) string {
 
 // flagOutput redirects usage output in tests.
 var flagOutput io.Writer
+
+// SenderRoots is the pool the sender verifies receivers and token endpoints with: the system's roots and the
+// certificates of HOOKLINE_SENDER_CA_FILE (nil for the system's alone when file is empty).
+func SenderRoots(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLINE_SENDER_CA_FILE: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("HOOKLINE_SENDER_CA_FILE: %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}

@@ -190,7 +190,9 @@ func (s *Server) build(ctx context.Context, o Options) (err error) {
 	if err := s.buildAccounts(ctx, o.AllowAddrs); err != nil {
 		return err
 	}
-	s.buildDelivery(o)
+	if err := s.buildDelivery(o); err != nil {
+		return err
+	}
 	if err := s.buildCatalogue(ctx); err != nil {
 		return err
 	}
@@ -241,7 +243,7 @@ func (s *Server) buildAccounts(ctx context.Context, allowAddrs []string) error {
 }
 
 // buildDelivery makes the delivery engine: deliveries, replays, the publisher, its metrics and the worker.
-func (s *Server) buildDelivery(o Options) {
+func (s *Server) buildDelivery(o Options) error {
 	cfg, log, tracer := s.Config, s.log, s.tracing.Tracer()
 	s.Deliveries = deliveries.NewService(s.Pool, s.Policy, s.now, cfg.MaxManualRetries, cfg.ResendPerMinute)
 	s.Replays = replays.NewReplays(s.Pool, s.Policy, s.now)
@@ -252,7 +254,12 @@ func (s *Server) buildDelivery(o Options) {
 	s.Publisher.Tracer = tracer
 	s.counters = delivery.NewMetrics(s.registry, delivery.QueueStatsReader(s.Pool, s.now, log.With("component", "metrics")))
 	s.Publisher.Metrics = s.counters
-	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks, AllowAddrs: o.AllowAddrs})
+	roots, err := config.SenderRoots(cfg.SenderCAFile)
+	if err != nil {
+		return err
+	}
+	sender := delivery.NewSender(delivery.SenderOptions{Timeout: cfg.AttemptTimeout, AllowPrivate: cfg.AllowPrivateNetworks,
+		AllowAddrs: o.AllowAddrs, RootCAs: roots})
 	s.worker = delivery.NewWorker(s.EnginePool, sender, s.Policy, delivery.WorkerOptions{
 		Concurrency: cfg.Workers, AttemptTimeout: cfg.AttemptTimeout, Now: s.now,
 		EndpointConcurrency: cfg.EndpointConcurrency,
@@ -266,6 +273,7 @@ func (s *Server) buildDelivery(o Options) {
 		httpx.Logger(ctx).Warn("subscription deleted: its queued deliveries were dead-lettered",
 			"subscription_id", subID, "deliveries", n, "reason", delivery.ReasonSubscriptionDeleted)
 	}
+	return nil
 }
 
 // buildCatalogue loads the event catalogue, whose schemas check every publish (and, with
