@@ -53,6 +53,7 @@ var tenantExemptions = map[string]exemption{
 	"ClaimIncidentExpiringSteps":             {maintenance, "incident steps due, of any tenant"},
 	"ClaimIncidentExpiredSteps":              {maintenance, "incident steps due, of any tenant"},
 	"ClaimDisabledNotices":                   {maintenance, "disabled subscriptions of any tenant not yet told to the operator"},
+	"ClaimCertificateExpiryNotices":          {maintenance, "client certificates of any tenant expiring within the notice window, not yet told"},
 	"ExhaustedSince":                         {maintenance, "expired deliveries of every tenant, counted for the operator's notification"},
 	"ClaimNotifications":                     {maintenance, "the email outbox: due messages of any tenant"},
 	"SkipDueNotifications":                   {maintenance, "the email outbox without a mail server: every due message"},
@@ -70,6 +71,8 @@ var tenantExemptions = map[string]exemption{
 	"ReplaceStoredSecret":                    {maintenance, "seals one secret found by SecretsToSeal, which returns no tenant"},
 	"HeadersToSeal":                          {maintenance, "sealing header values at rest walks every subscription"},
 	"ReplaceStoredHeaders":                   {maintenance, "seals one subscription's headers found by HeadersToSeal, which returns no tenant"},
+	"CredentialsToSeal":                      {maintenance, "sealing endpoint credentials at rest walks every subscription"},
+	"ReplaceStoredCredentials":               {maintenance, "seals one subscription's credentials found by CredentialsToSeal, which returns no tenant"},
 	"CountSealedUnderOtherKeys":              {maintenance, "counts, at start, values of every tenant sealed under an unknown key"},
 
 	// The operator console (and /metrics) across tenants. The dead-letter queries also serve a customer's
