@@ -66,7 +66,14 @@ func portalPerson(d map[string]any) string {
 // fieldLabels name a subscription's fields as the endpoint form does.
 var fieldLabels = map[string]string{
 	"url": "URL", "event_types": "event types", "description": "description", "headers": "custom headers",
-	"rate_limit_per_second": "rate limit",
+	"rate_limit_per_second": "rate limit", "auth": "authentication", "tls_client_certificate": "client certificate",
+	"filter": "payload filter", "retry_schedule": "retry schedule",
+}
+
+// authPartLabels name the parts of a subscription's authentication as the endpoint form does.
+var authPartLabels = map[string]string{
+	"type": "kind", "username": "user name", "password": "password", "token_url": "token URL", "client_id": "client ID",
+	"client_secret": "client secret", "scopes": "scopes", "audience": "audience", "client_auth": "how the client secret is sent",
 }
 
 // changedFields says what a subscription change changed: the fields whose value moved and, for custom
@@ -94,6 +101,15 @@ func changedFields(d map[string]any) string {
 			}
 			if len(what) > 0 {
 				label += " (" + strings.Join(what, "; ") + ")"
+			}
+		}
+		if f == "auth" {
+			var what []string
+			for _, p := range strs(d["auth"]) {
+				what = append(what, cmp.Or(authPartLabels[p], p))
+			}
+			if len(what) > 0 {
+				label += " (" + strings.Join(what, ", ") + ")"
 			}
 		}
 		parts = append(parts, label)
