@@ -55,6 +55,9 @@ var isolationRoutes = map[string]isoRoute{
 		return map[string]any{"url": w.rc.URL + "/iso-a/created", "event_types": []string{"iso.none"}}
 	}},
 	"GET /api/v1/tenants/{}/subscriptions": {},
+	"POST /api/v1/tenants/{}/filter-test": {body: func(*isoWorld) any {
+		return map[string]any{"filter": map[string]any{}, "event_type": "iso.none", "payload": map[string]any{}}
+	}},
 	"POST /api/v1/tenants/{}/portal-links": {body: func(*isoWorld) any {
 		return map[string]any{"role": "view", "user": map[string]any{"id": "iso"}}
 	}, fullToken: true},
