@@ -882,7 +882,7 @@ func filterSection(p EndpointFormPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				} else if r.Matches {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<p class=\"filter-result filter-result-match\" role=\"status\" data-testid=\"filter-test-result\" data-result=\"match\"><strong>Matches</strong>: ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<p class=\"filter-result filter-result-match\" role=\"status\" data-testid=\"filter-test-result\" data-result=\"match\"><strong>Matches:</strong> ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -900,7 +900,7 @@ func filterSection(p EndpointFormPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 76, "<p class=\"filter-result filter-result-miss\" role=\"status\" data-testid=\"filter-test-result\" data-result=\"miss\"><strong>Does not match</strong>: ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 76, "<p class=\"filter-result filter-result-miss\" role=\"status\" data-testid=\"filter-test-result\" data-result=\"miss\"><strong>Does not match:</strong> ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1035,7 +1035,7 @@ func CertificateBanners(list []CertificateBanner) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, c := range list {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<li data-testid=\"certificate-line\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<li data-testid=\"certificate-banner-line\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

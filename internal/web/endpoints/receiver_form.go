@@ -273,7 +273,7 @@ func (h *Handler) filterTestResult(ctx context.Context, rf receiverForm) *templa
 		case len(bytes.TrimSpace(payload)) == 0:
 			return &templates.FilterResult{Error: "Paste a payload to test, or choose a catalogue example."}
 		}
-		what = "a " + eventType + " event with this payload"
+		what = "the pasted " + eventType + " payload"
 	}
 	matches, err := subscriptions.TestFilter(json.RawMessage(rf.filter), eventType, payload)
 	if err != nil {
