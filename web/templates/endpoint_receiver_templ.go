@@ -409,7 +409,7 @@ func certificateSection(p EndpointFormPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, ".</p><div class=\"field\"><input type=\"checkbox\" id=\"certificate-remove\" name=\"remove_client_certificate\" value=\"1\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, ".</p><div class=\"check\"><input type=\"checkbox\" id=\"certificate-remove\" name=\"remove_client_certificate\" value=\"1\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
