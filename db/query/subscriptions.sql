@@ -225,3 +225,12 @@ ORDER BY ss.created_at DESC, ss.id DESC;
 -- name: SubscriptionTenant :one
 -- Whose a live subscription is, for operators who open any subscription by its id.
 SELECT tenant_id FROM subscriptions WHERE id = @id AND deleted_at IS NULL;
+
+-- name: TenantCertificatesExpiring :many
+-- A tenant's live subscriptions whose client certificate expires by @expires_by (now plus the notice
+-- window), expired ones included, soonest first: the dashboard's banner on every page of the tenant's.
+SELECT id, url, description, tls_certificate_not_after::timestamptz AS not_after
+FROM subscriptions
+WHERE tenant_id = @tenant_id AND deleted_at IS NULL AND tls_certificate_not_after IS NOT NULL
+  AND tls_certificate_not_after <= sqlc.arg('expires_by')::timestamptz
+ORDER BY tls_certificate_not_after, id;

@@ -800,6 +800,53 @@ func (q *Queries) TakeResendToken(ctx context.Context, arg TakeResendTokenParams
 	return i, err
 }
 
+const tenantCertificatesExpiring = `-- name: TenantCertificatesExpiring :many
+SELECT id, url, description, tls_certificate_not_after::timestamptz AS not_after
+FROM subscriptions
+WHERE tenant_id = $1 AND deleted_at IS NULL AND tls_certificate_not_after IS NOT NULL
+  AND tls_certificate_not_after <= $2::timestamptz
+ORDER BY tls_certificate_not_after, id
+`
+
+type TenantCertificatesExpiringParams struct {
+	TenantID  uuid.UUID
+	ExpiresBy time.Time
+}
+
+type TenantCertificatesExpiringRow struct {
+	ID          uuid.UUID
+	URL         string
+	Description string
+	NotAfter    time.Time
+}
+
+// A tenant's live subscriptions whose client certificate expires by @expires_by (now plus the notice
+// window), expired ones included, soonest first: the dashboard's banner on every page of the tenant's.
+func (q *Queries) TenantCertificatesExpiring(ctx context.Context, arg TenantCertificatesExpiringParams) ([]TenantCertificatesExpiringRow, error) {
+	rows, err := q.db.Query(ctx, tenantCertificatesExpiring, arg.TenantID, arg.ExpiresBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TenantCertificatesExpiringRow{}
+	for rows.Next() {
+		var i TenantCertificatesExpiringRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.URL,
+			&i.Description,
+			&i.NotAfter,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const updateSubscription = `-- name: UpdateSubscription :one
 UPDATE subscriptions
 SET url = coalesce($1, url),

@@ -305,9 +305,14 @@ func TestBrowserLayouts(t *testing.T) {
 	e := setup(t, withBackground, nil)
 	s := seed(e, "layout", 3)
 	flaky := e.newSubscription(s.tn, "/flaky/layout", "Flaky billing endpoint", "invoice.created", "invoice.paid")
-	// Custom headers and a rate limit, shown on its page.
+	// Custom headers, a rate limit, OAuth 2 and a client certificate that expires in 5 days (the banner on
+	// every page), shown on its page.
 	headers, rate := map[string]string{"X-Api-Key": "k", "X-Billing-Environment-Name": "production"}, 25
-	if _, err := e.srv.Subscriptions.Update(byOperator(), s.tn.ID, flaky.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate}); err != nil {
+	cert := newTestCertificate(t, "a-rather-long-host-name.billing.layout.example.com", time.Now().Add(5*24*time.Hour), nil)
+	if _, err := e.srv.Subscriptions.Update(byOperator(), s.tn.ID, flaky.ID, subscriptions.Input{Headers: &headers, RateLimitPerSecond: &rate,
+		Auth: &subscriptions.AuthInput{Type: "oauth2_client_credentials", TokenURL: "https://auth.layout.example.com/oauth2/v1/token",
+			ClientID: "0oa1b2c3d4e5f6g7h8i9", ClientSecret: "s", Scopes: []string{"webhooks:write", "ledger:read"}},
+		ClientCertificate: &subscriptions.CertificateInput{Certificate: cert.chain, PrivateKey: cert.key}}); err != nil {
 		t.Fatal(err)
 	}
 	expired := e.publishTo(s.tn, flaky.ID, "invoice.created", map[string]any{"invoice": "in_123", "amount": 4200, "currency": "eur"})

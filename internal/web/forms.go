@@ -9,17 +9,37 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/web/templates"
 )
 
-// maxFormBody bounds every dashboard form. The largest real one (bulk replay's criteria) is well under
-// 1 KiB; without a bound Go reads 10 MB of a urlencoded body into memory per request.
+// maxFormBody bounds every dashboard form but the endpoint form. The largest of them (bulk replay's
+// criteria) is well under 1 KiB; without a bound Go reads 10 MB of a urlencoded body into memory per request.
 const maxFormBody = 16 << 10
+
+// maxEndpointFormBody bounds the endpoint form (and its Test filter), which may carry a client
+// certificate chain of up to 16 KiB of PEM with its key, a 4 KiB filter and a payload to test it on, all
+// URL-encoded (a third larger, and more for JSON's quotes and braces).
+const maxEndpointFormBody = 96 << 10
+
+// endpointFormRoutes are the routes that take the endpoint form.
+var endpointFormRoutes = map[string]bool{
+	"/subscriptions": true, "/subscriptions/{id}": true,
+	"/subscriptions/filter-test": true, "/subscriptions/{id}/filter-test": true,
+}
+
+// formBound is the largest form body a route takes.
+func formBound(r *http.Request) int64 {
+	if rc := chi.RouteContext(r.Context()); rc != nil && endpointFormRoutes[rc.RoutePattern()] {
+		return maxEndpointFormBody
+	}
+	return maxFormBody
+}
 
 // Messages of refused forms.
 const (
-	msgFormTooLarge = "This form is larger than 16 KiB, so it was not read. Go back, shorten what you typed and send it again."
+	msgFormTooLarge = "This form is larger than %d KiB, so it was not read. Go back, shorten what you typed and send it again."
 	msgFormBytes    = "The form's %s field holds a NUL byte or text that is not valid UTF-8, so it was not used. Type it again without the pasted control characters."
 )
 
@@ -33,20 +53,21 @@ func (h *Handler) forms(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.ContentLength > maxFormBody {
-			h.formTooLarge(w, r)
+		bound := formBound(r)
+		if r.ContentLength > bound {
+			h.formTooLarge(w, r, bound)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
+		r.Body = http.MaxBytesReader(w, r.Body, bound)
 		var err error
 		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
-			err = r.ParseMultipartForm(maxFormBody)
+			err = r.ParseMultipartForm(bound)
 		} else {
 			err = r.ParseForm()
 		}
 		if err != nil {
 			if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-				h.formTooLarge(w, r)
+				h.formTooLarge(w, r, bound)
 				return
 			}
 			h.badForm(w, r, "The form could not be read.")
@@ -92,12 +113,13 @@ func quoteField(field string) string {
 
 // formTooLarge answers 413. The sign-in form comes back empty with the message beside it; any other form
 // is an error page (its page, rendered again, would need the values that were not read).
-func (h *Handler) formTooLarge(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) formTooLarge(w http.ResponseWriter, r *http.Request, bound int64) {
+	msg := fmt.Sprintf(msgFormTooLarge, bound>>10)
 	if r.URL.Path == "/login" {
-		h.loginRefused(w, r, http.StatusRequestEntityTooLarge, msgFormTooLarge)
+		h.loginRefused(w, r, http.StatusRequestEntityTooLarge, msg)
 		return
 	}
-	h.Fail(w, r, fault.New(fault.PayloadTooLarge, "%s", strings.TrimSuffix(msgFormTooLarge, ".")))
+	h.Fail(w, r, fault.New(fault.PayloadTooLarge, "%s", strings.TrimSuffix(msg, ".")))
 }
 
 // badForm answers 400 for a form that could not be used, the sign-in form again on /login.

@@ -23,8 +23,10 @@ var postFields = map[string][]string{
 	"/subscriptions/{id}/test":                  {},
 	"/event-types/{name}/send":                  {"subscription_id"},
 	"/subscriptions/{id}/recover":               {"since", "action"},
-	"/subscriptions":                            {"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second"},
-	"/subscriptions/{id}":                       {"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second"},
+	"/subscriptions":                            endpointFormFields,
+	"/subscriptions/{id}":                       endpointFormFields,
+	"/subscriptions/filter-test":                endpointFormFields,
+	"/subscriptions/{id}/filter-test":           endpointFormFields,
 	"/subscriptions/{id}/delete":                {},
 	"/subscriptions/{id}/secret":                {},
 	"/subscriptions/{id}/rotate-secret":         {},
@@ -37,6 +39,19 @@ var postFields = map[string][]string{
 	"/admin/tenants/{id}/users/{user}/password": {"password"},
 	"/admin/tenants/{id}/tokens":                {"name", "scope"},
 	"/admin/replay":                             {"tenant", "subscription", "event_type", "state", "reason", "from", "to", "spread", "action"},
+}
+
+// endpointFormFields are the endpoint form's fields, which its Test filter button posts too.
+var endpointFormFields = []string{"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second",
+	"auth_type", "auth_username", "auth_password", "auth_token_url", "auth_client_id", "auth_client_secret", "auth_scopes",
+	"auth_audience", "auth_client_auth", "tls_certificate", "tls_private_key", "remove_client_certificate", "filter",
+	"filter_test_type", "filter_test_event_type", "filter_test_payload", "retry_schedule_kind", "retry_schedule"}
+
+// largeForms are the routes that take more than 16 KiB, with their bound: the endpoint form carries a
+// client certificate chain with its key, a filter and a payload to test it on.
+var largeForms = map[string]int{
+	"/subscriptions": 96 << 10, "/subscriptions/{id}": 96 << 10,
+	"/subscriptions/filter-test": 96 << 10, "/subscriptions/{id}/filter-test": 96 << 10,
 }
 
 // postRoutes walks the dashboard's router for its POST routes, so a route added later is covered (or fails
@@ -120,13 +135,17 @@ func noRedirects(c *client) *client {
 	return &client{e: c.e, t: c.t, http: &hc, header: c.header}
 }
 
-// Every POST route refuses a form over 16 KiB with 413 before reading it, whether the body says its length
-// or not, and copies none of it into a Location header.
+// Every POST route refuses a form over 16 KiB (the endpoint form over its own bound) with 413 before
+// reading it, whether the body says its length or not, and copies none of it into a Location header.
 func TestFormsAreBounded(t *testing.T) {
 	t.Parallel()
 	f := newFormFixture(t)
-	big := strings.Repeat("x", 17<<10)
 	for _, route := range postRoutes(t, f.e) {
+		bound := 16 << 10
+		if b, ok := largeForms[route]; ok {
+			bound = b
+		}
+		big := strings.Repeat("x", bound+1<<10)
 		fields, ok := postFields[route]
 		if !ok {
 			t.Errorf("POST %s has no entry in postFields: add its form fields", route)

@@ -67,6 +67,9 @@ var webIsolationRoutes = map[string]webRoute{
 		return url.Values{"url": {"http://127.0.0.1:9/hijacked"}, "description": {"changed through another tenant"},
 			"header_name": {"X-Hijack"}, "header_value": {"1"}}
 	}},
+	// Test filter shows A's own form again with the result; B's subscription is the 404 page.
+	"POST /subscriptions/filter-test":        {access: "customer", form: filterTestForm},
+	"POST /subscriptions/{id}/filter-test":   {access: "customer", params: idParam("subscription"), form: filterTestForm},
 	"GET /subscriptions/{id}/edit":           {access: "customer", params: idParam("subscription")},
 	"GET /subscriptions/{id}/delete":         {access: "customer", params: idParam("subscription")},
 	"POST /subscriptions/{id}/delete":        {access: "customer", params: idParam("subscription")},
@@ -142,6 +145,11 @@ func onlyGlobalParams(params map[string]string) bool {
 func idParam(kind string) map[string]string { return map[string]string{"id": kind} }
 
 func filterQuery(*webIsoWorld) url.Values { return url.Values{"state": {"dead"}} }
+
+// filterTestForm tests a filter against the walk's registered type's example.
+func filterTestForm(w *webIsoWorld) url.Values {
+	return url.Values{"url": {w.e.recv.URL + "/iso-walk/filter-test"}, "filter": {`{"data": {"n": 1}}`}, "filter_test_type": {w.eventType}}
+}
 
 func deadQuery(w *webIsoWorld) url.Values {
 	return url.Values{"tenant": {w.b.ID.String()}, "from": {w.since}, "to": {time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04")}}

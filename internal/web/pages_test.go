@@ -54,6 +54,20 @@ func everyPage(t *testing.T, e *env) pageSet {
 	// The catalogue's types: grouped, with fields, an example, a deprecated one and one without a schema.
 	types := e.seedCatalogue("a11y")
 
+	// The failing endpoint authenticates with basic auth, presents a client certificate expiring in 10 days
+	// (so every page of the tenant's shows the banner), filters and retries on its own schedule: its page,
+	// its form and every banner are checked with them. Set last: the filter would keep events seeded above.
+	cert := newTestCertificate(t, "a11y.example.com", time.Now().Add(10*24*time.Hour), nil)
+	sched := []string{"30s", "5m", "1h"}
+	if _, err := e.srv.Subscriptions.Update(setupCtx(), s.tn.ID, s.bad, subscriptions.Input{
+		Auth:              &subscriptions.AuthInput{Type: "basic", Username: "a11y", Password: "a11y-password"},
+		ClientCertificate: &subscriptions.CertificateInput{Certificate: cert.chain, PrivateKey: cert.key},
+		Filter:            []byte(`{"data": {"amount": {"$gte": 100}}}`),
+		RetrySchedule:     &sched,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	ps := pageSet{customerEmail: s.tn.Email, operatorOnCustomer: "/deliveries/" + s.dead[0].String()}
 	ps.customer = map[string][]string{
 		"/":                   {"/"},

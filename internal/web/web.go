@@ -199,6 +199,8 @@ func (h *Handler) customerRoutes(r chi.Router) {
 	r.Get("/", s.Home)
 	r.Get("/subscriptions/new", s.NewEndpoint)
 	r.Post("/subscriptions", s.CreateEndpoint)
+	r.Post("/subscriptions/filter-test", s.NewEndpointFilterTest)
+	r.Post("/subscriptions/{id}/filter-test", s.EditEndpointFilterTest)
 	r.Get("/subscriptions/{id}", s.Subscription)
 	r.Post("/subscriptions/{id}", s.UpdateEndpoint)
 	r.Get("/subscriptions/{id}/edit", s.EditEndpoint)

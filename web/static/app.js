@@ -1,6 +1,6 @@
 // Hookline dashboard: progressive enhancement only. Every page works without it; with it, times read in the
-// viewer's time zone and stay current, copy buttons copy, pages of unfinished deliveries follow them, and
-// the event catalogue filters as you type.
+// viewer's time zone and stay current, copy buttons copy, pages of unfinished deliveries follow them, the
+// event catalogue filters as you type, and the endpoint form shows only the fields of the choices taken.
 // Loaded with <script defer> from /static (the CSP allows no inline script).
 (() => {
   "use strict";
@@ -158,6 +158,22 @@
     }
   }
 
+  // The endpoint form's sections with a choice (fieldset[data-choice]: Authentication, Retry schedule) show
+  // only the fields of the choice taken: a [data-when] part shows while the radio of that value is checked.
+  // Without script every part shows, and the server reads only the chosen one's fields.
+  function followChoices() {
+    for (const set of document.querySelectorAll("fieldset[data-choice]")) {
+      const radios = [...set.querySelectorAll(":scope > .choices input[type=radio]")];
+      const parts = [...set.querySelectorAll(":scope > [data-when]")];
+      const show = () => {
+        const chosen = radios.find((r) => r.checked);
+        for (const part of parts) part.hidden = !chosen || part.dataset.when !== chosen.value;
+      };
+      for (const r of radios) r.addEventListener("change", show);
+      show();
+    }
+  }
+
   // [data-live] with an id: while it is there, fetch the page every few seconds and swap that element when
   // its data-version changed; the server drops data-live once the delivery is final.
   function follow() {
@@ -236,6 +252,7 @@
     enhance(document);
     filterTypes();
     followWildcards();
+    followChoices();
     setInterval(() => updateTimes(document), 5000);
     follow();
   }

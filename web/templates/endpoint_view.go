@@ -29,6 +29,94 @@ type EndpointFormPage struct {
 	// MaxRate and MaxHeaders are the operator's bounds, told beside their fields.
 	MaxRate    int
 	MaxHeaders int
+
+	// The receiver's sections, each with its refusal beside it: how the endpoint authenticates us, the
+	// client certificate for mutual TLS, the payload filter (with its test) and the retry schedule.
+	Auth             AuthFields
+	AuthError        FieldError
+	Certificate      CertificateFields
+	CertificateError FieldError
+	PrivateKeyError  FieldError
+	Filter           FilterFields
+	FilterError      FieldError
+	Schedule         ScheduleFields
+	ScheduleError    FieldError
+	// SecretsNote, on a form shown again, says that the secrets typed (a password, a client secret, a
+	// private key) are not sent back into the page and must be typed again.
+	SecretsNote string
+}
+
+// Authentication types as the form posts them ("" is none).
+const (
+	AuthNone   = ""
+	AuthBasic  = "basic"
+	AuthOAuth2 = "oauth2_client_credentials"
+)
+
+// AuthFields are the Authentication section: the chosen type and its readable fields as typed or stored.
+// Secrets are never shown: PasswordSet and ClientSecretSet say the stored endpoint has one of that type,
+// which an empty field keeps.
+type AuthFields struct {
+	Type     string
+	Username string
+	TokenURL string
+	ClientID string
+	// Scopes are space-separated; ClientAuth is how the client secret is sent: "basic" (the
+	// Authorization header) or "body".
+	Scopes          string
+	Audience        string
+	ClientAuth      string
+	PasswordSet     bool
+	ClientSecretSet bool
+}
+
+// CertificateFields are the Client certificate section. Current is the stored certificate (nil: none);
+// PEM the certificate chain as typed (public, so shown again; the key never is); Remove the box that
+// removes the stored one.
+type CertificateFields struct {
+	Current *CertificateLine
+	PEM     string
+	Remove  bool
+}
+
+// CertificateLine is a client certificate as pages name it: its subject, and its expiry in words
+// ("expires 3 Mar 2027 (in 95 days)", "expired on 3 Mar 2027"); Soon is true within the notice window
+// or once expired.
+type CertificateLine struct {
+	Subject string
+	Expiry  string
+	Expired bool
+	Soon    bool
+}
+
+// FilterFields are the Payload filter section: the filter as typed (indented when stored), and its test:
+// TestAction is where Test filter posts the whole form; the event to test is a catalogue type's example
+// (TestType, one of Types) or a pasted payload (TestEventType, TestPayload). Result is the test's answer.
+type FilterFields struct {
+	JSON          string
+	TestAction    string
+	Types         []Option
+	TestType      string
+	TestEventType string
+	TestPayload   string
+	Result        *FilterResult
+}
+
+// FilterResult is what Test filter found: Matches, or Error (the filter or the event refused, saying why
+// and where) when the test could not be made. Event names what was tested ("the example of invoice.paid").
+type FilterResult struct {
+	Matches bool
+	Error   string
+	Event   string
+}
+
+// ScheduleFields are the Retry schedule section: Custom with its delays as typed ("30s, 5m, 1h"), else
+// the standard schedule, which Standard tells in words from the server's policy.
+type ScheduleFields struct {
+	Custom    bool
+	Delays    string
+	Standard  string
+	MaxDelays int
 }
 
 // EventTypeGroup is the event types offered under one heading: the catalogue's group, else the part of
@@ -105,4 +193,14 @@ func plural(n, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// CertificateBanner is one endpoint in the banner of client certificates that expire soon: Href is its
+// edit form, Name what pages call it, Text what follows its name ("expires on 3 Mar 2027 (in 9 days).
+// Upload a renewed certificate before then.").
+type CertificateBanner struct {
+	Href    string
+	Name    string
+	Text    string
+	Expired bool
 }

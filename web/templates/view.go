@@ -30,6 +30,9 @@ type Layout struct {
 	Warning string
 	// Incidents are the tenant's open incidents, one banner line each on every page of the tenant's.
 	Incidents []IncidentBanner
+	// Certificates are the tenant's endpoints whose client certificate expires soon or has expired: one
+	// banner on every page of the tenant's, a line each.
+	Certificates []CertificateBanner
 	// NoSearch leaves the header's search out (the search page has its own).
 	NoSearch bool
 	// Portal is true in a customer portal session: the header shows PortalUser and no account menu or
@@ -163,6 +166,14 @@ type Subscription struct {
 	HeaderNames []string
 	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
 	RateLimit string
+	// Auth says how the endpoint authenticates us beyond the signature, without its secret ("Basic auth
+	// as billing, password set"); "" for none.
+	Auth string
+	// Certificate is its client certificate for mutual TLS (nil: none).
+	Certificate *CertificateLine
+	// Filter is its payload filter, indented ("" for none); Schedule its retry schedule in words.
+	Filter   string
+	Schedule string
 }
 
 // Name is what a subscription is called in titles: its description, else its URL.
@@ -287,9 +298,12 @@ type DeliveryPage struct {
 	Discarded       bool
 	Created         Time
 	NextAttempt     Time
-	GiveUp          Time
-	LastAttempt     Time
-	DeadAt          Time
+	// ScheduleNote says where the next attempt is on the endpoint's own retry schedule ("attempt 3 of 4
+	// on this endpoint's schedule"); "" on the standard schedule.
+	ScheduleNote string
+	GiveUp       Time
+	LastAttempt  Time
+	DeadAt       Time
 	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
 	Replay      string
 	ReplayHref  string

@@ -14,21 +14,23 @@ import (
 )
 
 // Layout fills the frame of a page: title, breadcrumb, the signed-in user, the pending flash message and,
-// for a customer, the banner of their tenant's open incidents. Every customer page comes through here, so
-// the banner is on all of them without each handler asking.
+// for a customer, the banners of their tenant's open incidents and of client certificates expiring soon.
+// Every customer page comes through here, so the banners are on all of them without each handler asking.
 func (h *Handler) Layout(r *http.Request, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := h.Frame(r, title, crumbs...)
 	if tenantID, ok := Caller(r).Tenant(); ok {
 		l.Incidents = h.IncidentBanners(r, tenantID)
+		l.Certificates = h.CertificateBanners(r, tenantID)
 	}
 	return l
 }
 
-// TenantLayout is layout for a page of tenantID's (a subscription, a delivery): the banner is that tenant's,
+// TenantLayout is layout for a page of tenantID's (a subscription, a delivery): the banners are that tenant's,
 // which for an operator opening another tenant's page is not their own.
 func (h *Handler) TenantLayout(r *http.Request, tenantID uuid.UUID, title string, crumbs ...templates.Crumb) templates.Layout {
 	l := h.Frame(r, title, crumbs...)
 	l.Incidents = h.IncidentBanners(r, tenantID)
+	l.Certificates = h.CertificateBanners(r, tenantID)
 	return l
 }
 

@@ -162,6 +162,10 @@ func (h *Handler) SubscriptionView(s subscriptions.Subscription) templates.Subsc
 	if r := s.RateLimitPerSecond; r != nil {
 		v.RateLimit = "at most " + templates.Plural(int64(*r), "request", "requests") + " a second"
 	}
+	v.Auth, v.Certificate, v.Schedule = AuthText(s.Auth), h.CertificateLine(s.TLSClientCertificate), h.ScheduleText(s.RetrySchedule)
+	if len(s.Filter) > 0 {
+		v.Filter = PrettyJSON(s.Filter)
+	}
 	now := h.Now()
 	switch c := s.Circuit; c.State {
 	case delivery.CircuitOpen:

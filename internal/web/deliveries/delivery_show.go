@@ -3,6 +3,7 @@ package deliveries
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -31,9 +32,13 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 	}
 	subName, subState := "Subscription", ""
 	var circuit subscriptions.Circuit
+	var sub *subscriptions.Subscription
 	if s, err := h.Subs.Get(r.Context(), tenantID, d.SubscriptionID); err == nil {
 		v := h.SubscriptionView(s)
-		subName, subState, circuit = v.Name(), s.State, s.Circuit
+		subName, subState, circuit, sub = v.Name(), s.State, s.Circuit, &s
+	}
+	if sub != nil && len(d.Attempts) == 0 {
+		addAuthorization(d.Request.Headers, sub.Auth)
 	}
 	subHref := "/subscriptions/" + d.SubscriptionID.String()
 	var deletedDesc string
@@ -55,6 +60,9 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		LastAttempt: h.TimePtr(d.LastAttemptAt), DeadAt: h.TimePtr(d.DeadAt), RequestURL: d.Request.URL, Headers: core.HeadersView(d.Request.Headers),
 		Body: core.PrettyJSON(d.Request.Body), Attempts: h.AttemptsView(d.Attempts),
 		ManualRetries: d.ManualRetries, MaxManual: h.MaxManual, ActionBase: "/deliveries/" + d.ID.String(),
+	}
+	if sub != nil && d.State == delivery.Pending {
+		p.ScheduleNote = scheduleNote(d, sub.RetrySchedule)
 	}
 	p.Replay, p.ReplayHref = h.replayedBy(r, tenantID, d.ReplayID)
 	p.Headers = h.BrandedHeaders(r, p.Headers)
@@ -144,4 +152,34 @@ func (h *Handler) replayedBy(r *http.Request, tenantID uuid.UUID, replayID *uuid
 		return "your recover of " + rep.StartedAt.UTC().Format(core.TimeLayout) + " (by " + rep.Actor + ")", ""
 	}
 	return "an operator's bulk replay", ""
+}
+
+// addAuthorization adds to the headers of a request not sent yet the Authorization header its endpoint's
+// authentication adds, masked as the sender records it once sent: the page shows what will be sent,
+// never the credential.
+func addAuthorization(headers map[string]string, auth *subscriptions.AuthView) {
+	if headers == nil || auth == nil {
+		return
+	}
+	switch auth.Type {
+	case subscriptions.AuthBasic:
+		headers["authorization"] = "Basic " + delivery.Masked
+	case subscriptions.AuthOAuth2:
+		headers["authorization"] = "Bearer " + delivery.Masked
+	}
+}
+
+// scheduleNote says where a waiting delivery's next attempt is on its endpoint's own retry schedule:
+// "attempt 3 of 4 on this endpoint's schedule" (its attempts since it was last queued, against the
+// schedule's delays plus the first attempt); "" on the standard schedule.
+func scheduleNote(d deliveries.Detail, delays []string) string {
+	if len(delays) == 0 {
+		return ""
+	}
+	next, last := d.AttemptCount+1, len(delays)+1
+	if next > last {
+		// The schedule was shortened since: this attempt is its last.
+		return "the last attempt on this endpoint's schedule"
+	}
+	return fmt.Sprintf("attempt %d of %d on this endpoint's schedule", next, last)
 }

@@ -16,15 +16,15 @@ func (h *Handler) CreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := readEndpointForm(r)
-	in, rateError := f.input(false)
+	in, rateError := f.input(nil)
 	f.rateError = rateError
 	var err error
 	var s subscriptions.Subscription
-	if f.headersError == "" && f.rateError == "" {
+	if !f.problem() {
 		// The first secret the API answers here is not shown: it is one Reveal away, in a POST's answer.
 		s, _, err = h.Subs.Create(r.Context(), tenantID, in)
 	}
-	if err == nil && f.headersError == "" && f.rateError == "" {
+	if err == nil && !f.problem() {
 		h.SetFlash(r, "success", "Endpoint added. It receives events from now on; reveal its signing secret below to check their signatures.")
 		http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
 		return

@@ -25,8 +25,16 @@ type endpointForm struct {
 	headerNames            []string
 	headers                map[string]string
 	// problems the form itself has (not the API's rules): a header value without a name, a name twice,
-	// a rate that is not a number.
-	headersError, rateError string
+	// a rate that is not a number, a certificate both removed and replaced, a key without its certificate.
+	headersError, rateError, certError string
+
+	// The receiver's sections (see receiverForm).
+	receiver receiverForm
+}
+
+// problem reports whether the form's own reading found something to fix before the service sees it.
+func (f endpointForm) problem() bool {
+	return f.headersError != "" || f.rateError != "" || f.certError != ""
 }
 
 // readEndpointForm reads the posted fields. "*" among the event types is the "All events" box: all
@@ -78,15 +86,19 @@ func readEndpointForm(r *http.Request) endpointForm {
 		f.headerNames = append(f.headerNames, name)
 		f.headers[name] = value
 	}
+	f.receiver = readReceiverForm(r)
+	f.certError = f.receiver.certificateProblem()
 	return f
 }
 
-// input is the form as the service takes it. A subscription's form sends every field: an empty rate
-// limit removes the limit, no headers removes them all; with keep, an empty header value keeps the
-// stored one.
-func (f endpointForm) input(keep bool) (subscriptions.Input, string) {
+// input is the form as the service takes it; sub is the stored subscription when editing (nil: a new
+// one). A subscription's form sends every field: an empty rate limit removes the limit, no headers removes
+// them all; on edit an empty header value keeps the stored one, and the receiver's sections change only
+// what was changed in them (see receiverForm.apply).
+func (f endpointForm) input(sub *subscriptions.Subscription) (subscriptions.Input, string) {
 	in := subscriptions.Input{URL: &f.url, Description: &f.description, EventTypes: &f.eventTypes, Headers: &f.headers,
-		KeepHeaderValues: keep}
+		KeepHeaderValues: sub != nil}
+	f.receiver.apply(&in, sub)
 	if f.rate == "" {
 		in.ClearRateLimit = true
 		return in, ""
@@ -109,7 +121,10 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 		URL: f.url, Description: f.description, RateLimit: f.rate,
 		AllEvents: len(f.eventTypes) == 0, Groups: groupEventTypes(choices, f.eventTypes),
 		MaxRate: subscriptions.MaxRatePerSecond, MaxHeaders: subscriptions.MaxHeaders,
-		HeadersError: f.headersError, RateLimitError: f.rateError,
+		HeadersError: f.headersError, RateLimitError: f.rateError, CertificateError: f.certError,
+	}
+	if err := h.receiverSections(r, &p, f, sub); err != nil {
+		return templates.EndpointFormPage{}, err
 	}
 	stored := map[string]bool{}
 	if sub != nil {
@@ -142,7 +157,8 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 
 // formOf is a stored subscription as the form shows it (header values never).
 func formOf(s subscriptions.Subscription) endpointForm {
-	f := endpointForm{url: s.URL, description: s.Description, eventTypes: s.EventTypes, headerNames: s.HeaderNames}
+	f := endpointForm{url: s.URL, description: s.Description, eventTypes: s.EventTypes, headerNames: s.HeaderNames,
+		receiver: receiverOf(s)}
 	if s.RateLimitPerSecond != nil {
 		f.rate = strconv.Itoa(*s.RateLimitPerSecond)
 	}
@@ -177,20 +193,35 @@ func (h *Handler) refuseEndpointForm(w http.ResponseWriter, r *http.Request, ten
 			p.HeadersError = field.Message
 		case "rate_limit_per_second":
 			p.RateLimitError = field.Message
+		case "auth":
+			p.AuthError = field.Message
+		case "tls_client_certificate":
+			p.CertificateError, p.PrivateKeyError = certificateMessages(field)
+		case "filter":
+			p.FilterError = field.Message
+		case "retry_schedule":
+			p.ScheduleError = field.Message
 		default:
 			p.FormError = field.Message
 		}
 	case fe != nil:
 		p.FormError = fe.Message + "."
 	}
+	p.SecretsNote = f.receiver.secretsNote()
 	if len(f.headers) > 0 {
 		// The values typed are not sent back into the page either.
-		p.HeadersNote = "Header values are never shown again: type the values you had typed once more before saving."
-		if sub != nil {
-			p.HeadersNote = "Header values are never shown again: a saved header's value is kept if left empty; type any new value once more."
-		}
+		p.HeadersNote = headersNote(sub != nil)
 	}
 	h.Render(w, r, http.StatusBadRequest, templates.EndpointForm(p))
+}
+
+// headersNote says, on a form shown again, that header values typed must be typed again (on edit, that an
+// empty one keeps the saved value).
+func headersNote(edit bool) string {
+	if edit {
+		return "Header values are never shown again: a saved header's value is kept if left empty; type any new value once more."
+	}
+	return "Header values are never shown again: type the values you had typed once more before saving."
 }
 
 // subName is what pages call a subscription: its description, else its URL (as templates.Subscription.Name).
