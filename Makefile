@@ -4,7 +4,8 @@
 GO        ?= go
 SQLC      := $(GO) tool -modfile=tools/go.mod sqlc
 TEMPL     := $(GO) tool templ
-GENERATED := internal/db web/templates
+OAPI      := $(GO) tool -modfile=tools/go.mod oapi-codegen
+GENERATED := internal/db web/templates client/openapi.gen.go
 
 # make fuzz: each fuzz target runs FUZZTIME; make test under CI=true runs them for CI_FUZZTIME each.
 # A new input's minimisation is bounded too (Go's default, 60 s, would stall a short run).
@@ -69,10 +70,11 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*') | grep -v '_templ.go$$' || true); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 
-## generate: regenerate sqlc and templ output (committed)
+## generate: regenerate sqlc and templ output and the Go SDK's client of api/openapi.yaml (committed)
 generate:
 	$(SQLC) generate
 	$(TEMPL) generate -path web/templates
+	$(OAPI) -config client/oapi-codegen.yaml api/openapi.yaml
 
 ## check-generated: fail when committed generated code differs from what the generators make now
 check-generated: generate

@@ -59,6 +59,8 @@ func (a *API) Routes() http.Handler {
 	r.With(adminOnly).Post("/replays", a.startReplay)
 	r.With(adminOnly).Get("/replays", a.listReplays)
 	r.With(adminOnly).Get("/replays/{replayID}", a.getReplay)
+	// Any valid token: who it is (its tenant, scopes and id).
+	r.Get("/me", a.me)
 	r.Get("/event-types", a.listEventTypes)
 	r.With(adminOnly).Post("/event-types", a.createEventType)
 	r.With(adminOnly).Post("/event-types/import", a.importEventTypes)

@@ -39,6 +39,7 @@ type isoRoute struct {
 var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants":   {body: func(*isoWorld) any { return map[string]any{"name": "iso-created"} }},
 	"GET /api/v1/tenants":    {},
+	"GET /api/v1/me":         {},
 	"POST /api/v1/replays":   {body: func(w *isoWorld) any { return w.replayBody(w.a.tenant) }},
 	"GET /api/v1/replays":    {},
 	"GET /api/v1/replays/{}": {},
