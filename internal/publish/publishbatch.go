@@ -269,10 +269,23 @@ func publishParams(events []storedEvent) db.PublishEventsParams {
 		params.GiveUpAt = append(params.GiveUpAt, e.giveUpAt)
 		params.Traceparents = append(params.Traceparents, e.traceparent)
 		params.FiltersVersions = append(params.FiltersVersions, e.filtersVersion)
-		for _, s := range e.passed {
-			params.PassedEventIds = append(params.PassedEventIds, e.id)
-			params.PassedSubscriptionIds = append(params.PassedSubscriptionIds, s)
-		}
+		params.Passed = append(params.Passed, passedList(e.passed))
 	}
 	return params
+}
+
+// passedList writes the filtered subscriptions an event matched as PublishEvents takes them: their ids,
+// comma-separated ("" for none).
+func passedList(ids []uuid.UUID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, len(ids)*37)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, id.String()...)
+	}
+	return string(b)
 }
