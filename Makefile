@@ -19,8 +19,11 @@ FUZZMINIMIZETIME ?= 2s
 run: build
 	HOOKLINE_DEMO=true HOOKLINE_LOG_FORMAT=$${HOOKLINE_LOG_FORMAT:-text} HOOKLINE_INCIDENT_AFTER=$${HOOKLINE_INCIDENT_AFTER:-2m} ./bin/server
 
+## build: the server, bin/server, and the command line, bin/hookline (static: no cgo, so it runs on any
+## Linux of its architecture, in the image's scratch too)
 build:
 	$(GO) build -o bin/server ./cmd/server
+	CGO_ENABLED=0 $(GO) build -o bin/hookline ./cmd/hookline
 
 ## image: the container image as an OCI layout tarball, dist/hookline-image.tar (linux/amd64 and linux/arm64,
 ## from scratch, reproducible), built without a container daemon: `docker load -i` or `podman load -i` it

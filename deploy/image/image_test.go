@@ -41,7 +41,7 @@ func TestImage(t *testing.T) {
 		}
 	}
 	platforms, images := checkLayout(t, filepath.Join(dir, "layout"), first)
-	binaries := map[string][]byte{}
+	binaries := map[string]layerBinaries{}
 	for _, p := range platforms {
 		binaries[p] = checkPlatformImage(t, p, images[p], first)
 	}
@@ -131,9 +131,13 @@ func checkLayout(t *testing.T, dir string, first Result) ([]string, map[string]v
 	return platforms, images
 }
 
-// checkPlatformImage checks platform p's image (its config, its one layer, the binary in it) and returns
-// the binary (nil when the layer has none).
-func checkPlatformImage(t *testing.T, p string, img v1.Image, first Result) []byte {
+// layerBinaries are the two programs of an image's layer: the server and the command line (nil when the
+// layer lacks one).
+type layerBinaries struct{ server, cli []byte }
+
+// checkPlatformImage checks platform p's image (its config, its one layer, the binaries in it) and returns
+// the binaries.
+func checkPlatformImage(t *testing.T, p string, img v1.Image, first Result) layerBinaries {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -146,11 +150,13 @@ func checkPlatformImage(t *testing.T, p string, img v1.Image, first Result) []by
 		t.Errorf("%s: created %s, want the commit's time %s", p, cf.Created.Time, first.Created)
 	}
 	checkConfig(t, p, cf.Config, first)
-	binary := checkLayer(t, p, img, first)
-	if binary != nil {
-		checkELF(t, p, binary)
+	binaries := checkLayer(t, p, img, first)
+	for name, b := range map[string][]byte{Entrypoint: binaries.server, CLI: binaries.cli} {
+		if b != nil {
+			checkELF(t, p, name, b)
+		}
 	}
-	return binary
+	return binaries
 }
 
 // checkConfig checks how the image says to run it: user, entrypoint, port and labels.
@@ -165,6 +171,9 @@ func checkConfig(t *testing.T, p string, c v1.Config, first Result) {
 	if _, ok := c.ExposedPorts["8080/tcp"]; !ok || len(c.ExposedPorts) != 1 {
 		t.Errorf("%s: exposed ports %v, want 8080/tcp", p, c.ExposedPorts)
 	}
+	if !slices.Contains(c.Env, "PATH=/usr/local/bin") {
+		t.Errorf("%s: env %q, want PATH=/usr/local/bin (where the command line is)", p, c.Env)
+	}
 	for k, want := range map[string]string{
 		"org.opencontainers.image.version":  "v0.0.0-test",
 		"org.opencontainers.image.revision": first.Commit,
@@ -177,9 +186,9 @@ func checkConfig(t *testing.T, p string, c v1.Config, first Result) {
 	}
 }
 
-// checkLayer checks the image's one layer holds exactly the binary, the CA bundle and /tmp, owned by 0:0 at
-// the commit's time, and returns the binary.
-func checkLayer(t *testing.T, p string, img v1.Image, first Result) []byte {
+// checkLayer checks the image's one layer holds exactly the server, the command line, the CA bundle and
+// /tmp, owned by 0:0 at the commit's time, and returns the two binaries.
+func checkLayer(t *testing.T, p string, img v1.Image, first Result) layerBinaries {
 	t.Helper()
 	ca, err := os.ReadFile(CABundle)
 	if err != nil {
@@ -199,7 +208,7 @@ func checkLayer(t *testing.T, p string, img v1.Image, first Result) []byte {
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	var names []string
-	var binary []byte
+	var binaries layerBinaries
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -217,39 +226,44 @@ func checkLayer(t *testing.T, p string, img v1.Image, first Result) []byte {
 			t.Fatal(err)
 		}
 		switch h.Name {
-		case "hookline":
+		case "hookline", "usr/local/bin/hookline":
 			if h.Mode != 0o755 {
-				t.Errorf("%s: /hookline mode %o, want 755", p, h.Mode)
+				t.Errorf("%s: /%s mode %o, want 755", p, h.Name, h.Mode)
 			}
-			binary = body
+			if h.Name == "hookline" {
+				binaries.server = body
+			} else {
+				binaries.cli = body
+			}
 		case "etc/ssl/certs/ca-certificates.crt":
 			if !bytes.Equal(body, ca) {
 				t.Errorf("%s: the CA bundle differs from the build machine's %s", p, CABundle)
 			}
 		}
 	}
-	want := []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt", "hookline", "tmp/"}
+	want := []string{"etc/", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt", "hookline", "tmp/",
+		"usr/", "usr/local/", "usr/local/bin/", "usr/local/bin/hookline"}
 	if !slices.Equal(names, want) {
 		// No shell (bin/sh), no /etc/passwd, nothing else.
 		t.Errorf("%s: the layer holds %v, want exactly %v", p, names, want)
 	}
-	return binary
+	return binaries
 }
 
-// checkELF checks the binary is a static ELF executable for p.
-func checkELF(t *testing.T, p string, binary []byte) {
+// checkELF checks the binary at name is a static ELF executable for p.
+func checkELF(t *testing.T, p, name string, binary []byte) {
 	t.Helper()
 	f, err := elf.NewFile(bytes.NewReader(binary))
 	if err != nil {
-		t.Fatalf("%s: /hookline is not an ELF file: %v", p, err)
+		t.Fatalf("%s: %s is not an ELF file: %v", p, name, err)
 	}
 	machine := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}[p]
 	if f.Machine != machine {
-		t.Errorf("%s: /hookline is for %s", p, f.Machine)
+		t.Errorf("%s: %s is for %s", p, name, f.Machine)
 	}
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			t.Errorf("%s: /hookline is dynamically linked (it asks for an interpreter): scratch has no libc", p)
+			t.Errorf("%s: %s is dynamically linked (it asks for an interpreter): scratch has no libc", p, name)
 		}
 	}
 }
@@ -282,23 +296,26 @@ func checkDockerManifest(t *testing.T, files map[string][]byte, images map[strin
 	}
 }
 
-// checkVersion runs the amd64 binary's `version`: it says the version and commit it was built with.
-func checkVersion(t *testing.T, dir string, binary []byte, first Result) {
+// checkVersion runs the amd64 binaries' `version`, the server's and the command line's: each says the
+// version and commit it was built with.
+func checkVersion(t *testing.T, dir string, binaries layerBinaries, first Result) {
 	t.Helper()
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skipf("running the amd64 binary needs linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	bin := filepath.Join(dir, "hookline")
-	if err := os.WriteFile(bin, binary, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("hookline version: %v\n%s", err, out)
+		t.Skipf("running the amd64 binaries needs linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	want := "hookline v0.0.0-test commit " + first.Commit + " " + runtime.Version() + " linux/amd64\n"
-	if string(out) != want {
-		t.Errorf("hookline version printed %q, want %q", out, want)
+	for name, binary := range map[string][]byte{"server": binaries.server, "cli": binaries.cli} {
+		bin := filepath.Join(dir, "hookline-"+name)
+		if err := os.WriteFile(bin, binary, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "version").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s version: %v\n%s", name, err, out)
+		}
+		if string(out) != want {
+			t.Errorf("the %s's version printed %q, want %q", name, out, want)
+		}
 	}
 }
 

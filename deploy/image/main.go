@@ -7,9 +7,10 @@
 // older image store, which reads only that file and so can take a single platform: linux/amd64.
 //
 // Each platform's image is built from scratch with one layer: the static server binary as /hookline (its
-// entrypoint; time zone data is compiled into it), the build machine's CA bundle at
-// /etc/ssl/certs/ca-certificates.crt (Debian's ca-certificates) and an empty /tmp. No shell, no /etc/passwd:
-// the image runs as uid/gid 65532. It is reproducible: every file time is the commit's time, owners are
+// entrypoint; time zone data is compiled into it), the static command line (cmd/hookline) as
+// /usr/local/bin/hookline (on the image's PATH, for `docker exec <container> hookline tail`), the build
+// machine's CA bundle at /etc/ssl/certs/ca-certificates.crt (Debian's ca-certificates) and an empty /tmp. No
+// shell, no /etc/passwd: the image runs as uid/gid 65532. It is reproducible: every file time is the commit's time, owners are
 // 0:0, modes fixed, entries sorted, and the image's creation time is the commit's, so two builds of one
 // commit with one toolchain and one CA bundle give the same digest.
 package main
@@ -26,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -42,12 +44,16 @@ import (
 
 // What the image promises; the tests check each.
 const (
-	Entrypoint  = "/hookline"
-	CABundle    = "/etc/ssl/certs/ca-certificates.crt"
-	User        = "65532:65532"
-	Port        = "8080/tcp"
-	versionPkg  = "github.com/hookline/hookline/internal/version"
-	defaultRepo = "https://github.com/hookline/hookline"
+	Entrypoint = "/hookline"
+	CLI        = "/usr/local/bin/hookline"
+	CABundle   = "/etc/ssl/certs/ca-certificates.crt"
+	User       = "65532:65532"
+	Port       = "8080/tcp"
+	versionPkg = "github.com/hookline/hookline/internal/version"
+	// The command line may not import internal/ (it is built on the public SDK alone): its version and
+	// commit are variables of its main package.
+	cliVersionPkg = "main"
+	defaultRepo   = "https://github.com/hookline/hookline"
 )
 
 // Platforms are the ones the image index holds, in this order.
@@ -158,8 +164,8 @@ func describe(ctx context.Context, root, version string) (Result, error) {
 	return res, nil
 }
 
-// buildIndex compiles the server for each of Platforms in work and returns the multi-platform image index
-// and its images, in the order of Platforms.
+// buildIndex compiles the server and the command line for each of Platforms in work and returns the
+// multi-platform image index and its images, in the order of Platforms.
 func buildIndex(ctx context.Context, root, work string, ca []byte, res Result, o Options) (v1.ImageIndex, []v1.Image, error) {
 	labels := map[string]string{
 		"org.opencontainers.image.title":    "Hookline",
@@ -173,13 +179,17 @@ func buildIndex(ctx context.Context, root, work string, ca []byte, res Result, o
 	var images []v1.Image
 	for _, p := range Platforms {
 		bin := filepath.Join(work, "hookline-"+p.OS+"-"+p.Architecture)
+		cli := filepath.Join(work, "hookline-cli-"+p.OS+"-"+p.Architecture)
 		if o.Log != nil {
-			fmt.Fprintf(o.Log, "image: building the server for %s/%s\n", p.OS, p.Architecture)
+			fmt.Fprintf(o.Log, "image: building the server and the command line for %s/%s\n", p.OS, p.Architecture)
 		}
-		if err := compile(ctx, root, p, res.Version, res.Commit, bin); err != nil {
+		if err := compile(ctx, root, p, "./cmd/server", versionPkg, res.Version, res.Commit, bin); err != nil {
 			return nil, nil, err
 		}
-		img, err := platformImage(p, bin, ca, res.Created, labels)
+		if err := compile(ctx, root, p, "./cmd/hookline", cliVersionPkg, res.Version, res.Commit, cli); err != nil {
+			return nil, nil, err
+		}
+		img, err := platformImage(p, bin, cli, ca, res.Created, labels)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s/%s: %w", p.OS, p.Architecture, err)
 		}
@@ -228,11 +238,17 @@ func git(ctx context.Context, root string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// compile builds the static server binary for p: no cgo (scratch has no libc), -trimpath (no build machine
-// paths), no VCS stamping (the commit is passed explicitly and an uncommitted file must not change it).
-func compile(ctx context.Context, root string, p v1.Platform, version, commit, out string) error {
-	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, version, versionPkg, commit)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, "./cmd/server")
+// compile builds the static binary of the main package pkg for p, its version and commit stamped into
+// the package stamp (Version and Commit for internal/version, version and commit for a main package): no
+// cgo (scratch has no libc), -trimpath (no build machine paths), no VCS stamping (the commit is passed
+// explicitly and an uncommitted file must not change it).
+func compile(ctx context.Context, root string, p v1.Platform, pkg, stamp, version, commit, out string) error {
+	v, c := "Version", "Commit"
+	if stamp == "main" {
+		v, c = "version", "commit"
+	}
+	ldflags := fmt.Sprintf("-s -w -X %s.%s=%s -X %s.%s=%s", stamp, v, version, stamp, c, commit)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -242,12 +258,16 @@ func compile(ctx context.Context, root string, p v1.Platform, version, commit, o
 }
 
 // platformImage is the image of one platform: one layer, and a config saying how to run it.
-func platformImage(p v1.Platform, bin string, ca []byte, created time.Time, labels map[string]string) (v1.Image, error) {
+func platformImage(p v1.Platform, bin, cli string, ca []byte, created time.Time, labels map[string]string) (v1.Image, error) {
 	binary, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := rootfs(binary, ca, created)
+	cliBinary, err := os.ReadFile(cli)
+	if err != nil {
+		return nil, err
+	}
+	layerTar, err := rootfs(binary, cliBinary, ca, created)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +284,7 @@ func platformImage(p v1.Platform, bin string, ca []byte, created time.Time, labe
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "deploy/image: the hookline server binary and the CA bundle, from scratch",
+			CreatedBy: "deploy/image: the hookline server binary, the hookline command line and the CA bundle, from scratch",
 		},
 	})
 	if err != nil {
@@ -283,15 +303,16 @@ func platformImage(p v1.Platform, bin string, ca []byte, created time.Time, labe
 		ExposedPorts: map[string]struct{}{Port: {}},
 		Labels:       labels,
 		WorkingDir:   "/",
-		// The server reads every setting from the environment; these only make the defaults explicit.
-		Env:        []string{"HOOKLINE_ADDR=:8080", "HOOKLINE_LOG_FORMAT=json"},
+		// The server reads every setting from the environment; these only make the defaults explicit. PATH
+		// finds the command line for `docker exec <container> hookline ...` (runtimes differ on a default).
+		Env:        []string{"HOOKLINE_ADDR=:8080", "HOOKLINE_LOG_FORMAT=json", "PATH=" + path.Dir(CLI)},
 		StopSignal: "SIGTERM",
 	}
 	return mutate.ConfigFile(img, cf)
 }
 
 // rootfs is the layer's tar: directories first, sorted, fixed owners, modes and times.
-func rootfs(binary, ca []byte, modTime time.Time) ([]byte, error) {
+func rootfs(binary, cli, ca []byte, modTime time.Time) ([]byte, error) {
 	type entry struct {
 		name string
 		mode int64
@@ -305,6 +326,10 @@ func rootfs(binary, ca []byte, modTime time.Time) ([]byte, error) {
 		{name: strings.TrimPrefix(CABundle, "/"), mode: 0o644, body: ca},
 		{name: strings.TrimPrefix(Entrypoint, "/"), mode: 0o755, body: binary},
 		{name: "tmp/", mode: 0o1777, dir: true},
+		{name: "usr/", mode: 0o755, dir: true},
+		{name: "usr/local/", mode: 0o755, dir: true},
+		{name: "usr/local/bin/", mode: 0o755, dir: true},
+		{name: strings.TrimPrefix(CLI, "/"), mode: 0o755, body: cli},
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	var buf bytes.Buffer
