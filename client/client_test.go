@@ -391,7 +391,7 @@ func (e *env) pausedSubscriptions(ctx context.Context, tenantID string, n int) [
 	var ids []string
 	for i := range n {
 		res, err := e.admin.CreateSubscriptionWithResponse(ctx, tenantID, nil, client.CreateSubscriptionJSONRequestBody{
-			URL: fmt.Sprintf("http://127.0.0.1:9/sdk/%d", i)})
+			URL: new(fmt.Sprintf("http://127.0.0.1:9/sdk/%d", i))})
 		if err != nil {
 			e.t.Fatalf("create subscription: %v", err)
 		}

@@ -429,6 +429,24 @@ func (e HealthCircuitState) Valid() bool {
 	}
 }
 
+// Defines values for OnDead.
+const (
+	OnDeadBlock OnDead = "block"
+	OnDeadSkip  OnDead = "skip"
+)
+
+// Valid indicates whether the value is a known member of the OnDead enum.
+func (e OnDead) Valid() bool {
+	switch e {
+	case OnDeadBlock:
+		return true
+	case OnDeadSkip:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PortalLinkInputRole.
 const (
 	PortalLinkInputRoleManage PortalLinkInputRole = "manage"
@@ -621,6 +639,24 @@ func (e SubscriptionState) Valid() bool {
 	}
 }
 
+// Defines values for SubscriptionType.
+const (
+	SubscriptionTypePolling SubscriptionType = "polling"
+	SubscriptionTypeWebhook SubscriptionType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionType enum.
+func (e SubscriptionType) Valid() bool {
+	switch e {
+	case SubscriptionTypePolling:
+		return true
+	case SubscriptionTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Activity defines model for Activity.
 type Activity struct {
 	Action ActivityAction `json:"action"`
@@ -715,6 +751,29 @@ type Attempt struct {
 
 // AttemptOutcome How the attempt was classified: 2xx, transient failure, permanent failure.
 type AttemptOutcome string
+
+// BlockedKey defines model for BlockedKey.
+type BlockedKey struct {
+	// DeadAt When the head died; null while a resend of it is pending.
+	DeadAt *time.Time `json:"dead_at"`
+
+	// HeadDeliveryID The dead delivery the key waits for: resend it, or discard it (Skip) to let the next go.
+	//
+	// Examples: 01a204a9-5a26-767f-afc7-b1079f5a67a5
+	HeadDeliveryID ID     `json:"head_delivery_id"`
+	OrderingKey    string `json:"ordering_key"`
+
+	// Waiting The key's deliveries waiting behind the head.
+	Waiting int `json:"waiting"`
+}
+
+// BlockedKeyPage defines model for BlockedKeyPage.
+type BlockedKeyPage struct {
+	Items []BlockedKey `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; empty on the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // CatalogueEventType defines model for CatalogueEventType.
 type CatalogueEventType struct {
@@ -814,6 +873,34 @@ type ClientCertificateInput struct {
 	PrivateKey  *string `json:"private_key,omitempty"`
 }
 
+// CommitInput defines model for CommitInput.
+type CommitInput struct {
+	// Cursor A `cursor` from a poll of this consumer.
+	Cursor string `json:"cursor"`
+}
+
+// Consumer defines model for Consumer.
+type Consumer struct {
+	// CommittedAt The last commit; null before the first.
+	CommittedAt *time.Time `json:"committed_at"`
+	Cursor      string     `json:"cursor"`
+
+	// Lag Deliveries after the consumer's cursor not yet committed by it (counted up to 10
+	Lag          int        `json:"lag"`
+	LastPolledAt *time.Time `json:"last_polled_at,omitempty"`
+
+	// Name 1 to 64 letters, digits, `.`, `_` or `-`.
+	Name ConsumerName `json:"name"`
+}
+
+// ConsumerName 1 to 64 letters, digits, `.`, `_` or `-`.
+type ConsumerName = string
+
+// ConsumerPage defines model for ConsumerPage.
+type ConsumerPage struct {
+	Items []Consumer `json:"items"`
+}
+
 // CreatedToken defines model for CreatedToken.
 type CreatedToken struct {
 	// ID Opaque id.
@@ -886,6 +973,9 @@ type Delivery struct {
 	// NextAttemptAt Set only while pending.
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 
+	// OrderingKey The event's ordering key; null without one.
+	OrderingKey *string `json:"ordering_key,omitempty"`
+
 	// ReplayID The latest bulk replay or recover that put it back in the queue; null when none did.
 	ReplayID *ID `json:"replay_id"`
 
@@ -900,6 +990,10 @@ type Delivery struct {
 	// TotalAttempts Attempts over the delivery's life
 	TotalAttempts int       `json:"total_attempts"`
 	UpdatedAt     time.Time `json:"updated_at"`
+
+	// WaitingFor On a pending delivery of an ordered subscription that waits its turn: the earlier delivery of its key
+	// it waits for (dead, when the subscription's `on_dead` is `block`). Null otherwise.
+	WaitingFor *ID `json:"waiting_for,omitempty"`
 }
 
 // DeliveryDeadReason Why it is dead: a permanent status (4xx other than 408/425/429, 3xx), max attempts, the give_up_at deadline, or the subscription was deleted.
@@ -955,6 +1049,9 @@ type DeliveryDetail struct {
 	// NextAttemptAt Set only while pending.
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 
+	// OrderingKey The event's ordering key; null without one.
+	OrderingKey *string `json:"ordering_key,omitempty"`
+
 	// ReplayID The latest bulk replay or recover that put it back in the queue; null when none did.
 	ReplayID *ID `json:"replay_id"`
 
@@ -972,6 +1069,10 @@ type DeliveryDetail struct {
 	// TotalAttempts Attempts over the delivery's life
 	TotalAttempts int       `json:"total_attempts"`
 	UpdatedAt     time.Time `json:"updated_at"`
+
+	// WaitingFor On a pending delivery of an ordered subscription that waits its turn: the earlier delivery of its key
+	// it waits for (dead, when the subscription's `on_dead` is `block`). Null otherwise.
+	WaitingFor *ID `json:"waiting_for,omitempty"`
 }
 
 // DeliveryDetailDeadReason Why it is dead: a permanent status (4xx other than 408/425/429, 3xx), max attempts, the give_up_at deadline, or the subscription was deleted.
@@ -1094,6 +1195,10 @@ type EventInput struct {
 	// Examples: order.created
 	EventType EventType `json:"event_type"`
 
+	// OrderingKey 1 to 128 printable characters. On an `ordered` subscription, deliveries with the same key are attempted
+	// one at a time in publish order; different keys go in parallel. Ignored by unordered subscriptions.
+	OrderingKey *OrderingKey `json:"ordering_key,omitempty"`
+
 	// Payload Any JSON object; receivers get it byte for byte (compacted) as `data`.
 	Payload map[string]interface{} `json:"payload"`
 }
@@ -1156,6 +1261,15 @@ type Me struct {
 	TokenID *ID `json:"token_id"`
 }
 
+// OnDead For an `ordered` subscription, what a delivery that dies does to its key: `skip` lets the key's next
+// delivery go; `block` holds the key's later deliveries (pending) until the dead one is delivered by a
+// resend or replay, or discarded.
+type OnDead string
+
+// OrderingKey 1 to 128 printable characters. On an `ordered` subscription, deliveries with the same key are attempted
+// one at a time in publish order; different keys go in parallel. Ignored by unordered subscriptions.
+type OrderingKey = string
+
 // PayloadFilter A JSON object (at most 4 KiB, nested at most 8 deep) matched against `{"type": <event type>, "data":
 // <payload>}` at publish, in the syntax of Hookdeck's and Outpost's filters; a subscription whose filter
 // does not match an event gets no delivery of it. `null` removes it. A plain value matches an equal
@@ -1167,6 +1281,40 @@ type Me struct {
 //
 // Examples: {"data":{"amount":{"$gte":1000},"currency":{"$in":["EUR","USD"]},"customer":{"email":{"$endsWith":"@example.com"}}},"type":"invoice.paid"}
 type PayloadFilter = map[string]interface{}
+
+// PollPage defines model for PollPage.
+type PollPage struct {
+	// Cursor The position after the last item (the committed cursor when `data` is empty). Commit it once the items are handled.
+	Cursor string           `json:"cursor"`
+	Data   []PolledDelivery `json:"data"`
+
+	// Done `true` when nothing more is ready now: poll again later.
+	Done bool `json:"done"`
+}
+
+// PolledDelivery defines model for PolledDelivery.
+type PolledDelivery struct {
+	// DeliveryID Opaque id.
+	//
+	// Examples: 01a204a9-5a26-767f-afc7-b1079f5a67a5
+	DeliveryID ID `json:"delivery_id"`
+
+	// EventID The event id (a pushed request's `webhook-id`).
+	//
+	// Examples: 01a204a9-5a26-767f-afc7-b1079f5a67a5
+	EventID ID `json:"event_id"`
+
+	// EventType One to 128 letters, digits or `. _ - : /`, starting with a letter or digit.
+	//
+	// Examples: order.created
+	EventType EventType `json:"event_type"`
+
+	// Payload The payload as published.
+	Payload map[string]interface{} `json:"payload"`
+
+	// Timestamp When the event was published.
+	Timestamp time.Time `json:"timestamp"`
+}
 
 // PortalLink defines model for PortalLink.
 type PortalLink struct {
@@ -1479,6 +1627,12 @@ type Subscription struct {
 	// Examples: 01a204a9-5a26-767f-afc7-b1079f5a67a5
 	ID ID `json:"id"`
 
+	// OnDead For an `ordered` subscription, what a delivery that dies does to its key: `skip` lets the key's next
+	// delivery go; `block` holds the key's later deliveries (pending) until the dead one is delivered by a
+	// resend or replay, or discarded.
+	OnDead  OnDead `json:"on_dead"`
+	Ordered bool   `json:"ordered"`
+
 	// RateLimitPerSecond Outgoing limit, held across every process (a token bucket refilled each second).
 	RateLimitPerSecond *int `json:"rate_limit_per_second"`
 
@@ -1496,11 +1650,16 @@ type Subscription struct {
 
 	// TLSClientCertificate The client certificate as answers show it; never its key.
 	TLSClientCertificate *ClientCertificate `json:"tls_client_certificate"`
-	UpdatedAt            time.Time          `json:"updated_at"`
-	URL                  string             `json:"url"`
+
+	// Type `webhook`: Hookline POSTs each delivery to `url`. `polling`: no URL; deliveries wait to be pulled (`GET .../poll`) and are delivered when a consumer commits past them.
+	Type      SubscriptionType `json:"type"`
+	UpdatedAt time.Time        `json:"updated_at"`
+
+	// URL The endpoint; null for a `polling` subscription.
+	URL *string `json:"url"`
 }
 
-// SubscriptionCreate defines model for SubscriptionCreate.
+// SubscriptionCreate `url` is required for a `webhook` subscription and refused for a `polling` one.
 type SubscriptionCreate struct {
 	// Auth How the endpoint authenticates Hookline beyond the signature; `null` for none (the default), which also
 	// removes a stored one. A secret (`password`, `client_secret`) left out or empty keeps the stored one when
@@ -1532,6 +1691,14 @@ type SubscriptionCreate struct {
 	// sent, never shown back: reads give `header_names` only.
 	Headers *CustomHeaders `json:"headers,omitempty"`
 
+	// OnDead For an `ordered` subscription, what a delivery that dies does to its key: `skip` lets the key's next
+	// delivery go; `block` holds the key's later deliveries (pending) until the dead one is delivered by a
+	// resend or replay, or discarded.
+	OnDead *OnDead `json:"on_dead,omitempty"`
+
+	// Ordered Deliveries with the same `ordering_key` are attempted one at a time, in publish order.
+	Ordered *bool `json:"ordered,omitempty"`
+
 	// RateLimitPerSecond Outgoing requests per second to this endpoint, 1 to 10000; null or absent means no limit (0 is refused with `INVALID_REQUEST`).
 	RateLimitPerSecond *int `json:"rate_limit_per_second,omitempty"`
 
@@ -1551,8 +1718,11 @@ type SubscriptionCreate struct {
 	// `subscription.certificate_expiring` notification.
 	TLSClientCertificate *ClientCertificateInput `json:"tls_client_certificate,omitempty"`
 
+	// Type `webhook`: Hookline POSTs each delivery to `url`. `polling`: no URL; deliveries wait to be pulled (`GET .../poll`) and are delivered when a consumer commits past them.
+	Type *SubscriptionType `json:"type,omitempty"`
+
 	// URL Absolute http(s) URL without user info or fragment.
-	URL string `json:"url"`
+	URL *string `json:"url,omitempty"`
 }
 
 // SubscriptionSecrets defines model for SubscriptionSecrets.
@@ -1570,7 +1740,10 @@ type SubscriptionSecrets struct {
 // SubscriptionState defines model for SubscriptionState.
 type SubscriptionState string
 
-// SubscriptionUpdate Every field optional; see the operation for null handling.
+// SubscriptionType `webhook`: Hookline POSTs each delivery to `url`. `polling`: no URL; deliveries wait to be pulled (`GET .../poll`) and are delivered when a consumer commits past them.
+type SubscriptionType string
+
+// SubscriptionUpdate Every field optional; see the operation for null handling. A subscription's `type` cannot change.
 type SubscriptionUpdate struct {
 	// Auth How the endpoint authenticates Hookline beyond the signature; `null` for none (the default), which also
 	// removes a stored one. A secret (`password`, `client_secret`) left out or empty keeps the stored one when
@@ -1593,6 +1766,8 @@ type SubscriptionUpdate struct {
 	// Examples: {"data":{"amount":{"$gte":1000},"currency":{"$in":["EUR","USD"]},"customer":{"email":{"$endsWith":"@example.com"}}},"type":"invoice.paid"}
 	Filter             *PayloadFilter `json:"filter,omitempty"`
 	Headers            *CustomHeaders `json:"headers,omitempty"`
+	OnDead             *OnDead        `json:"on_dead,omitempty"`
+	Ordered            *bool          `json:"ordered,omitempty"`
 	RateLimitPerSecond *int           `json:"rate_limit_per_second,omitempty"`
 
 	// RetrySchedule The endpoint's own delays between attempts, or `null` for the server's backoff. 1 to 30 delays, each 1 s
@@ -1658,6 +1833,12 @@ type SubscriptionWithSecret struct {
 	// Examples: 01a204a9-5a26-767f-afc7-b1079f5a67a5
 	ID ID `json:"id"`
 
+	// OnDead For an `ordered` subscription, what a delivery that dies does to its key: `skip` lets the key's next
+	// delivery go; `block` holds the key's later deliveries (pending) until the dead one is delivered by a
+	// resend or replay, or discarded.
+	OnDead  OnDead `json:"on_dead"`
+	Ordered bool   `json:"ordered"`
+
 	// RateLimitPerSecond Outgoing limit, held across every process (a token bucket refilled each second).
 	RateLimitPerSecond *int `json:"rate_limit_per_second"`
 
@@ -1678,8 +1859,13 @@ type SubscriptionWithSecret struct {
 
 	// TLSClientCertificate The client certificate as answers show it; never its key.
 	TLSClientCertificate *ClientCertificate `json:"tls_client_certificate"`
-	UpdatedAt            time.Time          `json:"updated_at"`
-	URL                  string             `json:"url"`
+
+	// Type `webhook`: Hookline POSTs each delivery to `url`. `polling`: no URL; deliveries wait to be pulled (`GET .../poll`) and are delivered when a consumer commits past them.
+	Type      SubscriptionType `json:"type"`
+	UpdatedAt time.Time        `json:"updated_at"`
+
+	// URL The endpoint; null for a `polling` subscription.
+	URL *string `json:"url"`
 }
 
 // Tenant defines model for Tenant.
@@ -2079,6 +2265,30 @@ type UpdateSubscriptionParams struct {
 	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
 }
 
+// ListBlockedKeysParams defines parameters for ListBlockedKeys.
+type ListBlockedKeysParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as returned (opaque).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
+	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
+}
+
+// ListConsumersParams defines parameters for ListConsumers.
+type ListConsumersParams struct {
+	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
+	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
+}
+
+// CommitCursorParams defines parameters for CommitCursor.
+type CommitCursorParams struct {
+	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
+	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
+}
+
 // SubscriptionHealthParams defines parameters for SubscriptionHealth.
 type SubscriptionHealthParams struct {
 	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
@@ -2087,6 +2297,15 @@ type SubscriptionHealthParams struct {
 
 // PauseSubscriptionParams defines parameters for PauseSubscription.
 type PauseSubscriptionParams struct {
+	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
+	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
+}
+
+// PollDeliveriesParams defines parameters for PollDeliveries.
+type PollDeliveriesParams struct {
+	Consumer ConsumerName `form:"consumer" json:"consumer"`
+	Limit    *int         `form:"limit,omitempty" json:"limit,omitempty"`
+
 	// XCorrelationID Your id for this request; echoed in the X-Correlation-ID response header and in error bodies. Replaced by a generated one when it does not match the pattern.
 	XCorrelationID *XCorrelationID `json:"X-Correlation-ID,omitempty"`
 }
@@ -2168,6 +2387,9 @@ type CreateSubscriptionJSONRequestBody = SubscriptionCreate
 
 // UpdateSubscriptionJSONRequestBody defines body for UpdateSubscription for application/json ContentType.
 type UpdateSubscriptionJSONRequestBody = SubscriptionUpdate
+
+// CommitCursorJSONRequestBody defines body for CommitCursor for application/json ContentType.
+type CommitCursorJSONRequestBody = CommitInput
 
 // RecoverSubscriptionJSONRequestBody defines body for RecoverSubscription for application/json ContentType.
 type RecoverSubscriptionJSONRequestBody = RecoverInput
@@ -2951,6 +3173,42 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
 	UpdateSubscription(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBlockedKeys The ordering keys held by a dead delivery
+	//
+	// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
+	// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+	// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
+	ListBlockedKeys(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListBlockedKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConsumers A polling subscription's consumers, their cursors and lag
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers (the `ListConsumers` operationId).
+	ListConsumers(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitCursorWithBody Commit a consumer's cursor
+	//
+	// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+	// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+	// was never given to this consumer is `400 INVALID_REQUEST`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+	CommitCursorWithBody(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitCursor Commit a consumer's cursor
+	//
+	// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+	// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+	// was never given to this consumer is `400 INVALID_REQUEST`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+	CommitCursor(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, body CommitCursorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SubscriptionHealth Endpoint health over the last 24 hours
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/health (the `SubscriptionHealth` operationId).
@@ -2964,6 +3222,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/pause (the `PauseSubscription` operationId).
 	PauseSubscription(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PauseSubscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PollDeliveries Pull deliveries of a polling subscription
+	//
+	// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
+	// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
+	// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
+	// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
+	// subscription.
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
+	PollDeliveries(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecoverSubscriptionWithBody Recover a subscription's dead deliveries
 	//
@@ -4092,6 +4361,82 @@ func (c *GeneratedClient) UpdateSubscription(ctx context.Context, tenantID Tenan
 	return c.Client.Do(req)
 }
 
+// ListBlockedKeys The ordering keys held by a dead delivery
+//
+// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
+// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
+func (c *GeneratedClient) ListBlockedKeys(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListBlockedKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBlockedKeysRequest(c.Server, tenantID, subscriptionID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConsumers A polling subscription's consumers, their cursors and lag
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers (the `ListConsumers` operationId).
+func (c *GeneratedClient) ListConsumers(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConsumersRequest(c.Server, tenantID, subscriptionID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitCursorWithBody Commit a consumer's cursor
+//
+// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+// was never given to this consumer is `400 INVALID_REQUEST`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+func (c *GeneratedClient) CommitCursorWithBody(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitCursorRequestWithBody(c.Server, tenantID, subscriptionID, consumer, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitCursor Commit a consumer's cursor
+//
+// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+// was never given to this consumer is `400 INVALID_REQUEST`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+func (c *GeneratedClient) CommitCursor(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, body CommitCursorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitCursorRequest(c.Server, tenantID, subscriptionID, consumer, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SubscriptionHealth Endpoint health over the last 24 hours
 //
 // Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/health (the `SubscriptionHealth` operationId).
@@ -4116,6 +4461,27 @@ func (c *GeneratedClient) SubscriptionHealth(ctx context.Context, tenantID Tenan
 // Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/pause (the `PauseSubscription` operationId).
 func (c *GeneratedClient) PauseSubscription(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PauseSubscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPauseSubscriptionRequest(c.Server, tenantID, subscriptionID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PollDeliveries Pull deliveries of a polling subscription
+//
+// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
+// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
+// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
+// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
+// subscription.
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
+func (c *GeneratedClient) PollDeliveries(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPollDeliveriesRequest(c.Server, tenantID, subscriptionID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6405,6 +6771,233 @@ func NewUpdateSubscriptionRequestWithBody(server string, tenantID TenantID, subs
 	return req, nil
 }
 
+// NewListBlockedKeysRequest constructs an http.Request for the ListBlockedKeys method
+func NewListBlockedKeysRequest(server string, tenantID TenantID, subscriptionID SubscriptionID, params *ListBlockedKeysParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tenants/%s/subscriptions/%s/blocked-keys", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XCorrelationID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Correlation-ID", *params.XCorrelationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Correlation-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListConsumersRequest constructs an http.Request for the ListConsumers method
+func NewListConsumersRequest(server string, tenantID TenantID, subscriptionID SubscriptionID, params *ListConsumersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tenants/%s/subscriptions/%s/consumers", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XCorrelationID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Correlation-ID", *params.XCorrelationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Correlation-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCommitCursorRequest calls the generic CommitCursor builder with application/json body
+func NewCommitCursorRequest(server string, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, body CommitCursorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCommitCursorRequestWithBody(server, tenantID, subscriptionID, consumer, params, "application/json", bodyReader)
+}
+
+// NewCommitCursorRequestWithBody constructs an http.Request for the CommitCursor method, with any body, and a specified content type
+func NewCommitCursorRequestWithBody(server string, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "consumer", consumer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tenants/%s/subscriptions/%s/consumers/%s/commit", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XCorrelationID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Correlation-ID", *params.XCorrelationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Correlation-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSubscriptionHealthRequest constructs an http.Request for the SubscriptionHealth method
 func NewSubscriptionHealthRequest(server string, tenantID TenantID, subscriptionID SubscriptionID, params *SubscriptionHealthParams) (*http.Request, error) {
 	var err error
@@ -6495,6 +7088,97 @@ func NewPauseSubscriptionRequest(server string, tenantID TenantID, subscriptionI
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XCorrelationID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Correlation-ID", *params.XCorrelationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Correlation-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPollDeliveriesRequest constructs an http.Request for the PollDeliveries method
+func NewPollDeliveriesRequest(server string, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "subscription_id", subscriptionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tenants/%s/subscriptions/%s/poll", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumer", params.Consumer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -7723,6 +8407,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id} (the `UpdateSubscription` operationId).
 	UpdateSubscriptionWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *UpdateSubscriptionParams, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error)
 
+	// ListBlockedKeysWithResponse The ordering keys held by a dead delivery
+	//
+	// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
+	// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+	// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
+	ListBlockedKeysWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListBlockedKeysParams, reqEditors ...RequestEditorFn) (*ListBlockedKeysResponse, error)
+
+	// ListConsumersWithResponse A polling subscription's consumers, their cursors and lag
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers (the `ListConsumers` operationId).
+	ListConsumersWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*ListConsumersResponse, error)
+
+	// CommitCursorWithBodyWithResponse Commit a consumer's cursor
+	//
+	// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+	// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+	// was never given to this consumer is `400 INVALID_REQUEST`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+	CommitCursorWithBodyWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitCursorResponse, error)
+
+	// CommitCursorWithResponse Commit a consumer's cursor
+	//
+	// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+	// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+	// was never given to this consumer is `400 INVALID_REQUEST`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+	CommitCursorWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, body CommitCursorJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitCursorResponse, error)
+
 	// SubscriptionHealthWithResponse Endpoint health over the last 24 hours
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7740,6 +8464,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/pause (the `PauseSubscription` operationId).
 	PauseSubscriptionWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PauseSubscriptionParams, reqEditors ...RequestEditorFn) (*PauseSubscriptionResponse, error)
+
+	// PollDeliveriesWithResponse Pull deliveries of a polling subscription
+	//
+	// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
+	// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
+	// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
+	// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
+	// subscription.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
+	PollDeliveriesWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*PollDeliveriesResponse, error)
 
 	// RecoverSubscriptionWithBodyWithResponse Recover a subscription's dead deliveries
 	//
@@ -11371,6 +12108,356 @@ func (r UpdateSubscriptionResponse) ContentType() string {
 	return ""
 }
 
+// ListBlockedKeysResponse200Headers the declared response headers of an HTTP 200 response for ListBlockedKeys
+type ListBlockedKeysResponse200Headers struct {
+	XCorrelationID string
+}
+
+// ListBlockedKeysResponse400Headers the declared response headers of an HTTP 400 response for ListBlockedKeys
+type ListBlockedKeysResponse400Headers struct {
+	XCorrelationID string
+}
+
+// ListBlockedKeysResponse401Headers the declared response headers of an HTTP 401 response for ListBlockedKeys
+type ListBlockedKeysResponse401Headers struct {
+	WWWAuthenticate *string
+	XCorrelationID  string
+}
+
+// ListBlockedKeysResponse403Headers the declared response headers of an HTTP 403 response for ListBlockedKeys
+type ListBlockedKeysResponse403Headers struct {
+	XCorrelationID string
+}
+
+// ListBlockedKeysResponse404Headers the declared response headers of an HTTP 404 response for ListBlockedKeys
+type ListBlockedKeysResponse404Headers struct {
+	XCorrelationID string
+}
+
+// ListBlockedKeysResponse500Headers the declared response headers of an HTTP 500 response for ListBlockedKeys
+type ListBlockedKeysResponse500Headers struct {
+	XCorrelationID string
+}
+
+type ListBlockedKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlockedKeyPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListBlockedKeysResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListBlockedKeysResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBlockedKeysResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListBlockedKeysResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListBlockedKeysResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListBlockedKeysResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON200() *BlockedKeyPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON400() *InvalidRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBlockedKeysResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBlockedKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBlockedKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBlockedKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBlockedKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConsumersResponse200Headers the declared response headers of an HTTP 200 response for ListConsumers
+type ListConsumersResponse200Headers struct {
+	XCorrelationID string
+}
+
+// ListConsumersResponse401Headers the declared response headers of an HTTP 401 response for ListConsumers
+type ListConsumersResponse401Headers struct {
+	WWWAuthenticate *string
+	XCorrelationID  string
+}
+
+// ListConsumersResponse403Headers the declared response headers of an HTTP 403 response for ListConsumers
+type ListConsumersResponse403Headers struct {
+	XCorrelationID string
+}
+
+// ListConsumersResponse404Headers the declared response headers of an HTTP 404 response for ListConsumers
+type ListConsumersResponse404Headers struct {
+	XCorrelationID string
+}
+
+// ListConsumersResponse500Headers the declared response headers of an HTTP 500 response for ListConsumers
+type ListConsumersResponse500Headers struct {
+	XCorrelationID string
+}
+
+type ListConsumersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerPage
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListConsumersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConsumersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListConsumersResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListConsumersResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListConsumersResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConsumersResponse) GetJSON200() *ConsumerPage {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConsumersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListConsumersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConsumersResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConsumersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConsumersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConsumersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConsumersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConsumersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CommitCursorResponse204Headers the declared response headers of an HTTP 204 response for CommitCursor
+type CommitCursorResponse204Headers struct {
+	XCorrelationID string
+}
+
+// CommitCursorResponse400Headers the declared response headers of an HTTP 400 response for CommitCursor
+type CommitCursorResponse400Headers struct {
+	XCorrelationID string
+}
+
+// CommitCursorResponse401Headers the declared response headers of an HTTP 401 response for CommitCursor
+type CommitCursorResponse401Headers struct {
+	WWWAuthenticate *string
+	XCorrelationID  string
+}
+
+// CommitCursorResponse403Headers the declared response headers of an HTTP 403 response for CommitCursor
+type CommitCursorResponse403Headers struct {
+	XCorrelationID string
+}
+
+// CommitCursorResponse404Headers the declared response headers of an HTTP 404 response for CommitCursor
+type CommitCursorResponse404Headers struct {
+	XCorrelationID string
+}
+
+// CommitCursorResponse413Headers the declared response headers of an HTTP 413 response for CommitCursor
+type CommitCursorResponse413Headers struct {
+	XCorrelationID string
+}
+
+// CommitCursorResponse500Headers the declared response headers of an HTTP 500 response for CommitCursor
+type CommitCursorResponse500Headers struct {
+	XCorrelationID string
+}
+
+type CommitCursorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *CommitCursorResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CommitCursorResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CommitCursorResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CommitCursorResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CommitCursorResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CommitCursorResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CommitCursorResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CommitCursorResponse) GetJSON400() *InvalidRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CommitCursorResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CommitCursorResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CommitCursorResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CommitCursorResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CommitCursorResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CommitCursorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommitCursorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommitCursorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommitCursorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SubscriptionHealthResponse200Headers the declared response headers of an HTTP 200 response for SubscriptionHealth
 type SubscriptionHealthResponse200Headers struct {
 	XCorrelationID string
@@ -11589,6 +12676,125 @@ func (r PauseSubscriptionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PauseSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PollDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for PollDeliveries
+type PollDeliveriesResponse200Headers struct {
+	XCorrelationID string
+}
+
+// PollDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for PollDeliveries
+type PollDeliveriesResponse400Headers struct {
+	XCorrelationID string
+}
+
+// PollDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for PollDeliveries
+type PollDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+	XCorrelationID  string
+}
+
+// PollDeliveriesResponse403Headers the declared response headers of an HTTP 403 response for PollDeliveries
+type PollDeliveriesResponse403Headers struct {
+	XCorrelationID string
+}
+
+// PollDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for PollDeliveries
+type PollDeliveriesResponse404Headers struct {
+	XCorrelationID string
+}
+
+// PollDeliveriesResponse500Headers the declared response headers of an HTTP 500 response for PollDeliveries
+type PollDeliveriesResponse500Headers struct {
+	XCorrelationID string
+}
+
+type PollDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PollPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PollDeliveriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PollDeliveriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PollDeliveriesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PollDeliveriesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PollDeliveriesResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PollDeliveriesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PollDeliveriesResponse) GetJSON200() *PollPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PollDeliveriesResponse) GetJSON400() *InvalidRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PollDeliveriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PollDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PollDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PollDeliveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PollDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PollDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PollDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PollDeliveriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13558,6 +14764,70 @@ func (c *ClientWithResponses) UpdateSubscriptionWithResponse(ctx context.Context
 	return ParseUpdateSubscriptionResponse(rsp)
 }
 
+// ListBlockedKeysWithResponse The ordering keys held by a dead delivery
+//
+// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
+// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
+func (c *ClientWithResponses) ListBlockedKeysWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListBlockedKeysParams, reqEditors ...RequestEditorFn) (*ListBlockedKeysResponse, error) {
+	rsp, err := c.ListBlockedKeys(ctx, tenantID, subscriptionID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBlockedKeysResponse(rsp)
+}
+
+// ListConsumersWithResponse A polling subscription's consumers, their cursors and lag
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers (the `ListConsumers` operationId).
+func (c *ClientWithResponses) ListConsumersWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*ListConsumersResponse, error) {
+	rsp, err := c.ListConsumers(ctx, tenantID, subscriptionID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConsumersResponse(rsp)
+}
+
+// CommitCursorWithBodyWithResponse Commit a consumer's cursor
+//
+// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+// was never given to this consumer is `400 INVALID_REQUEST`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+func (c *ClientWithResponses) CommitCursorWithBodyWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitCursorResponse, error) {
+	rsp, err := c.CommitCursorWithBody(ctx, tenantID, subscriptionID, consumer, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitCursorResponse(rsp)
+}
+
+// CommitCursorWithResponse Commit a consumer's cursor
+//
+// Every delivery up to the cursor becomes `delivered`, with an attempt recording the consumer, and the
+// consumer's next poll starts after it. A cursor behind the committed one changes nothing (204); one that
+// was never given to this consumer is `400 INVALID_REQUEST`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/consumers/{consumer}/commit (the `CommitCursor` operationId).
+func (c *ClientWithResponses) CommitCursorWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, consumer ConsumerName, params *CommitCursorParams, body CommitCursorJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitCursorResponse, error) {
+	rsp, err := c.CommitCursor(ctx, tenantID, subscriptionID, consumer, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitCursorResponse(rsp)
+}
+
 // SubscriptionHealthWithResponse Endpoint health over the last 24 hours
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13586,6 +14856,25 @@ func (c *ClientWithResponses) PauseSubscriptionWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParsePauseSubscriptionResponse(rsp)
+}
+
+// PollDeliveriesWithResponse Pull deliveries of a polling subscription
+//
+// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
+// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
+// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
+// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
+// subscription.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
+func (c *ClientWithResponses) PollDeliveriesWithResponse(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*PollDeliveriesResponse, error) {
+	rsp, err := c.PollDeliveries(ctx, tenantID, subscriptionID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePollDeliveriesResponse(rsp)
 }
 
 // RecoverSubscriptionWithBodyWithResponse Recover a subscription's dead deliveries
@@ -17656,6 +18945,395 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 	return response, nil
 }
 
+// ParseListBlockedKeysResponse parses an HTTP response from a ListBlockedKeysWithResponse call
+func ParseListBlockedKeysResponse(rsp *http.Response) (*ListBlockedKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBlockedKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlockedKeyPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListBlockedKeysResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListBlockedKeysResponse400Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListBlockedKeysResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListBlockedKeysResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListBlockedKeysResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListBlockedKeysResponse500Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConsumersResponse parses an HTTP response from a ListConsumersWithResponse call
+func ParseListConsumersResponse(rsp *http.Response) (*ListConsumersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConsumersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListConsumersResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListConsumersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListConsumersResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListConsumersResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListConsumersResponse500Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCommitCursorResponse parses an HTTP response from a CommitCursorWithResponse call
+func ParseCommitCursorResponse(rsp *http.Response) (*CommitCursorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommitCursorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers CommitCursorResponse204Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers CommitCursorResponse400Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CommitCursorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CommitCursorResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CommitCursorResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CommitCursorResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers CommitCursorResponse500Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseSubscriptionHealthResponse parses an HTTP response from a SubscriptionHealthWithResponse call
 func ParseSubscriptionHealthResponse(rsp *http.Response) (*SubscriptionHealthResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17888,6 +19566,137 @@ func ParsePauseSubscriptionResponse(rsp *http.Response) (*PauseSubscriptionRespo
 		response.Headers409 = &headers
 	case rsp.StatusCode == 500:
 		var headers PauseSubscriptionResponse500Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePollDeliveriesResponse parses an HTTP response from a PollDeliveriesWithResponse call
+func ParsePollDeliveriesResponse(rsp *http.Response) (*PollDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PollDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PollPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PollDeliveriesResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PollDeliveriesResponse400Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PollDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PollDeliveriesResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PollDeliveriesResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers PollDeliveriesResponse500Headers
 		if values := rsp.Header.Values("X-Correlation-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -201,7 +201,7 @@ func TestVerifyARealDelivery(t *testing.T) {
 		got <- received{r.Header.Clone(), b}
 	}))
 	defer rc.Close()
-	res, err := e.admin.CreateSubscriptionWithResponse(ctx, tenant, nil, client.CreateSubscriptionJSONRequestBody{URL: rc.URL + "/hook"})
+	res, err := e.admin.CreateSubscriptionWithResponse(ctx, tenant, nil, client.CreateSubscriptionJSONRequestBody{URL: new(rc.URL + "/hook")})
 	if err != nil {
 		t.Fatalf("create subscription: %v", err)
 	}

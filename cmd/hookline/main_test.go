@@ -127,7 +127,7 @@ var allScopes = []client.Scope{client.ScopeSubscriptionsRead, client.ScopeSubscr
 func (e *env) subscription(tenantID, url string, paused bool) string {
 	e.t.Helper()
 	ctx := e.t.Context()
-	res, err := e.admin.CreateSubscriptionWithResponse(ctx, tenantID, nil, client.CreateSubscriptionJSONRequestBody{URL: url})
+	res, err := e.admin.CreateSubscriptionWithResponse(ctx, tenantID, nil, client.CreateSubscriptionJSONRequestBody{URL: &url})
 	if err != nil || res.JSON201 == nil {
 		e.t.Fatalf("create subscription: %v", err)
 	}
