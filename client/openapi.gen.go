@@ -754,8 +754,8 @@ type AttemptOutcome string
 
 // BlockedKey defines model for BlockedKey.
 type BlockedKey struct {
-	// DeadAt When the head died; null while a resend of it is pending.
-	DeadAt *time.Time `json:"dead_at"`
+	// DeadAt When the head died.
+	DeadAt time.Time `json:"dead_at"`
 
 	// HeadDeliveryID The dead delivery the key waits for: resend it, or discard it (Skip) to let the next go.
 	//
@@ -3176,7 +3176,7 @@ type ClientInterface interface {
 	// ListBlockedKeys The ordering keys held by a dead delivery
 	//
 	// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
-	// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+	// delivery and how many wait behind it, by key. Resending the head (delivered) or discarding it
 	// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
@@ -4364,7 +4364,7 @@ func (c *GeneratedClient) UpdateSubscription(ctx context.Context, tenantID Tenan
 // ListBlockedKeys The ordering keys held by a dead delivery
 //
 // For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
-// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+// delivery and how many wait behind it, by key. Resending the head (delivered) or discarding it
 // (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
 //
 // Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/blocked-keys (the `ListBlockedKeys` operationId).
@@ -8410,7 +8410,7 @@ type ClientWithResponsesInterface interface {
 	// ListBlockedKeysWithResponse The ordering keys held by a dead delivery
 	//
 	// For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
-	// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+	// delivery and how many wait behind it, by key. Resending the head (delivered) or discarding it
 	// (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -14767,7 +14767,7 @@ func (c *ClientWithResponses) UpdateSubscriptionWithResponse(ctx context.Context
 // ListBlockedKeysWithResponse The ordering keys held by a dead delivery
 //
 // For an ordered subscription with `on_dead: block`: each key whose head delivery died, with that
-// delivery and how many wait behind it, oldest first. Resending the head (delivered) or discarding it
+// delivery and how many wait behind it, by key. Resending the head (delivered) or discarding it
 // (`DELETE .../deliveries/{id}`) lets the key go on. Empty for other subscriptions.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -115,7 +115,8 @@ FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATER
 WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule;
+          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule,
+          d.ordering_key, d.ordering_seq;
 
 -- name: CompleteAttempts :many
 -- Records a batch of finished attempts and moves each delivery to the state the worker decided, in one
@@ -409,6 +410,8 @@ SET next_attempt_at = least(d.next_attempt_at, @now::timestamptz),
     manual_retries = d.manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent), updated_at = @now::timestamptz
 WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
+  -- a delivery parked behind its key's head (ordered delivery) goes when the head is done, not before
+  AND d.next_attempt_at < parked_until()
   AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed' AND s.deleted_at IS NULL)
@@ -423,9 +426,10 @@ JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.id = @id AND d.tenant_id = @tenant_id;
 
 -- name: DiscardDelivery :one
+-- The answer says which ordering key, if any, the delivery may have held (the caller lets the key go on).
 UPDATE webhook_deliveries SET discarded_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = @id AND tenant_id = @tenant_id AND state IN ('failed', 'expired') AND discarded_at IS NULL
-RETURNING id;
+RETURNING id, subscription_id, ordering_key, ordering_seq;
 
 -- name: DeadLetterQueuedOfSubscription :execrows
 -- A deleted subscription's queued deliveries are dead-lettered, not dropped, so nothing vanishes silently.

@@ -35,7 +35,8 @@ WITH input AS (
            unnest(sqlc.arg('created_at')::timestamptz[]) AS created_at, unnest(sqlc.arg('give_up_at')::timestamptz[]) AS give_up_at,
            unnest(sqlc.arg('traceparents')::text[]) AS traceparent,
            unnest(sqlc.arg('filters_versions')::bigint[]) AS filters_version,
-           unnest(sqlc.arg('passed')::text[]) AS passed_list
+           unnest(sqlc.arg('passed')::text[]) AS passed_list,
+           unnest(sqlc.arg('ordering_keys')::text[]) AS ordering_key
 ), fresh AS MATERIALIZED (
     -- the events whose filters were evaluated at the tenant's current filters (see above); an unknown
     -- tenant's event goes on, to fail on the foreign key as it always has
@@ -69,18 +70,46 @@ WITH input AS (
     -- inserted rows by (event, subscription), the answer was planned on generic plans' one-row estimates as a
     -- nested loop, 90,000 comparisons for 3 events to 100 subscriptions (17 of the statement's 23 ms).
     SELECT uuid_v7() AS delivery_id, i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at,
-           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at, s.state = 'active' AS sendable
+           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at, s.state = 'active' AS sendable,
+           nullif(i.ordering_key, '') AS ordering_key, s.ordered AND i.ordering_key <> '' AS in_order
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
          AND (cardinality(s.event_types) = 0 OR s.event_types && i.wanted_by)
          AND (s.filter IS NULL OR s.id = ANY(i.passed))))
+), orders AS (
+    -- Ordered delivery (migration 00030): the batch's deliveries per (ordered subscription, key), and the
+    -- first of each, which becomes the key's head when nothing holds the key.
+    SELECT m.subscription_id, m.ordering_key, m.tenant_id, count(*)::bigint AS n,
+           (array_agg(m.delivery_id ORDER BY m.event_id))[1] AS first_id
+    FROM matching m WHERE m.in_order
+    GROUP BY m.subscription_id, m.ordering_key, m.tenant_id
+), sequenced AS (
+    -- The key's row is locked (in key order: two batches sharing keys wait, never deadlock) and counts the
+    -- batch's deliveries; a key nobody holds is given to the batch's first. Publishes of one key therefore
+    -- take their places one after the other, and their order is the order of these locks.
+    INSERT INTO ordering_keys AS k (subscription_id, ordering_key, tenant_id, published, head_id, head_seq, updated_at)
+    SELECT o.subscription_id, o.ordering_key, o.tenant_id, o.n, o.first_id, 1, now()
+    FROM orders o ORDER BY o.subscription_id, o.ordering_key
+    ON CONFLICT (subscription_id, ordering_key) DO UPDATE
+    SET published = k.published + excluded.published,
+        head_id = coalesce(k.head_id, excluded.head_id),
+        head_seq = CASE WHEN k.head_id IS NULL THEN k.published + 1 ELSE k.head_seq END,
+        updated_at = excluded.updated_at
+    RETURNING k.subscription_id, k.ordering_key, k.published, k.head_id
+), placed AS (
+    -- each ordered delivery's ordering_seq (the batch's in event order, after the key's earlier ones), and
+    -- whether it holds its key (due now) or waits behind an earlier one (parked)
+    SELECT q.subscription_id, q.ordering_key, q.head_id, q.published - o.n AS seq_before
+    FROM sequenced q JOIN orders o ON o.subscription_id = q.subscription_id AND o.ordering_key = q.ordering_key
 ), fanned AS (
     INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
-                                    created_at, updated_at, traceparent)
-    SELECT m.delivery_id, m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at,
-           m.created_at, nullif(m.traceparent, '')
-    FROM matching m
+                                    created_at, updated_at, traceparent, ordering_key, ordering_seq)
+    SELECT m.delivery_id, m.tenant_id, m.event_id, m.subscription_id, m.event_type,
+           CASE WHEN NOT m.in_order OR p.head_id = m.delivery_id THEN m.created_at ELSE parked_until() END,
+           m.give_up_at, m.created_at, m.created_at, nullif(m.traceparent, ''), m.ordering_key,
+           CASE WHEN m.in_order THEN p.seq_before + row_number() OVER (PARTITION BY m.subscription_id, m.ordering_key ORDER BY m.event_id) END
+    FROM matching m LEFT JOIN placed p ON m.in_order AND p.subscription_id = m.subscription_id AND p.ordering_key = m.ordering_key
     RETURNING id
 )
 SELECT a.event_id, a.delivery_id, a.subscription_id, a.sendable, a.stale FROM (

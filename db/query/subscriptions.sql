@@ -1,10 +1,10 @@
 -- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second,
                            auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after,
-                           filter, retry_schedule)
+                           filter, retry_schedule, ordered, on_dead)
 VALUES (@tenant_id, @url, @description, @event_types, @headers, @rate_limit_per_second,
         @auth, @credentials, @tls_certificate, @tls_certificate_subject, @tls_certificate_not_after,
-        @filter, @retry_schedule)
+        @filter, @retry_schedule, @ordered, @on_dead)
 RETURNING *;
 
 -- name: AddSubscriptionSecret :exec
@@ -47,6 +47,8 @@ SET url = coalesce(sqlc.narg('url'), url),
     certificate_expiry_notified_at = CASE WHEN sqlc.arg('set_certificate')::bool THEN NULL ELSE certificate_expiry_notified_at END,
     filter = CASE WHEN sqlc.arg('set_filter')::bool THEN sqlc.narg('filter')::jsonb ELSE filter END,
     retry_schedule = CASE WHEN sqlc.arg('set_retry_schedule')::bool THEN sqlc.narg('retry_schedule')::int[] ELSE retry_schedule END,
+    ordered = coalesce(sqlc.narg('ordered')::bool, ordered),
+    on_dead = coalesce(sqlc.narg('on_dead')::text, on_dead),
     updated_at = now()
 WHERE id = sqlc.arg('id') AND tenant_id = sqlc.arg('tenant_id') AND deleted_at IS NULL
 RETURNING *;

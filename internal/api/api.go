@@ -88,6 +88,7 @@ func (a *API) Routes() http.Handler {
 			// subscriptions:write, not read: whoever may read a secret may sign as Hookline to the endpoint.
 			r.With(need(principal.ScopeSubscriptionsWrite)).Get("/secret", a.subscriptionSecrets)
 			r.With(need(principal.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
+			r.With(need(principal.ScopeDeliveriesRead)).Get("/blocked-keys", a.listBlockedKeys)
 			r.With(need(principal.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
 		})
 

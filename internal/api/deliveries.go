@@ -77,3 +77,29 @@ func (a *API) discardDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// listBlockedKeys is GET /tenants/{t}/subscriptions/{id}/blocked-keys: the ordering keys a dead delivery
+// holds (on_dead block), by key.
+func (a *API) listBlockedKeys(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "subscriptionID", "subscription")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := 0
+	err = params.API.Known(q, "limit", "cursor")
+	if err == nil {
+		limit, err = params.API.Limit(q.Get("limit"), 50)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	page, err := a.Deliveries.BlockedKeys(r.Context(), tenantID(r), id, q.Get("cursor"), limit)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}

@@ -73,6 +73,7 @@ var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants/{}/subscriptions/{}/resume":        {},
 	"POST /api/v1/tenants/{}/subscriptions/{}/rotate-secret": {},
 	"GET /api/v1/tenants/{}/subscriptions/{}/health":         {},
+	"GET /api/v1/tenants/{}/subscriptions/{}/blocked-keys":   {},
 	"GET /api/v1/tenants/{}/subscriptions/{}/secret":         {},
 	"POST /api/v1/tenants/{}/subscriptions/{}/recover": {body: func(w *isoWorld) any {
 		return map[string]any{"since": w.since.Format(time.RFC3339)}

@@ -23,6 +23,9 @@ type subscriptionBody struct {
 	TLSClientCertificate json.RawMessage `json:"tls_client_certificate"`
 	Filter               json.RawMessage `json:"filter"`
 	RetrySchedule        json.RawMessage `json:"retry_schedule"`
+	// Ordered delivery: null or absent leaves each as it is.
+	Ordered *bool   `json:"ordered"`
+	OnDead  *string `json:"on_dead"`
 }
 
 // nullable decodes a field that may be absent (false, false), null (true, false) or a value (false, true).
@@ -40,7 +43,8 @@ func nullable(raw json.RawMessage, name string, v any) (clear, set bool, err err
 }
 
 func (b subscriptionBody) input() (subscriptions.Input, error) {
-	in := subscriptions.Input{URL: b.URL, EventTypes: b.EventTypes, Description: b.Description, Headers: b.Headers}
+	in := subscriptions.Input{URL: b.URL, EventTypes: b.EventTypes, Description: b.Description, Headers: b.Headers,
+		Ordered: b.Ordered, OnDead: b.OnDead}
 	switch raw := string(b.RateLimitPerSecond); raw {
 	case "":
 	case "null":

@@ -100,7 +100,8 @@ FROM reserved s LEFT JOIN signing k ON k.subscription_id = s.id CROSS JOIN LATER
 WHERE d.id = p.id AND d.state = 'pending' AND e.id = d.event_id
 RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.attempt_count, d.total_attempts,
           d.give_up_at, d.created_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url, s.headers,
-          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule
+          coalesce(k.secrets, '{}')::text[] AS secrets, s.auth, s.credentials, s.tls_certificate, s.retry_schedule,
+          d.ordering_key, d.ordering_seq
 `
 
 type ClaimDeliveriesParams struct {
@@ -131,6 +132,8 @@ type ClaimDeliveriesRow struct {
 	Credentials    []byte
 	TlsCertificate *string
 	RetrySchedule  []int32
+	OrderingKey    *string
+	OrderingSeq    *int64
 }
 
 // Claims up to @max due deliveries for one worker, subscription by subscription, so that no endpoint takes
@@ -198,6 +201,8 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 			&i.Credentials,
 			&i.TlsCertificate,
 			&i.RetrySchedule,
+			&i.OrderingKey,
+			&i.OrderingSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -607,7 +612,7 @@ func (q *Queries) DeliveryTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, 
 const discardDelivery = `-- name: DiscardDelivery :one
 UPDATE webhook_deliveries SET discarded_at = $1::timestamptz, updated_at = $1::timestamptz
 WHERE id = $2 AND tenant_id = $3 AND state IN ('failed', 'expired') AND discarded_at IS NULL
-RETURNING id
+RETURNING id, subscription_id, ordering_key, ordering_seq
 `
 
 type DiscardDeliveryParams struct {
@@ -616,15 +621,28 @@ type DiscardDeliveryParams struct {
 	TenantID uuid.UUID
 }
 
-func (q *Queries) DiscardDelivery(ctx context.Context, arg DiscardDeliveryParams) (uuid.UUID, error) {
+type DiscardDeliveryRow struct {
+	ID             uuid.UUID
+	SubscriptionID uuid.UUID
+	OrderingKey    *string
+	OrderingSeq    *int64
+}
+
+// The answer says which ordering key, if any, the delivery may have held (the caller lets the key go on).
+func (q *Queries) DiscardDelivery(ctx context.Context, arg DiscardDeliveryParams) (DiscardDeliveryRow, error) {
 	row := q.db.QueryRow(ctx, discardDelivery, arg.Now, arg.ID, arg.TenantID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	var i DiscardDeliveryRow
+	err := row.Scan(
+		&i.ID,
+		&i.SubscriptionID,
+		&i.OrderingKey,
+		&i.OrderingSeq,
+	)
+	return i, err
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent, ordering_key, ordering_seq FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
 `
 
 type GetDeliveryParams struct {
@@ -660,12 +678,14 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.OrderingKey,
+		&i.OrderingSeq,
 	)
 	return i, err
 }
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.ordering_key, d.ordering_seq, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
        s.deleted_at AS subscription_deleted_at,
        ARRAY(SELECT jsonb_object_keys(s.headers) ORDER BY 1)::text[] AS subscription_header_names
 FROM webhook_deliveries d
@@ -718,6 +738,8 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.WebhookDelivery.UpdatedAt,
 		&i.WebhookDelivery.DeadAt,
 		&i.WebhookDelivery.Traceparent,
+		&i.WebhookDelivery.OrderingKey,
+		&i.WebhookDelivery.OrderingSeq,
 		&i.Body,
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
@@ -728,7 +750,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 }
 
 const getDeliveryToRetry = `-- name: GetDeliveryToRetry :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.ordering_key, d.ordering_seq, s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
 FROM webhook_deliveries d
 JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.id = $1 AND d.tenant_id = $2
@@ -777,6 +799,8 @@ func (q *Queries) GetDeliveryToRetry(ctx context.Context, arg GetDeliveryToRetry
 		&i.WebhookDelivery.UpdatedAt,
 		&i.WebhookDelivery.DeadAt,
 		&i.WebhookDelivery.Traceparent,
+		&i.WebhookDelivery.OrderingKey,
+		&i.WebhookDelivery.OrderingSeq,
 		&i.SubscriptionURL,
 		&i.SubscriptionDeletedAt,
 		&i.CircuitState,
@@ -828,7 +852,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent, ordering_key, ordering_seq FROM webhook_deliveries
 WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
   AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
@@ -917,6 +941,8 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.UpdatedAt,
 			&i.DeadAt,
 			&i.Traceparent,
+			&i.OrderingKey,
+			&i.OrderingSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -1106,7 +1132,7 @@ WHERE d.id = $5 AND d.tenant_id = $6 AND d.state IN ('failed', 'expired', 'deliv
   AND d.total_attempts = $7::int AND d.updated_at = $8::timestamptz
   AND ($9::int < 0 OR d.manual_retries < $9::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.deleted_at IS NULL)
-RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.ordering_key, d.ordering_seq
 `
 
 type RetryDeliveryParams struct {
@@ -1167,6 +1193,8 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.OrderingKey,
+		&i.OrderingSeq,
 	)
 	return i, err
 }
@@ -1177,10 +1205,12 @@ SET next_attempt_at = least(d.next_attempt_at, $1::timestamptz),
     manual_retries = d.manual_retries + CASE WHEN $2::bool THEN 1 ELSE 0 END,
     traceparent = coalesce(nullif($3::text, ''), d.traceparent), updated_at = $1::timestamptz
 WHERE d.id = $4 AND d.tenant_id = $5 AND d.state = 'pending' AND d.total_attempts > 0 AND d.discarded_at IS NULL
+  -- a delivery parked behind its key's head (ordered delivery) goes when the head is done, not before
+  AND d.next_attempt_at < parked_until()
   AND d.total_attempts = $6::int AND d.updated_at = $7::timestamptz
   AND ($8::int < 0 OR d.manual_retries < $8::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed' AND s.deleted_at IS NULL)
-RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.ordering_key, d.ordering_seq
 `
 
 type RetryNowDeliveryParams struct {
@@ -1236,6 +1266,8 @@ func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryPara
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.OrderingKey,
+		&i.OrderingSeq,
 	)
 	return i, err
 }

@@ -144,6 +144,16 @@ type OperatorWatermark struct {
 	ReportingAfter *uuid.UUID
 }
 
+type OrderingKey struct {
+	SubscriptionID uuid.UUID
+	OrderingKey    string
+	TenantID       uuid.UUID
+	Published      int64
+	HeadID         *uuid.UUID
+	HeadSeq        *int64
+	UpdatedAt      time.Time
+}
+
 type PortalLink struct {
 	ID               uuid.UUID
 	TenantID         uuid.UUID
@@ -229,6 +239,8 @@ type Subscription struct {
 	CertificateExpiryNotifiedAt *time.Time
 	Filter                      []byte
 	RetrySchedule               []int32
+	Ordered                     bool
+	OnDead                      string
 }
 
 type SubscriptionFinished struct {
@@ -345,4 +357,6 @@ type WebhookDelivery struct {
 	UpdatedAt      time.Time
 	DeadAt         *time.Time
 	Traceparent    *string
+	OrderingKey    *string
+	OrderingSeq    *int64
 }

@@ -198,11 +198,11 @@ func (q *Queries) CountTenantSubscriptions(ctx context.Context, tenantID uuid.UU
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, rate_limit_per_second,
                            auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after,
-                           filter, retry_schedule)
+                           filter, retry_schedule, ordered, on_dead)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+        $12, $13, $14, $15)
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
 `
 
 type CreateSubscriptionParams struct {
@@ -219,6 +219,8 @@ type CreateSubscriptionParams struct {
 	TlsCertificateNotAfter *time.Time
 	Filter                 []byte
 	RetrySchedule          []int32
+	Ordered                bool
+	OnDead                 string
 }
 
 func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscriptionParams) (Subscription, error) {
@@ -236,6 +238,8 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		arg.TlsCertificateNotAfter,
 		arg.Filter,
 		arg.RetrySchedule,
+		arg.Ordered,
+		arg.OnDead,
 	)
 	var i Subscription
 	err := row.Scan(
@@ -273,6 +277,8 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Ordered,
+		&i.OnDead,
 	)
 	return i, err
 }
@@ -417,7 +423,7 @@ func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttempts
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -463,12 +469,14 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Ordered,
+		&i.OnDead,
 	)
 	return i, err
 }
 
 const getSubscriptionForUpdate = `-- name: GetSubscriptionForUpdate :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
 type GetSubscriptionForUpdateParams struct {
@@ -516,12 +524,14 @@ func (q *Queries) GetSubscriptionForUpdate(ctx context.Context, arg GetSubscript
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Ordered,
+		&i.OnDead,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -568,6 +578,8 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.CertificateExpiryNotifiedAt,
 			&i.Filter,
 			&i.RetrySchedule,
+			&i.Ordered,
+			&i.OnDead,
 		); err != nil {
 			return nil, err
 		}
@@ -629,7 +641,7 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     disabled_notified_at = CASE WHEN $1 = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
 `
 
 type SetSubscriptionStateParams struct {
@@ -686,6 +698,8 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Ordered,
+		&i.OnDead,
 	)
 	return i, err
 }
@@ -865,9 +879,11 @@ SET url = coalesce($1, url),
     certificate_expiry_notified_at = CASE WHEN $10::bool THEN NULL ELSE certificate_expiry_notified_at END,
     filter = CASE WHEN $14::bool THEN $15::jsonb ELSE filter END,
     retry_schedule = CASE WHEN $16::bool THEN $17::int[] ELSE retry_schedule END,
+    ordered = coalesce($18::bool, ordered),
+    on_dead = coalesce($19::text, on_dead),
     updated_at = now()
-WHERE id = $18 AND tenant_id = $19 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+WHERE id = $20 AND tenant_id = $21 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
 `
 
 type UpdateSubscriptionParams struct {
@@ -888,6 +904,8 @@ type UpdateSubscriptionParams struct {
 	Filter                 []byte
 	SetRetrySchedule       bool
 	RetrySchedule          []int32
+	Ordered                *bool
+	OnDead                 *string
 	ID                     uuid.UUID
 	TenantID               uuid.UUID
 }
@@ -914,6 +932,8 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		arg.Filter,
 		arg.SetRetrySchedule,
 		arg.RetrySchedule,
+		arg.Ordered,
+		arg.OnDead,
 		arg.ID,
 		arg.TenantID,
 	)
@@ -953,6 +973,8 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Ordered,
+		&i.OnDead,
 	)
 	return i, err
 }

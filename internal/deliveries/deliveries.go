@@ -43,9 +43,15 @@ type Delivery struct {
 	DeadAt    *time.Time `json:"dead_at"`
 	Discarded bool       `json:"discarded"`
 	// ReplayID names the latest bulk replay or recover that put the delivery back in the queue.
-	ReplayID  *uuid.UUID `json:"replay_id"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	ReplayID *uuid.UUID `json:"replay_id"`
+	// OrderingKey is the event's ordering key (nil: none).
+	OrderingKey *string `json:"ordering_key"`
+	// WaitingFor is, for a delivery parked behind its key's head (ordered subscriptions), that head;
+	// Parked says the delivery waits so (its next_attempt_at is then null: it has none yet).
+	WaitingFor *uuid.UUID `json:"waiting_for"`
+	Parked     bool       `json:"-"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 }
 
 // Retrying reports whether the delivery waits for a retry (pending, tried before).
@@ -88,11 +94,15 @@ func FromRow(r db.WebhookDelivery) Delivery {
 		AttemptCount: int(r.AttemptCount), TotalAttempts: int(r.TotalAttempts), ManualRetries: int(r.ManualRetries),
 		GiveUpAt: r.GiveUpAt, LastAttemptAt: r.LastAttemptAt, LastError: r.LastError, LastResponse: r.LastResponse,
 		DeadReason: r.DeadReason, DeadAt: r.DeadAt, Discarded: r.DiscardedAt != nil, ReplayID: r.ReplayID,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, OrderingKey: r.OrderingKey,
 	}
 	if d.State == delivery.Pending {
-		t := r.NextAttemptAt
-		d.NextAttemptAt = &t
+		if delivery.IsParked(r.NextAttemptAt) {
+			d.Parked = true
+		} else {
+			t := r.NextAttemptAt
+			d.NextAttemptAt = &t
+		}
 	}
 	if r.LastStatus != nil {
 		s := int(*r.LastStatus)
@@ -130,6 +140,9 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 		return Detail{}, fmt.Errorf("get delivery: %w", err)
 	}
 	d := Detail{Delivery: FromRow(r.WebhookDelivery), Endpoint: Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt}}
+	if err := s.fillWaitingFor(ctx, tenantID, []*Delivery{&d.Delivery}); err != nil {
+		return Detail{}, err
+	}
 	rows, err := s.q.ListAttempts(ctx, db.ListAttemptsParams{DeliveryID: id, TenantID: tenantID})
 	if err != nil {
 		return Detail{}, fmt.Errorf("list attempts: %w", err)
@@ -185,8 +198,21 @@ func (s *Service) Discard(ctx context.Context, tenantID, id uuid.UUID) error {
 	for try := 1; try == 1 || (pgfail.Moved(err) && try <= pgfail.MovedTries); try++ {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			q := s.q.WithTx(tx)
-			if _, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now}); err != nil {
+			d, err := q.DiscardDelivery(ctx, db.DiscardDeliveryParams{ID: id, TenantID: tenantID, Now: now})
+			if err != nil {
 				return err
+			}
+			// A dead delivery that held its ordering key (on_dead block: Skip) lets the key's next go.
+			if d.OrderingSeq != nil && d.OrderingKey != nil {
+				released, err := delivery.AdvanceKeys(ctx, tx, now, []delivery.OrderingKey{{SubscriptionID: d.SubscriptionID, Key: *d.OrderingKey}})
+				if err != nil {
+					return err
+				}
+				if released > 0 {
+					if err := q.NotifyDeliveriesReady(ctx, ""); err != nil {
+						return err
+					}
+				}
 			}
 			return activity.Record(ctx, tx, tenantID, now, activity.DeliveryDiscarded, deliveryObject(id), nil)
 		})
@@ -220,4 +246,39 @@ func (s *Service) TenantOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error)
 		return uuid.Nil, fmt.Errorf("delivery tenant: %w", err)
 	}
 	return t, nil
+}
+
+// fillWaitingFor sets WaitingFor on the parked deliveries among ds: the head of each one's key.
+func (s *Service) fillWaitingFor(ctx context.Context, tenantID uuid.UUID, ds []*Delivery) error {
+	var p db.HeadsOfKeysParams
+	for _, d := range ds {
+		if d.Parked && d.OrderingKey != nil {
+			p.SubscriptionIds = append(p.SubscriptionIds, d.SubscriptionID)
+			p.OrderingKeys = append(p.OrderingKeys, *d.OrderingKey)
+		}
+	}
+	if len(p.SubscriptionIds) == 0 {
+		return nil
+	}
+	p.TenantID = tenantID
+	heads, err := s.q.HeadsOfKeys(ctx, p)
+	if err != nil {
+		return fmt.Errorf("heads of ordering keys: %w", err)
+	}
+	type key struct {
+		sub uuid.UUID
+		key string
+	}
+	byKey := make(map[key]uuid.UUID, len(heads))
+	for _, h := range heads {
+		byKey[key{h.SubscriptionID, h.OrderingKey}] = h.HeadID
+	}
+	for _, d := range ds {
+		if d.Parked && d.OrderingKey != nil {
+			if h, ok := byKey[key{d.SubscriptionID, *d.OrderingKey}]; ok && h != d.ID {
+				d.WaitingFor = &h
+			}
+		}
+	}
+	return nil
 }

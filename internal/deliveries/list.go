@@ -142,6 +142,13 @@ func (s *Service) list(ctx context.Context, q *db.Queries, tenantID uuid.UUID, f
 	}
 	var page Page
 	page.Items, page.NextCursor = keyset.Page(rows, f.Limit, FromRow, PageKey)
+	items := make([]*Delivery, len(page.Items))
+	for i := range page.Items {
+		items[i] = &page.Items[i]
+	}
+	if err := s.fillWaitingFor(ctx, tenantID, items); err != nil {
+		return Page{}, err
+	}
 	if f.WithTotal {
 		n, atLeast, err := s.count(ctx, q, tenantID, f, f.CountUpTo)
 		if err != nil {

@@ -230,6 +230,9 @@ func CanRetryNow(d Delivery, ep Endpoint, admin bool, maxManual int) error {
 	case RetryDiscarded:
 		return fault.New(fault.InvalidState, "the delivery was discarded")
 	case RetryNotWaiting:
+		if d.Parked {
+			return fault.New(fault.InvalidState, "the delivery waits for the earlier delivery of its ordering key: it is sent once that one is done")
+		}
 		if d.State == delivery.Pending {
 			return fault.New(fault.InvalidState, "the delivery has not been tried yet: it is sent as soon as it is due")
 		}

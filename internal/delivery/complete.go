@@ -121,6 +121,20 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 			return fmt.Errorf("complete attempts: %w", err)
 		}
 	}
+	// The keys whose head finished with this batch go on: in a transaction of its own after the
+	// completion (which is one statement, on a generic plan, for every batch; few batches hold ordered
+	// deliveries). Every finished ordered delivery of the batch is named, recorded by this try or an
+	// earlier one: advancing a key whose head still holds it changes nothing. Should this process stop in
+	// between, the maintenance leader advances the key (StuckOrderingKeys).
+	if keys := finishedKeys(done.DeliveryIDs, byID); len(keys) > 0 {
+		released, err := AdvanceKeysOnce(ctx, w.pool, done.Now, keys)
+		if err != nil {
+			return err
+		}
+		if released > 0 {
+			w.Wake()
+		}
+	}
 	if len(written) < len(done.DeliveryIDs) {
 		w.log.Warn("some attempts finished after their lease was lost; their outcome was not recorded",
 			"lost", len(done.DeliveryIDs)-len(written))

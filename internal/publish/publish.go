@@ -39,6 +39,9 @@ type PublishInput struct {
 	Payload json.RawMessage
 	// IdempotencyKey, when set, makes a repeated publish return the first answer and create nothing.
 	IdempotencyKey string
+	// OrderingKey, when set, orders the event's deliveries to ordered subscriptions after the earlier
+	// events of the same key ("" for none).
+	OrderingKey string
 	// OnlySubscription sends the event to that one subscription only, whatever its event types (the
 	// dashboard's "Send test event"): no other subscription gets it.
 	OnlySubscription *uuid.UUID
@@ -295,6 +298,9 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	if !utf8.ValidString(in.IdempotencyKey) || strings.ContainsFunc(in.IdempotencyKey, unicode.IsControl) {
 		return storedEvent{}, fault.Invalid("Idempotency-Key must be printable UTF-8 text without control characters")
 	}
+	if err := ValidateOrderingKey(in.OrderingKey); err != nil {
+		return storedEvent{}, err
+	}
 	// The request hash tells a retried publish from another request that reuses the key; it is taken over
 	// the compacted payload so that whitespace alone does not make a retry look like a different request.
 	h := sha256.New()
@@ -302,6 +308,10 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	h.Write(compact.Bytes())
 	if in.OnlySubscription != nil {
 		h.Write(in.OnlySubscription[:])
+	}
+	if in.OrderingKey != "" {
+		// a NUL cannot be in a key: "k" + payload never hashes like another split
+		fmt.Fprintf(h, "\x00ordering_key\x00%s", in.OrderingKey)
 	}
 	reqHash := h.Sum(nil)
 
@@ -312,7 +322,8 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	}
 	body := eventBody(in.EventType, now, compact.Bytes())
 	ev := storedEvent{id: id, tenantID: in.TenantID, eventType: in.EventType, body: body, idempotencyKey: in.IdempotencyKey,
-		requestHash: reqHash, createdAt: now, giveUpAt: p.policy.GiveUpAt(now), payload: compact.Bytes()}
+		requestHash: reqHash, createdAt: now, giveUpAt: p.policy.GiveUpAt(now), payload: compact.Bytes(),
+		orderingKey: in.OrderingKey}
 	if in.OnlySubscription != nil {
 		ev.onlySubscription = *in.OnlySubscription
 	}
@@ -410,4 +421,19 @@ func eventBody(eventType string, created time.Time, compacted []byte) []byte {
 	b = append(b, `","data":`...)
 	b = append(b, compacted...)
 	return append(b, '}')
+}
+
+// maxOrderingKey bounds an ordering key, in characters.
+const maxOrderingKey = 128
+
+// ValidateOrderingKey checks an event's ordering key: "" (none) or 1 to 128 printable characters.
+func ValidateOrderingKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	if !utf8.ValidString(key) || utf8.RuneCountInString(key) > maxOrderingKey ||
+		strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return fault.Invalid("ordering_key must be 1 to %d printable characters", maxOrderingKey)
+	}
+	return nil
 }

@@ -44,6 +44,7 @@ type storedEvent struct {
 	createdAt        time.Time
 	giveUpAt         time.Time
 	traceparent      string // the publish span's context, kept with the deliveries; "" when not tracing
+	orderingKey      string // "" for none
 	payload          []byte // the payload compacted, which filters are matched against
 	// filtersVersion is the tenant's filters_version the filters were matched at, passed the filtered
 	// subscriptions the event matched (see filters.go).
@@ -270,6 +271,7 @@ func publishParams(events []storedEvent) db.PublishEventsParams {
 		params.Traceparents = append(params.Traceparents, e.traceparent)
 		params.FiltersVersions = append(params.FiltersVersions, e.filtersVersion)
 		params.Passed = append(params.Passed, passedList(e.passed))
+		params.OrderingKeys = append(params.OrderingKeys, e.orderingKey)
 	}
 	return params
 }

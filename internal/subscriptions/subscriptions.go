@@ -67,9 +67,13 @@ type Subscription struct {
 	// Filter is the payload filter (null: every event of the subscription's types).
 	Filter json.RawMessage `json:"filter"`
 	// RetrySchedule is the endpoint's own delays between attempts (nil: the standard schedule).
-	RetrySchedule []string  `json:"retry_schedule"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	RetrySchedule []string `json:"retry_schedule"`
+	// Ordered: deliveries of one ordering key go one at a time in publish order; OnDead ("skip" or "block")
+	// is what a dead one does to its key.
+	Ordered   bool      `json:"ordered"`
+	OnDead    string    `json:"on_dead"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Circuit is a subscription's circuit breaker as the API and dashboard show it.
@@ -110,6 +114,7 @@ func fromRow(r db.Subscription) Subscription {
 		s.Filter = json.RawMessage(r.Filter)
 	}
 	s.RetrySchedule = RetryScheduleText(r.RetrySchedule)
+	s.Ordered, s.OnDead = r.Ordered, r.OnDead
 	return s
 }
 
@@ -138,6 +143,10 @@ type Input struct {
 	ClearFilter            bool              `json:"-"`
 	RetrySchedule          *[]string         `json:"-"`
 	ClearRetrySchedule     bool              `json:"-"`
+
+	// Ordered and OnDead: nil leaves them as they are (on create: false and "skip").
+	Ordered *bool   `json:"-"`
+	OnDead  *string `json:"-"`
 }
 
 // Service manages subscriptions.
@@ -396,6 +405,10 @@ func (s *Service) validate(in Input) error {
 		in.Filter != nil && in.ClearFilter || in.RetrySchedule != nil && in.ClearRetrySchedule {
 		return fault.Invalid("a field cannot be both set and cleared")
 	}
+	if in.OnDead != nil && *in.OnDead != OnDeadSkip && *in.OnDead != OnDeadBlock {
+		return fieldError("on_dead", "Choose what a dead delivery does to its key: skip it, or block the key.",
+			fault.Invalid("on_dead must be %q or %q", OnDeadSkip, OnDeadBlock))
+	}
 	if in.RateLimitPerSecond != nil && (*in.RateLimitPerSecond < 1 || *in.RateLimitPerSecond > maxRatePerSec) {
 		return fieldError("rate_limit_per_second", fmt.Sprintf("Enter a whole number from 1 to %d, or leave it empty for no limit.", maxRatePerSec),
 			fault.Invalid("rate_limit_per_second must be between 1 and %d, or null for no limit", maxRatePerSec))
@@ -411,7 +424,13 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 	if err := s.validate(in); err != nil {
 		return Subscription{}, "", err
 	}
-	p := db.CreateSubscriptionParams{TenantID: tenantID, URL: *in.URL, EventTypes: []string{}, Headers: []byte("{}")}
+	p := db.CreateSubscriptionParams{TenantID: tenantID, URL: *in.URL, EventTypes: []string{}, Headers: []byte("{}"), OnDead: OnDeadSkip}
+	if in.Ordered != nil {
+		p.Ordered = *in.Ordered
+	}
+	if in.OnDead != nil {
+		p.OnDead = *in.OnDead
+	}
 	if in.EventTypes != nil {
 		p.EventTypes = dedupe(*in.EventTypes)
 	}
@@ -650,12 +669,16 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, q *db.Queries, tenantID
 	}
 	p.SetFilter, p.Filter = rc.setFilter, rc.filter
 	p.SetRetrySchedule, p.RetrySchedule = rc.setSchedule, rc.schedule
+	p.Ordered, p.OnDead = in.Ordered, in.OnDead
 	row, err := q.UpdateSubscription(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, fault.Missing("subscription")
 	}
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription: %w", err)
+	}
+	if err := s.orderingChanged(ctx, tx, q, old, row); err != nil {
+		return Subscription{}, err
 	}
 	// Publishing processes keep a tenant's filters, with the event types they apply to: either changing
 	// makes them read the filters again (see internal/publish).
@@ -706,6 +729,12 @@ func (s *Service) changes(before, after db.Subscription) map[string]any {
 	}
 	if !slices.Equal(before.RetrySchedule, after.RetrySchedule) || (before.RetrySchedule == nil) != (after.RetrySchedule == nil) {
 		fields = append(fields, "retry_schedule")
+	}
+	if before.Ordered != after.Ordered {
+		fields = append(fields, "ordered")
+	}
+	if before.OnDead != after.OnDead {
+		fields = append(fields, "on_dead")
 	}
 	if len(fields) == 0 {
 		return nil

@@ -1,0 +1,90 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/db"
+	"github.com/jackc/pgx/v5"
+)
+
+// Ordered delivery per key. On a subscription with ordered = true, the deliveries of one ordering key go
+// one at a time, in publish order: only the key's head may be claimed, and the rest wait parked (pending,
+// due at parked_until(), which the claim never reaches). The publish statement gives each delivery its
+// place (ordering_seq) under the key's row lock and makes a delivery the head when nothing holds its key.
+// When the head stops holding the key, AdvanceKeys releases the next one. The claim itself is unchanged:
+// keys go in parallel within the endpoint's concurrency because each has one due delivery at most.
+//
+// What holds a key: a head that is pending (waiting for its first attempt or a retry, or resent), in
+// flight, or dead on a subscription with on_dead = 'block'. Delivered, dead with on_dead = 'skip',
+// discarded, or gone (deleted by retention) heads let the next go.
+
+// parkedUntil is parked_until() (migration 00030): the next_attempt_at of a parked delivery.
+var parkedUntil = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// IsParked says whether a pending delivery due at t is parked behind its key's head.
+func IsParked(t time.Time) bool { return !t.Before(parkedUntil) }
+
+// OrderingKey names one key of one subscription.
+type OrderingKey struct {
+	SubscriptionID uuid.UUID
+	Key            string
+}
+
+// AdvanceKeys releases the next delivery of each key whose head no longer holds it, in tx, and returns
+// the released deliveries' count. Calling it for a key whose head still holds it, or again, changes
+// nothing. The keys' rows are locked first by a statement of their own (see LockOrderingKeys).
+func AdvanceKeys(ctx context.Context, tx pgx.Tx, now time.Time, keys []OrderingKey) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	p := db.AdvanceOrderingKeysParams{Now: now}
+	seen := make(map[OrderingKey]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			p.SubscriptionIds, p.OrderingKeys = append(p.SubscriptionIds, k.SubscriptionID), append(p.OrderingKeys, k.Key)
+		}
+	}
+	q := db.New(tx)
+	if _, err := q.LockOrderingKeys(ctx, db.LockOrderingKeysParams{SubscriptionIds: p.SubscriptionIds, OrderingKeys: p.OrderingKeys}); err != nil {
+		return 0, fmt.Errorf("lock ordering keys: %w", err)
+	}
+	released, err := q.AdvanceOrderingKeys(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("advance ordering keys: %w", err)
+	}
+	return len(released), nil
+}
+
+// AdvanceKeysOnce is AdvanceKeys in a transaction of its own on conn (a pool).
+func AdvanceKeysOnce(ctx context.Context, conn interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, now time.Time, keys []OrderingKey) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var err error
+		n, err = AdvanceKeys(ctx, tx, now, keys)
+		return err
+	})
+	return n, err
+}
+
+// finishedKeys are the ordering keys whose head may have let them go with a batch: those of its ordered
+// deliveries that reached a final or dead state.
+func finishedKeys(ids []uuid.UUID, byID map[uuid.UUID]*attemptResult) []OrderingKey {
+	var keys []OrderingKey
+	for _, id := range ids {
+		r := byID[id]
+		if r == nil || r.row.OrderingSeq == nil || r.row.OrderingKey == nil || r.decision.State == Pending {
+			continue
+		}
+		keys = append(keys, OrderingKey{SubscriptionID: r.row.SubscriptionID, Key: *r.row.OrderingKey})
+	}
+	return keys
+}
