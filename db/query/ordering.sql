@@ -97,8 +97,8 @@ DELETE FROM ordering_keys WHERE subscription_id = @subscription_id AND tenant_id
 SELECT k.ordering_key, k.head_id::uuid AS head_id, d.dead_at, (k.published - k.head_seq)::bigint AS waiting,
        d.event_type, d.state, d.dead_reason
 FROM ordering_keys k
-JOIN subscriptions s ON s.id = k.subscription_id
-JOIN webhook_deliveries d ON d.id = k.head_id
+JOIN subscriptions s ON s.id = k.subscription_id AND s.tenant_id = k.tenant_id
+JOIN webhook_deliveries d ON d.id = k.head_id AND d.tenant_id = k.tenant_id
 WHERE k.tenant_id = @tenant_id AND k.subscription_id = @subscription_id AND k.head_id IS NOT NULL
   AND s.on_dead = 'block' AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
   AND k.ordering_key > @after_key::text

@@ -88,3 +88,43 @@ func finishedKeys(ids []uuid.UUID, byID map[uuid.UUID]*attemptResult) []Ordering
 	}
 	return keys
 }
+
+// stuckKeyAfter is how long a key whose head finished may wait for the worker that recorded the head's
+// outcome to advance it before the maintenance leader does (the worker does so within milliseconds).
+const stuckKeyAfter = 10 * time.Second
+
+// stuckKeysBatch bounds the keys AdvanceStuckKeys advances in one transaction.
+const stuckKeysBatch = 500
+
+// AdvanceStuckKeys advances the keys whose head stopped holding them and that nobody advanced: the worker
+// that recorded the head's outcome stopped before it could (AdvanceKeys runs after the completion, in a
+// transaction of its own). The maintenance leader runs it with the rescue. It returns how many deliveries
+// it released.
+func (w *Worker) AdvanceStuckKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		now := w.o.Now()
+		rows, err := w.q.StuckOrderingKeys(ctx, db.StuckOrderingKeysParams{Before: now.Add(-stuckKeyAfter), MaxKeys: stuckKeysBatch})
+		if err != nil {
+			return total, fmt.Errorf("stuck ordering keys: %w", err)
+		}
+		keys := make([]OrderingKey, len(rows))
+		for i, r := range rows {
+			keys[i] = OrderingKey{SubscriptionID: r.SubscriptionID, Key: r.OrderingKey}
+		}
+		n, err := AdvanceKeysOnce(ctx, w.pool, now, keys)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n > 0 {
+			w.log.Info("ordering keys advanced after their head finished", "keys", len(keys), "released", n)
+			if err := w.q.NotifyDeliveriesReady(ctx, ""); err != nil {
+				return total, err
+			}
+		}
+		if len(rows) < stuckKeysBatch || ctx.Err() != nil {
+			return total, nil
+		}
+	}
+}

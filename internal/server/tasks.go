@@ -54,12 +54,16 @@ func (s *Server) buildMaintenance() error {
 	return nil
 }
 
-// rescue puts expired leases back in the queue and dead-letters the deliveries of deleted subscriptions.
+// rescue puts expired leases back in the queue, dead-letters the deliveries of deleted subscriptions and
+// lets ordering keys go on whose head finished without the key being advanced.
 func (s *Server) rescue(ctx context.Context) error {
 	if _, err := maintenance.Do(ctx, s.worker.RescueExpired); err != nil {
 		return err
 	}
-	_, err := maintenance.Do(ctx, s.worker.DeadLetterDeleted)
+	if _, err := maintenance.Do(ctx, s.worker.DeadLetterDeleted); err != nil {
+		return err
+	}
+	_, err := maintenance.Do(ctx, s.worker.AdvanceStuckKeys)
 	return err
 }
 
