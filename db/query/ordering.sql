@@ -112,3 +112,15 @@ FROM ordering_keys k
 JOIN (SELECT unnest(@subscription_ids::uuid[]) AS subscription_id, unnest(@ordering_keys::text[]) AS ordering_key) AS i
      ON k.subscription_id = i.subscription_id AND k.ordering_key = i.ordering_key
 WHERE k.tenant_id = @tenant_id AND k.head_id IS NOT NULL;
+
+-- name: PruneIdleOrderingKeys :execrows
+-- Forgets keys nobody holds that were last used before @before, at most @max_keys a run: a key is a row
+-- for as long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing
+-- of it waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is
+-- free, and held then. Across tenants: the maintenance leader runs it.
+DELETE FROM ordering_keys k
+WHERE (k.subscription_id, k.ordering_key) IN (
+    SELECT i.subscription_id, i.ordering_key FROM ordering_keys i
+    WHERE i.head_id IS NULL AND i.updated_at < @before::timestamptz
+    LIMIT @max_keys::int
+) AND k.head_id IS NULL;

@@ -289,6 +289,32 @@ func (q *Queries) LockOrderingKeys(ctx context.Context, arg LockOrderingKeysPara
 	return items, nil
 }
 
+const pruneIdleOrderingKeys = `-- name: PruneIdleOrderingKeys :execrows
+DELETE FROM ordering_keys k
+WHERE (k.subscription_id, k.ordering_key) IN (
+    SELECT i.subscription_id, i.ordering_key FROM ordering_keys i
+    WHERE i.head_id IS NULL AND i.updated_at < $1::timestamptz
+    LIMIT $2::int
+) AND k.head_id IS NULL
+`
+
+type PruneIdleOrderingKeysParams struct {
+	Before  time.Time
+	MaxKeys int32
+}
+
+// Forgets keys nobody holds that were last used before @before, at most @max_keys a run: a key is a row
+// for as long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing
+// of it waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is
+// free, and held then. Across tenants: the maintenance leader runs it.
+func (q *Queries) PruneIdleOrderingKeys(ctx context.Context, arg PruneIdleOrderingKeysParams) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneIdleOrderingKeys, arg.Before, arg.MaxKeys)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const releaseParkedOfSubscription = `-- name: ReleaseParkedOfSubscription :execrows
 UPDATE webhook_deliveries
 SET next_attempt_at = $1::timestamptz, give_up_at = $1::timestamptz + (give_up_at - created_at),

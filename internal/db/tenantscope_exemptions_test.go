@@ -41,6 +41,7 @@ var tenantExemptions = map[string]exemption{
 	"LockOrderingKeys":      {engine, "locks the ordering keys of a completer batch, of any tenants"},
 	"AdvanceOrderingKeys":   {engine, "releases the next delivery of the keys of a completer batch, of any tenants"},
 	"StuckOrderingKeys":     {maintenance, "the leader finds keys of any tenant whose head finished without the key going on"},
+	"PruneIdleOrderingKeys": {maintenance, "the leader forgets the idle ordering keys of every tenant"},
 	"RescueExpiredLeases":   {engine, "the rescue looks at every expired lease"},
 	"VacuumQueue":           {maintenance, "the leader vacuums the queue partition, every tenant's rows"},
 	"OldestHistoryDelivery": {operator, "/admin and the metrics: the oldest delivery of the whole history"},

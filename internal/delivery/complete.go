@@ -122,17 +122,14 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 		}
 	}
 	// The keys whose head finished with this batch go on: in a transaction of its own after the
-	// completion (which is one statement, on a generic plan, for every batch; few batches hold ordered
-	// deliveries). Every finished ordered delivery of the batch is named, recorded by this try or an
-	// earlier one: advancing a key whose head still holds it changes nothing. Should this process stop in
-	// between, the maintenance leader advances the key (StuckOrderingKeys).
+	// completion (which is one statement, planned for its batch or on a generic plan, for every batch; few
+	// batches hold ordered deliveries). Every finished ordered delivery of the batch is named, recorded by
+	// this try or an earlier one: advancing a key whose head still holds it changes nothing. Should this
+	// process stop in between, the maintenance leader advances the key (StuckOrderingKeys). The released
+	// deliveries are due now: the claim that follows this batch's freed slots takes them.
 	if keys := finishedKeys(done.DeliveryIDs, byID); len(keys) > 0 {
-		released, err := AdvanceKeysOnce(ctx, w.pool, done.Now, keys)
-		if err != nil {
+		if _, err := AdvanceKeysOnce(ctx, w.pool, done.Now, keys); err != nil {
 			return err
-		}
-		if released > 0 {
-			w.Wake()
 		}
 	}
 	if len(written) < len(done.DeliveryIDs) {

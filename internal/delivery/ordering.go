@@ -2,12 +2,15 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/pipeline"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Ordered delivery per key. On a subscription with ordered = true, the deliveries of one ordering key go
@@ -37,19 +40,12 @@ type OrderingKey struct {
 // the released deliveries' count. Calling it for a key whose head still holds it, or again, changes
 // nothing. The keys' rows are locked first by a statement of their own (see LockOrderingKeys).
 func AdvanceKeys(ctx context.Context, tx pgx.Tx, now time.Time, keys []OrderingKey) (int, error) {
-	if len(keys) == 0 {
+	p := advanceParams(now, keys)
+	if len(p.SubscriptionIds) == 0 {
 		return 0, nil
 	}
-	p := db.AdvanceOrderingKeysParams{Now: now}
-	seen := make(map[OrderingKey]bool, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			p.SubscriptionIds, p.OrderingKeys = append(p.SubscriptionIds, k.SubscriptionID), append(p.OrderingKeys, k.Key)
-		}
-	}
 	q := db.New(tx)
-	if _, err := q.LockOrderingKeys(ctx, db.LockOrderingKeysParams{SubscriptionIds: p.SubscriptionIds, OrderingKeys: p.OrderingKeys}); err != nil {
+	if _, err := q.LockOrderingKeys(ctx, lockParams(p)); err != nil {
 		return 0, fmt.Errorf("lock ordering keys: %w", err)
 	}
 	released, err := q.AdvanceOrderingKeys(ctx, p)
@@ -59,20 +55,53 @@ func AdvanceKeys(ctx context.Context, tx pgx.Tx, now time.Time, keys []OrderingK
 	return len(released), nil
 }
 
-// AdvanceKeysOnce is AdvanceKeys in a transaction of its own on conn (a pool).
-func AdvanceKeysOnce(ctx context.Context, conn interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, now time.Time, keys []OrderingKey) (int, error) {
-	if len(keys) == 0 {
+// AdvanceKeysOnce is AdvanceKeys in a transaction of its own on pool, in one round trip: the two
+// statements go as one pipelined batch, which PostgreSQL runs as one implicit transaction, each statement
+// on a snapshot of its own.
+func AdvanceKeysOnce(ctx context.Context, pool *pgxpool.Pool, now time.Time, keys []OrderingKey) (int, error) {
+	p := advanceParams(now, keys)
+	if len(p.SubscriptionIds) == 0 {
 		return 0, nil
 	}
-	var n int
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		var err error
-		n, err = AdvanceKeys(ctx, tx, now, keys)
-		return err
-	})
-	return n, err
+	var b pgx.Batch
+	queue := db.New(pipeline.Queue{B: &b})
+	if _, err := queue.LockOrderingKeys(ctx, lockParams(p)); !errors.Is(err, pipeline.ErrQueued) {
+		panic("AdvanceKeysOnce: LockOrderingKeys was not queued")
+	}
+	if _, err := queue.AdvanceOrderingKeys(ctx, p); !errors.Is(err, pipeline.ErrQueued) {
+		panic("AdvanceKeysOnce: AdvanceOrderingKeys was not queued")
+	}
+	br := pool.SendBatch(ctx, &b)
+	read := db.New(pipeline.Reader{BR: br})
+	_, err := read.LockOrderingKeys(ctx, lockParams(p))
+	var released []db.AdvanceOrderingKeysRow
+	if err == nil {
+		released, err = read.AdvanceOrderingKeys(ctx, p)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr // the commit's own failure
+	}
+	if err != nil {
+		return 0, fmt.Errorf("advance ordering keys: %w", err)
+	}
+	return len(released), nil
+}
+
+// advanceParams are AdvanceOrderingKeys' arrays for keys, each key once.
+func advanceParams(now time.Time, keys []OrderingKey) db.AdvanceOrderingKeysParams {
+	p := db.AdvanceOrderingKeysParams{Now: now}
+	seen := make(map[OrderingKey]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			p.SubscriptionIds, p.OrderingKeys = append(p.SubscriptionIds, k.SubscriptionID), append(p.OrderingKeys, k.Key)
+		}
+	}
+	return p
+}
+
+func lockParams(p db.AdvanceOrderingKeysParams) db.LockOrderingKeysParams {
+	return db.LockOrderingKeysParams{SubscriptionIds: p.SubscriptionIds, OrderingKeys: p.OrderingKeys}
 }
 
 // finishedKeys are the ordering keys whose head may have let them go with a batch: those of its ordered
@@ -125,6 +154,22 @@ func (w *Worker) AdvanceStuckKeys(ctx context.Context) (int, error) {
 		}
 		if len(rows) < stuckKeysBatch || ctx.Err() != nil {
 			return total, nil
+		}
+	}
+}
+
+// idleKeyKept is how long a key nobody holds keeps its row after its last delivery finished.
+const idleKeyKept = time.Hour
+
+// PruneIdleKeys forgets ordering keys nobody has held for idleKeyKept, a batch at a time, and says how many
+// (the maintenance leader's). A key forgotten starts afresh at its next publish.
+func (w *Worker) PruneIdleKeys(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, err := w.q.PruneIdleOrderingKeys(ctx, db.PruneIdleOrderingKeysParams{Before: w.o.Now().Add(-idleKeyKept), MaxKeys: stuckKeysBatch})
+		total += n
+		if err != nil || n < stuckKeysBatch || ctx.Err() != nil {
+			return total, err
 		}
 	}
 }

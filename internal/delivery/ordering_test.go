@@ -478,3 +478,30 @@ func TestStuckKeyIsAdvancedByTheLeader(t *testing.T) {
 		t.Error("the key's next delivery is still parked")
 	}
 }
+
+// TestIdleKeysAreForgotten: a key nobody holds is forgotten an hour after its last use, and starts afresh.
+func TestIdleKeysAreForgotten(t *testing.T) {
+	t.Parallel()
+	o := newOrderedEnv(t, subscriptions.OnDeadSkip, func(orderedEvent, int) int { return 200 })
+	o.publishKey(1, 1)
+	o.publishKey(2, 1)
+	o.publishKey(2, 2)
+	o.drain()
+	o.publishKey(3, 1) // held: its head waits
+	if n, err := o.w.PruneIdleKeys(o.ctx); err != nil || n != 0 {
+		t.Fatalf("pruned %d (%v) at once; idle keys are kept an hour", n, err)
+	}
+	o.clock.Advance(2 * time.Hour)
+	if n, err := o.w.PruneIdleKeys(o.ctx); err != nil || n != 2 {
+		t.Fatalf("pruned %d (%v), want the two idle keys", n, err)
+	}
+	if n := o.count(`SELECT count(*) FROM ordering_keys WHERE ordering_key = 'k3'`); n != 1 {
+		t.Fatal("the held key was forgotten")
+	}
+	o.publishKey(2, 3)
+	o.publishKey(2, 4)
+	o.drain()
+	if got := o.delivered(2); !slices.Equal(got, []int{1, 2, 3, 4}) {
+		t.Errorf("key 2 delivered %v after it was forgotten and used again, want [1 2 3 4]", got)
+	}
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // A publish that finds its own process's worker idle claims for it: the worker's claim statement is sent
-// with the publish's, in the same round trip and transaction (internal/publish, pipeline.go), and the
+// with the publish's, in the same round trip and transaction (internal/publish, through internal/pipeline), and the
 // attempts start as soon as the publish has committed. An idle server otherwise stored the event, woke
 // the worker and only then claimed: a second round trip, and about a third of the time from the publish
 // to the receiver.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/pipeline"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,11 +29,11 @@ type Claimer interface {
 // connection, a timeout) is returned, since the pair may have committed.
 func (p *Publisher) publishAndClaim(ctx, caller context.Context, conn *pgxpool.Conn, w Claimer, c delivery.PublishClaim, params db.PublishEventsParams) (rows []db.PublishEventsRow, claimed map[uuid.UUID]bool, full bool, err error) {
 	var b pgx.Batch
-	queue := db.New(queueing{&b})
-	if _, err := queue.PublishEvents(ctx, params); !errors.Is(err, errQueued) {
+	queue := db.New(pipeline.Queue{B: &b})
+	if _, err := queue.PublishEvents(ctx, params); !errors.Is(err, pipeline.ErrQueued) {
 		panic("publishAndClaim: PublishEvents was not queued")
 	}
-	if _, err := queue.ClaimDeliveries(ctx, c.Params()); !errors.Is(err, errQueued) {
+	if _, err := queue.ClaimDeliveries(ctx, c.Params()); !errors.Is(err, pipeline.ErrQueued) {
 		panic("publishAndClaim: ClaimDeliveries was not queued")
 	}
 	// The answer says in_flight for what the claim took, which a later answer rebuilt from the rows could
@@ -40,12 +41,12 @@ func (p *Publisher) publishAndClaim(ctx, caller context.Context, conn *pgxpool.C
 	keep := db.KeepPublishAnswerParams{ID: params.Ids[0], TenantID: params.TenantIds[0]}
 	keyed := params.IdempotencyKeys[0] != ""
 	if keyed {
-		if err := queue.KeepPublishAnswer(ctx, keep); !errors.Is(err, errQueued) {
+		if err := queue.KeepPublishAnswer(ctx, keep); !errors.Is(err, pipeline.ErrQueued) {
 			panic("publishAndClaim: KeepPublishAnswer was not queued")
 		}
 	}
 	br := conn.SendBatch(ctx, &b)
-	read := db.New(batchReader{br})
+	read := db.New(pipeline.Reader{BR: br})
 	rows, err = read.PublishEvents(ctx, params)
 	var taken []db.ClaimDeliveriesRow
 	if err == nil {

@@ -21,6 +21,7 @@ func (s *Server) buildMaintenance() error {
 	s.maintainer.Register(maintenance.Prune("prune_sessions", maintenance.SessionPruneInterval, s.Tenants.PruneSessions, mlog))
 	s.maintainer.Register(maintenance.Prune("prune_login_throttle", maintenance.SessionPruneInterval, s.LoginThrottle.Prune, mlog))
 	s.maintainer.Register(maintenance.Prune("prune_portal_links", maintenance.SessionPruneInterval, s.Portal.Prune, mlog))
+	s.maintainer.Register(maintenance.Prune("prune_ordering_keys", maintenance.SessionPruneInterval, s.worker.PruneIdleKeys, mlog))
 	s.maintainer.Register(maintenance.Task{Name: "history_partitions", Interval: history.TaskInterval, Run: func(ctx context.Context) error {
 		_, err := s.History.Make(ctx)
 		return err

@@ -21,7 +21,7 @@ import (
 )
 
 // All are the phases in the order they run; pages-10m only with -pages-10m.
-var All = []string{"ingest", "drain", "ceiling", "goals", "latency", "idle", "aged", "retry", "pages", "history", "retention", "rss", "scaling", "ratelimit", "catalogue", "tracing", "filters"}
+var All = []string{"ingest", "drain", "ceiling", "goals", "latency", "idle", "aged", "retry", "pages", "history", "retention", "rss", "scaling", "ratelimit", "catalogue", "tracing", "filters", "ordered"}
 
 // Options are the sizes, durations and rates of the phases (main's flags; `bench -h` says what each is).
 type Options struct {
@@ -123,7 +123,7 @@ func (b *Bench) Run(ctx context.Context, phase string) error {
 		"ingest": b.ingest, "drain": b.drain, "ceiling": b.ceiling, "goals": b.goals, "latency": b.latency, "idle": b.idle, "aged": b.aged,
 		"retry": b.retry, "pages": b.pages, "rss": b.rss, "scaling": b.scaling, "ratelimit": b.ratelimit,
 		"catalogue": b.catalogue, "tracing": b.tracing, "history": b.history, "retention": b.retention,
-		"filters": b.filters,
+		"filters": b.filters, "ordered": b.ordered,
 	}
 	run, ok := phases[phase]
 	if !ok {

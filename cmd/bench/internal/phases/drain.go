@@ -66,6 +66,9 @@ type drainVariant struct {
 	// tracing phase).
 	env         []string
 	traceparent string
+	// keys > 0 makes the endpoint ordered and spreads the backlog over that many ordering keys, as
+	// publishes with those keys would have placed it (the ordered phase).
+	keys int
 }
 
 var drainVariants = []drainVariant{
@@ -149,7 +152,12 @@ func (b *Bench) drainOn(ctx context.Context, phase string, db *testbed.Database,
 		return 0, testbed.Tally{}, err
 	}
 	seedStart := time.Now()
-	if err := seedTracedBacklog(ctx, db, ts, n, b.o.Payload, v.traceparent); err != nil {
+	if v.keys > 0 {
+		err = seedOrderedBacklog(ctx, c, db, ts, n, b.o.Payload, v.keys)
+	} else {
+		err = seedTracedBacklog(ctx, db, ts, n, b.o.Payload, v.traceparent)
+	}
+	if err != nil {
 		return 0, testbed.Tally{}, err
 	}
 	n = n / v.subs * v.subs

@@ -229,6 +229,7 @@ const (
 	RatioManyOne     = "drain over 100 subscriptions (c) / one endpoint (a)"
 	RatioIngestFloor = "fan-out 1 / one committed INSERT per call"
 	RatioFilters     = "ingest with a filter on each of 100 subscriptions / without"
+	RatioOrdered     = "drain of an ordered endpoint with 1,000 keys / the same backlog unordered"
 )
 
 // goal is one of the performance goals `make bench` checks: a figure against a target.
@@ -259,6 +260,7 @@ var goals = []goal{
 			return flushes(r), "this database does not flush; run with DATABASE_URL pointed at one that does"
 		}},
 	{name: "ingest, 100 subscriptions with filters ≥ 0.9 × without", phase: "filters", figure: RatioFilters, target: 0.9},
+	{name: "ordered endpoint with 1,000 keys drains ≥ 0.7 × unordered", phase: "ordered", figure: RatioOrdered, target: 0.7},
 	{name: "latency at half the drain rate: publish → receiver p99 < 50 ms", phase: "latency", figure: "publish → receiver p99", atMost: true, target: 50},
 	{name: "idle pickup: publish → receiver p50 ≤ 3 ms", phase: "idle", figure: "publish → receiver p50", atMost: true, target: 3},
 	// A server as fast after -aged-n deliveries as fresh, whether or not vacuum has come round (the aged phase).
