@@ -160,16 +160,17 @@ func pollingSubscription(ctx context.Context, q *db.Queries, tenantID, id uuid.U
 // consumer starts just before the subscription's oldest delivery not yet delivered (or after every
 // delivery when none waits). A paused or disabled subscription is 409: its deliveries wait until it is
 // resumed, as a paused endpoint's do.
+// The subscription is checked before the arguments: another tenant's id is 404 whatever else is wrong.
 func (s *Service) Poll(ctx context.Context, tenantID, subscriptionID uuid.UUID, consumer string, limit int) (Page, error) {
+	sub, err := pollingSubscription(ctx, s.q, tenantID, subscriptionID)
+	if err != nil {
+		return Page{}, err
+	}
 	if err := ValidName(consumer); err != nil {
 		return Page{}, err
 	}
 	if limit < 1 || limit > MaxLimit {
-		return Page{}, fault.Invalid("limit must be between 1 and %d", MaxLimit)
-	}
-	sub, err := pollingSubscription(ctx, s.q, tenantID, subscriptionID)
-	if err != nil {
-		return Page{}, err
+		return Page{}, fault.Invalid("limit must be a whole number from 1 to %d", MaxLimit)
 	}
 	if sub.State != "active" {
 		return Page{}, fault.New(fault.InvalidState, "the subscription is %s: its deliveries wait until it is resumed (POST .../resume)", sub.State)
@@ -246,18 +247,12 @@ func eventData(body []byte) (json.RawMessage, error) {
 // that does not decode, belongs to another subscription, or is beyond what polls could have given (this
 // consumer's furthest, or any poll's for a consumer that never polled) is 400.
 func (s *Service) Commit(ctx context.Context, tenantID, subscriptionID uuid.UUID, consumer, cursor string) error {
-	if err := ValidName(consumer); err != nil {
-		return err
-	}
-	pos, err := DecodeCursor(subscriptionID, cursor)
-	if err != nil {
-		return err
-	}
+	var err error
 	// Commits of one subscription are made one at a time (its row is locked first), but a delivery can
 	// still move between the queue and the history under one (an expiry, a resend): the commit is then
 	// made again, as other statements that meet a moved row are (pgfail.Moved).
 	for try := 1; ; try++ {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, pos) })
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, cursor) })
 		if !pgfail.Moved(err) || try == pgfail.MovedTries {
 			break
 		}
@@ -268,7 +263,7 @@ func (s *Service) Commit(ctx context.Context, tenantID, subscriptionID uuid.UUID
 	return err
 }
 
-func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscriptionID uuid.UUID, consumer string, pos Position) error {
+func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscriptionID uuid.UUID, consumer, cursor string) error {
 	sub, err := q.LockPollingSubscription(ctx, db.LockPollingSubscriptionParams{ID: subscriptionID, TenantID: tenantID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("subscription")
@@ -278,6 +273,14 @@ func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscript
 	}
 	if sub.Type != "polling" {
 		return fault.Invalid("this is a webhook subscription: Hookline sends its deliveries to its URL; only a polling subscription's consumers commit")
+	}
+	// The arguments after the subscription: another tenant's id is 404 whatever else is wrong.
+	if err := ValidName(consumer); err != nil {
+		return err
+	}
+	pos, err := DecodeCursor(subscriptionID, cursor)
+	if err != nil {
+		return err
 	}
 	h, err := q.PollHorizon(ctx, db.PollHorizonParams{TenantID: tenantID, SubscriptionID: subscriptionID})
 	if err != nil {
