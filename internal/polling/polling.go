@@ -252,7 +252,9 @@ func (s *Service) Commit(ctx context.Context, tenantID, subscriptionID uuid.UUID
 	// still move between the queue and the history under one (an expiry, a resend): the commit is then
 	// made again, as other statements that meet a moved row are (pgfail.Moved).
 	for try := 1; ; try++ {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, cursor) })
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, cursor)
+		})
 		if !pgfail.Moved(err) || try == pgfail.MovedTries {
 			break
 		}
