@@ -368,3 +368,36 @@ func (s *Service) CommittedBy(ctx context.Context, tenantID, deliveryID uuid.UUI
 	}
 	return name, nil
 }
+
+// UpkeepInterval is how often Upkeep runs on the maintenance leader: as often as the incident checks.
+const UpkeepInterval = 5 * time.Second
+
+// expireBatch bounds one statement of Upkeep's expiry.
+const expireBatch = 1000
+
+// Upkeep is the maintenance leader's task for polling subscriptions:
+//   - pending deliveries not committed by their give_up_at expire (dead_reason deadline), as a webhook
+//     endpoint's do when their next attempt would come too late; paused subscriptions' wait;
+//   - an active polling subscription with a delivery waiting and no commit since is marked failing
+//     (failing_since: since the oldest waiting delivery, or the last commit when later), so that the
+//     incident rules and auto-disable treat a subscription nobody pulls as a failing endpoint. A commit
+//     that delivers clears it, which ends the incident.
+//
+// It returns how many deliveries expired.
+func (s *Service) Upkeep(ctx context.Context) (int, error) {
+	now, expired := s.now(), 0
+	for {
+		rows, err := s.q.ExpireUnpulledDeliveries(ctx, db.ExpireUnpulledDeliveriesParams{Now: now, MaxRows: expireBatch})
+		if err != nil {
+			return expired, fmt.Errorf("expire unpulled deliveries: %w", err)
+		}
+		expired += len(rows)
+		if len(rows) < expireBatch {
+			break
+		}
+	}
+	if _, err := s.q.MarkUnpulledSubscriptions(ctx); err != nil {
+		return expired, fmt.Errorf("mark unpulled subscriptions: %w", err)
+	}
+	return expired, nil
+}
