@@ -276,8 +276,10 @@ func newIsoTenant(w *isoWorld, label string) *isoTenant {
 	tn.eventIDs = []string{ok.ID, bad.ID}
 	e.waitState(tn.tenant, tn.delivered, "delivered")
 	e.waitState(tn.tenant, tn.dead, "failed")
-	// The polling subscription's consumer pulls the iso.ok event (and commits nothing).
-	must[map[string]any](e, 200, "GET", "/tenants/"+tn.tenant+"/subscriptions/"+tn.pollSub+"/poll?consumer=iso-consumer", adminToken, nil)
+	// The polling subscription's consumer pulls the iso.ok event and commits it: with nothing waiting, the
+	// maintenance leader leaves the subscription's row alone during the walk (it marks one nobody pulls).
+	pulled := e.pollFor(tn.tenant, tn.pollSub, "iso-consumer", 10, 1)
+	must[map[string]any](e, 204, "POST", commitPath(tn.tenant, tn.pollSub, "iso-consumer"), adminToken, map[string]any{"cursor": pulled.Cursor})
 
 	tok := must[struct {
 		ID    string `json:"id"`
