@@ -70,7 +70,11 @@ WITH input AS (
     -- inserted rows by (event, subscription), the answer was planned on generic plans' one-row estimates as a
     -- nested loop, 90,000 comparisons for 3 events to 100 subscriptions (17 of the statement's 23 ms).
     SELECT uuid_v7() AS delivery_id, i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at,
-           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at, s.state = 'active' AS sendable,
+           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at,
+           -- a polling subscription's deliveries wait to be pulled: no worker is woken for them
+           s.state = 'active' AND s.type = 'webhook' AS sendable,
+           -- a polling subscription's delivery gets its position: this transaction's id (00031's migration)
+           CASE WHEN s.type = 'polling' THEN pg_current_xact_id()::text::bigint END AS poll_xid,
            nullif(i.ordering_key, '') AS ordering_key, s.ordered AND i.ordering_key <> '' AS in_order
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
@@ -104,10 +108,10 @@ WITH input AS (
     FROM sequenced q JOIN orders o ON o.subscription_id = q.subscription_id AND o.ordering_key = q.ordering_key
 ), fanned AS (
     INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
-                                    created_at, updated_at, traceparent, ordering_key, ordering_seq)
+                                    created_at, updated_at, traceparent, poll_xid, ordering_key, ordering_seq)
     SELECT m.delivery_id, m.tenant_id, m.event_id, m.subscription_id, m.event_type,
            CASE WHEN NOT m.in_order OR p.head_id = m.delivery_id THEN m.created_at ELSE parked_until() END,
-           m.give_up_at, m.created_at, m.created_at, nullif(m.traceparent, ''), m.ordering_key,
+           m.give_up_at, m.created_at, m.created_at, nullif(m.traceparent, ''), m.poll_xid, m.ordering_key,
            CASE WHEN m.in_order THEN p.seq_before + row_number() OVER (PARTITION BY m.subscription_id, m.ordering_key ORDER BY m.event_id) END
     FROM matching m LEFT JOIN placed p ON m.in_order AND p.subscription_id = m.subscription_id AND p.ordering_key = m.ordering_key
     RETURNING id

@@ -26,6 +26,8 @@ type subscriptionBody struct {
 	// Ordered delivery: null or absent leaves each as it is.
 	Ordered *bool   `json:"ordered"`
 	OnDead  *string `json:"on_dead"`
+	// Type (webhook or polling) is read on create; a PATCH may only repeat it.
+	Type *string `json:"type"`
 }
 
 // nullable decodes a field that may be absent (false, false), null (true, false) or a value (false, true).
@@ -45,6 +47,7 @@ func nullable(raw json.RawMessage, name string, v any) (clear, set bool, err err
 func (b subscriptionBody) input() (subscriptions.Input, error) {
 	in := subscriptions.Input{URL: b.URL, EventTypes: b.EventTypes, Description: b.Description, Headers: b.Headers,
 		Ordered: b.Ordered, OnDead: b.OnDead}
+	in.Type = b.Type
 	switch raw := string(b.RateLimitPerSecond); raw {
 	case "":
 	case "null":

@@ -241,6 +241,20 @@ type Subscription struct {
 	RetrySchedule               []int32
 	Ordered                     bool
 	OnDead                      string
+	Type                        string
+}
+
+type SubscriptionConsumer struct {
+	SubscriptionID uuid.UUID
+	TenantID       uuid.UUID
+	Name           string
+	PositionXid    int64
+	PositionID     uuid.UUID
+	GivenXid       int64
+	GivenID        uuid.UUID
+	CommittedAt    *time.Time
+	LastPolledAt   *time.Time
+	CreatedAt      time.Time
 }
 
 type SubscriptionFinished struct {
@@ -288,6 +302,7 @@ type WebhookAttempt struct {
 	Outcome         string
 	RequestURL      string
 	RequestHeaders  []byte
+	Consumer        *string
 }
 
 type WebhookAttemptsLegacy struct {
@@ -359,4 +374,5 @@ type WebhookDelivery struct {
 	Traceparent    *string
 	OrderingKey    *string
 	OrderingSeq    *int64
+	PollXid        *int64
 }

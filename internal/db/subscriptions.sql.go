@@ -202,7 +202,7 @@ INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, ra
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
         $12, $13, $14, $15)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type
 `
 
 type CreateSubscriptionParams struct {
@@ -279,6 +279,7 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.RetrySchedule,
 		&i.Ordered,
 		&i.OnDead,
+		&i.Type,
 	)
 	return i, err
 }
@@ -423,7 +424,7 @@ func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttempts
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -471,12 +472,13 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.RetrySchedule,
 		&i.Ordered,
 		&i.OnDead,
+		&i.Type,
 	)
 	return i, err
 }
 
 const getSubscriptionForUpdate = `-- name: GetSubscriptionForUpdate :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
 type GetSubscriptionForUpdateParams struct {
@@ -526,12 +528,13 @@ func (q *Queries) GetSubscriptionForUpdate(ctx context.Context, arg GetSubscript
 		&i.RetrySchedule,
 		&i.Ordered,
 		&i.OnDead,
+		&i.Type,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -580,6 +583,7 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.RetrySchedule,
 			&i.Ordered,
 			&i.OnDead,
+			&i.Type,
 		); err != nil {
 			return nil, err
 		}
@@ -641,7 +645,7 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     disabled_notified_at = CASE WHEN $1 = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type
 `
 
 type SetSubscriptionStateParams struct {
@@ -700,6 +704,7 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.RetrySchedule,
 		&i.Ordered,
 		&i.OnDead,
+		&i.Type,
 	)
 	return i, err
 }
@@ -883,7 +888,7 @@ SET url = coalesce($1, url),
     on_dead = coalesce($19::text, on_dead),
     updated_at = now()
 WHERE id = $20 AND tenant_id = $21 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, ordered, on_dead, type
 `
 
 type UpdateSubscriptionParams struct {
@@ -975,6 +980,7 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.RetrySchedule,
 		&i.Ordered,
 		&i.OnDead,
+		&i.Type,
 	)
 	return i, err
 }
