@@ -19,11 +19,14 @@ WITH keys AS (
     JOIN ordering_keys k ON k.subscription_id = i.subscription_id AND k.ordering_key = i.ordering_key
     JOIN subscriptions s ON s.id = k.subscription_id
 ), free AS (
+    -- Two lookups rather than one over every state, so that each reads one partition: a head in the
+    -- queue (pending, in flight), and, only where dead heads block, a dead one.
     SELECT k.subscription_id, k.ordering_key FROM keys k
-    WHERE k.head_id IS NULL OR NOT EXISTS (
-        SELECT 1 FROM webhook_deliveries d
-        WHERE d.id = k.head_id AND d.discarded_at IS NULL
-          AND (d.state IN ('pending', 'in_flight') OR (d.state IN ('failed', 'expired') AND k.on_dead = 'block')))
+    WHERE k.head_id IS NULL
+       OR (NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = k.head_id AND d.state IN ('pending', 'in_flight'))
+           AND NOT (k.on_dead = 'block' AND EXISTS (
+               SELECT 1 FROM webhook_deliveries d
+               WHERE d.id = k.head_id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL)))
 ), next AS (
     SELECT f.subscription_id, f.ordering_key, n.id, n.ordering_seq
     FROM free f
