@@ -37,10 +37,13 @@ RETURNING *;
 
 -- name: ClaimIncidentExpiringSteps :many
 -- The "before the first delivery expires" step of up to @max_rows incidents: the earliest give_up_at of the
--- subscription's waiting deliveries is less than @warn_before away. Claimed once per incident.
+-- subscription's waiting deliveries is less than @warn_before away. Claimed once per incident. A delivery
+-- parked behind its ordering key's head does not count: it cannot expire while it waits (its retry window
+-- starts when its turn comes).
 WITH due AS (
     SELECT i.id, (SELECT min(d.give_up_at) FROM webhook_deliveries d
-                  WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')) AS first_expiry
+                  WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')
+                    AND d.next_attempt_at < parked_until()) AS first_expiry
     FROM incidents i
     WHERE i.ended_at IS NULL AND i.expiring_notified_at IS NULL
 ), picked AS (
@@ -86,8 +89,10 @@ LIMIT sqlc.arg('max_rows')::int;
 
 -- name: IncidentWaiting :one
 -- How many deliveries of a subscription wait, and when the first of them expires ('epoch' when none wait:
--- the caller reads it as none).
-SELECT count(*)::int AS waiting, coalesce(min(give_up_at), 'epoch')::timestamptz AS first_expiry
+-- the caller reads it as none; deliveries parked behind their ordering key's head do not expire while
+-- they wait).
+SELECT count(*)::int AS waiting,
+       coalesce(min(give_up_at) FILTER (WHERE next_attempt_at < parked_until()), 'epoch')::timestamptz AS first_expiry
 FROM webhook_deliveries
 WHERE subscription_id = sqlc.arg('subscription_id') AND state IN ('pending', 'in_flight');
 

@@ -242,7 +242,8 @@ func (q *Queries) ClaimIncidentExpiredSteps(ctx context.Context, arg ClaimIncide
 const claimIncidentExpiringSteps = `-- name: ClaimIncidentExpiringSteps :many
 WITH due AS (
     SELECT i.id, (SELECT min(d.give_up_at) FROM webhook_deliveries d
-                  WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')) AS first_expiry
+                  WHERE d.subscription_id = i.subscription_id AND d.state IN ('pending', 'in_flight')
+                    AND d.next_attempt_at < parked_until()) AS first_expiry
     FROM incidents i
     WHERE i.ended_at IS NULL AND i.expiring_notified_at IS NULL
 ), picked AS (
@@ -278,7 +279,9 @@ type ClaimIncidentExpiringStepsRow struct {
 }
 
 // The "before the first delivery expires" step of up to @max_rows incidents: the earliest give_up_at of the
-// subscription's waiting deliveries is less than @warn_before away. Claimed once per incident.
+// subscription's waiting deliveries is less than @warn_before away. Claimed once per incident. A delivery
+// parked behind its ordering key's head does not count: it cannot expire while it waits (its retry window
+// starts when its turn comes).
 func (q *Queries) ClaimIncidentExpiringSteps(ctx context.Context, arg ClaimIncidentExpiringStepsParams) ([]ClaimIncidentExpiringStepsRow, error) {
 	rows, err := q.db.Query(ctx, claimIncidentExpiringSteps, arg.Now, arg.WarnBefore, arg.MaxRows)
 	if err != nil {
@@ -645,7 +648,8 @@ func (q *Queries) IncidentStepOperatorDeliveries(ctx context.Context, incidentId
 }
 
 const incidentWaiting = `-- name: IncidentWaiting :one
-SELECT count(*)::int AS waiting, coalesce(min(give_up_at), 'epoch')::timestamptz AS first_expiry
+SELECT count(*)::int AS waiting,
+       coalesce(min(give_up_at) FILTER (WHERE next_attempt_at < parked_until()), 'epoch')::timestamptz AS first_expiry
 FROM webhook_deliveries
 WHERE subscription_id = $1 AND state IN ('pending', 'in_flight')
 `
@@ -656,7 +660,8 @@ type IncidentWaitingRow struct {
 }
 
 // How many deliveries of a subscription wait, and when the first of them expires ('epoch' when none wait:
-// the caller reads it as none).
+// the caller reads it as none; deliveries parked behind their ordering key's head do not expire while
+// they wait).
 func (q *Queries) IncidentWaiting(ctx context.Context, subscriptionID uuid.UUID) (IncidentWaitingRow, error) {
 	row := q.db.QueryRow(ctx, incidentWaiting, subscriptionID)
 	var i IncidentWaitingRow
