@@ -2966,6 +2966,11 @@ type ClientInterface interface {
 	// plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 	// archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
 	//
+	// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+	// publish order: a delivery published behind an unfinished one of its key is `pending` with
+	// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+	// protects.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant_id}/events (the `PublishEvent` operationId).
@@ -2990,6 +2995,11 @@ type ClientInterface interface {
 	// large objects and arrays, numbers against bounds, deep values): a few thousand values against a
 	// plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 	// archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
+	//
+	// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+	// publish order: a delivery published behind an unfinished one of its key is `pending` with
+	// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+	// protects.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3994,6 +4004,11 @@ func (c *GeneratedClient) RetryDeliveryNow(ctx context.Context, tenantID TenantI
 // plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 // archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
 //
+// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+// publish order: a delivery published behind an unfinished one of its key is `pending` with
+// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+// protects.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/tenants/{tenant_id}/events (the `PublishEvent` operationId).
@@ -4028,6 +4043,11 @@ func (c *GeneratedClient) PublishEventWithBody(ctx context.Context, tenantID Ten
 // large objects and arrays, numbers against bounds, deep values): a few thousand values against a
 // plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 // archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
+//
+// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+// publish order: a delivery published behind an unfinished one of its key is `pending` with
+// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+// protects.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8188,6 +8208,11 @@ type ClientWithResponsesInterface interface {
 	// plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 	// archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
 	//
+	// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+	// publish order: a delivery published behind an unfinished one of its key is `pending` with
+	// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+	// protects.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant_id}/events (the `PublishEvent` operationId).
@@ -8212,6 +8237,11 @@ type ClientWithResponsesInterface interface {
 	// large objects and arrays, numbers against bounds, deep values): a few thousand values against a
 	// plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 	// archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
+	//
+	// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+	// publish order: a delivery published behind an unfinished one of its key is `pending` with
+	// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+	// protects.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14449,6 +14479,11 @@ func (c *ClientWithResponses) RetryDeliveryNowWithResponse(ctx context.Context, 
 // plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 // archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
 //
+// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+// publish order: a delivery published behind an unfinished one of its key is `pending` with
+// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+// protects.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/tenants/{tenant_id}/events (the `PublishEvent` operationId).
@@ -14479,6 +14514,11 @@ func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Conte
 // large objects and arrays, numbers against bounds, deep values): a few thousand values against a
 // plain schema. With `HOOKLINE_EVENT_TYPES=registered`, a type that is not in the catalogue (or is
 // archived) is `400` too; the dashboard's test events, `hookline.test` and `webhook.test`, are always accepted.
+//
+// With an `ordering_key`, the event's deliveries to `ordered` subscriptions go one at a time per key, in
+// publish order: a delivery published behind an unfinished one of its key is `pending` with
+// `waiting_for` naming it until its turn. The ordering key is part of the request an `Idempotency-Key`
+// protects.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
