@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
@@ -36,8 +37,9 @@ type BlockedKeyPage struct {
 // BlockedKeys lists a subscription's blocked keys after cursor (a next_cursor, "" for the first page).
 // An unknown, deleted or other tenant's subscription is NOT_FOUND.
 func (s *Service) BlockedKeys(ctx context.Context, tenantID, subscriptionID uuid.UUID, cursor string, limit int) (BlockedKeyPage, error) {
+	// A cursor is a key this API gave: printable UTF-8 of at most 128 characters.
 	after, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
+	if err != nil || (len(after) > 0 && delivery.ValidateOrderingKey(string(after)) != nil) {
 		return BlockedKeyPage{}, fault.Invalid("cursor is not one this API gave")
 	}
 	if _, err := s.q.GetSubscription(ctx, db.GetSubscriptionParams{ID: subscriptionID, TenantID: tenantID}); errors.Is(err, pgx.ErrNoRows) {

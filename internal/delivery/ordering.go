@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hookline/hookline/internal/db"
+	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/pipeline"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -172,4 +176,19 @@ func (w *Worker) PruneIdleKeys(ctx context.Context) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// maxOrderingKey bounds an ordering key, in characters.
+const maxOrderingKey = 128
+
+// ValidateOrderingKey checks an event's ordering key: "" (none) or 1 to 128 printable characters.
+func ValidateOrderingKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	if !utf8.ValidString(key) || utf8.RuneCountInString(key) > maxOrderingKey ||
+		strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return fault.Invalid("ordering_key must be 1 to %d printable characters", maxOrderingKey)
+	}
+	return nil
 }

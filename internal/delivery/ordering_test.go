@@ -32,6 +32,8 @@ type orderedEvent struct {
 type orderReceiver struct {
 	t    *testing.T
 	fail func(ev orderedEvent, try int) int // the status to answer (200 to accept)
+	// blocks: the endpoint's on_dead is block, so a dead event does not let the next of its key go
+	blocks bool
 
 	mu         sync.Mutex
 	inFlight   map[int]bool
@@ -77,8 +79,8 @@ func (rc *orderReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		done[n] = true
 	}
 	for m := 1; m < ev.N; m++ {
-		if !done[m] && !rc.dead[orderedEvent{ev.Key, m}] {
-			rc.violate("key %d: event %d arrived before event %d was delivered or dead", ev.Key, ev.N, m)
+		if !done[m] && (rc.blocks || !rc.dead[orderedEvent{ev.Key, m}]) {
+			rc.violate("key %d: event %d arrived before event %d was delivered or dead (blocks: %v)", ev.Key, ev.N, m, rc.blocks)
 			break
 		}
 	}
@@ -103,10 +105,13 @@ func (rc *orderReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-// TestOrderedDeliveryAcrossProcesses publishes 1,000 keys × 20 events to an ordered subscription while
-// three workers (each with its own pool, as three processes) deliver them, the receiver failing some
-// events for a while (retried) and some for good (dead, skipped): every key's events arrive one at a time
-// in publish order, the dead ones left out and listed as dead.
+// TestOrderedDeliveryAcrossProcesses publishes 1,000 keys × 20 events while three workers (each with its
+// own pool, as three processes) deliver them to two ordered endpoints, the receivers failing some events for
+// a while (retried) and some for good (dead):
+//   - every key's events arrive one at a time in publish order;
+//   - on the endpoint that skips dead deliveries (every key), the dead ones are left out and listed as dead;
+//   - on the endpoint that blocks (every fifth key), nothing after a key's dead delivery arrives, the key is
+//     listed as blocked, and once the dead ones are resent and delivered the rest follow in order.
 func TestOrderedDeliveryAcrossProcesses(t *testing.T) {
 	keys, perKey := 1000, 20
 	if testing.Short() {
@@ -116,17 +121,31 @@ func TestOrderedDeliveryAcrossProcesses(t *testing.T) {
 	policy := delivery.RetryPolicy{Base: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond, MaxAttempts: 10, Window: time.Hour}
 	permanent := func(ev orderedEvent) bool { return (ev.Key*31+ev.N)%50 == 0 }
 	transient := func(ev orderedEvent) bool { return (ev.Key*7+ev.N)%10 == 0 }
-	rc, url := newOrderReceiver(t, func(ev orderedEvent, try int) int {
-		switch {
-		case permanent(ev):
-			return http.StatusUnprocessableEntity
-		case transient(ev) && try == 1:
-			return http.StatusServiceUnavailable
+	var accept atomic.Bool // once set, the blocking endpoint takes what it refused
+	answer := func(blocking bool) func(ev orderedEvent, try int) int {
+		return func(ev orderedEvent, try int) int {
+			switch {
+			case permanent(ev) && !(blocking && accept.Load()):
+				return http.StatusUnprocessableEntity
+			case transient(ev) && try == 1:
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
 		}
-		return http.StatusOK
-	})
-	ordered := true
-	sub, _ := e.subscribe(url, subscriptions.Input{Ordered: &ordered})
+	}
+	skipRC, skipURL := newOrderReceiver(t, answer(false))
+	blockRC, blockURL := newOrderReceiver(t, answer(true))
+	blockRC.blocks = true
+	ordered, block := true, subscriptions.OnDeadBlock
+	skipSub, _ := e.subscribe(skipURL, subscriptions.Input{Ordered: &ordered})
+	blockSub, _ := e.subscribe(blockURL, subscriptions.Input{Ordered: &ordered, OnDead: &block, EventTypes: &[]string{"order.audited"}})
+	blocking := func(k int) bool { return k%5 == 0 } // these keys' events go to both endpoints
+	eventType := func(k int) string {
+		if blocking(k) {
+			return "order.audited"
+		}
+		return "order.updated"
+	}
 
 	workers := make([]*delivery.Worker, 3)
 	publishers := make([]*publish.Publisher, 3)
@@ -159,7 +178,7 @@ func TestOrderedDeliveryAcrossProcesses(t *testing.T) {
 			for n := 1; n <= perKey; n++ {
 				for k := g; k < keys; k += 16 {
 					payload, _ := json.Marshal(orderedEvent{Key: k, N: n})
-					if _, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: "order.updated",
+					if _, err := pub.Publish(e.ctx, publish.PublishInput{TenantID: e.tenant, EventType: eventType(k),
 						Payload: payload, OrderingKey: fmt.Sprintf("order-%d", k)}); err != nil {
 						errs <- err
 						return
@@ -175,50 +194,99 @@ func TestOrderedDeliveryAcrossProcesses(t *testing.T) {
 	}
 	published := time.Since(start)
 
-	wantDelivered, wantDead := 0, 0
-	for k := range keys {
+	// Everything that can go has gone: nothing is due or in flight, only what waits behind a blocked key.
+	eventually(t, 5*time.Minute, "every delivery finished or waiting behind a dead one", func() bool {
+		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = ANY($1)
+			AND (state = 'in_flight' OR (state = 'pending' AND next_attempt_at < parked_until()))`,
+			[]uuid.UUID{skipSub.ID, blockSub.ID}) == 0
+	})
+	t.Logf("%d keys × %d events: published in %s, all finished after %s; %d + %d requests", keys, perKey, published,
+		time.Since(start), skipRC.requests.Load(), blockRC.requests.Load())
+
+	check := func(rc *orderReceiver, name string, want func(k int) []int) {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, v := range rc.violations {
+			t.Errorf("%s: %s", name, v)
+		}
+		for k := range keys {
+			if got, w := rc.delivered[k], want(k); !slices.Equal(got, w) {
+				t.Errorf("%s: key %d delivered %v, want %v", name, k, got, w)
+			}
+		}
+	}
+	wantDead, blockedKeys := 0, 0
+	check(skipRC, "skip", func(k int) []int {
+		var want []int
 		for n := 1; n <= perKey; n++ {
 			if permanent(orderedEvent{k, n}) {
 				wantDead++
 			} else {
-				wantDelivered++
-			}
-		}
-	}
-	eventually(t, 5*time.Minute, "every ordered delivery finished", func() bool {
-		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state IN ('pending', 'in_flight')`, sub.ID) == 0
-	})
-	t.Logf("%d keys × %d events: published in %s, all finished after %s; %d requests", keys, perKey, published,
-		time.Since(start), rc.requests.Load())
-
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for _, v := range rc.violations {
-		t.Error(v)
-	}
-	for k := range keys {
-		var want []int
-		for n := 1; n <= perKey; n++ {
-			if !permanent(orderedEvent{k, n}) {
 				want = append(want, n)
 			}
 		}
-		if got := rc.delivered[k]; !slices.Equal(got, want) {
-			t.Errorf("key %d delivered %v, want %v", k, got, want)
+		return want
+	})
+	check(blockRC, "block", func(k int) []int {
+		var want []int
+		if !blocking(k) {
+			return nil
 		}
-	}
-	if n := e.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'delivered'`, sub.ID); n != wantDelivered {
-		t.Errorf("%d deliveries delivered, want %d", n, wantDelivered)
-	}
-	// The dead ones are listed as the dead-letter queue lists them.
-	page, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{States: []string{"failed", "expired"}, Limit: 100, CountUpTo: 1000, WithTotal: true})
+		for n := 1; n <= perKey; n++ {
+			if permanent(orderedEvent{k, n}) {
+				blockedKeys++
+				break
+			}
+			want = append(want, n)
+		}
+		return want
+	})
+	// The skipping endpoint's dead deliveries are listed as the dead-letter queue lists them.
+	page, err := e.svc.List(e.ctx, e.tenant, deliveries.Filter{SubscriptionID: &skipSub.ID, States: []string{"failed", "expired"},
+		Limit: 100, CountUpTo: 1000, WithTotal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Total == nil || int(*page.Total) != wantDead {
-		t.Errorf("dead-letter list counts %v, want %d", page.Total, wantDead)
+		t.Errorf("dead-letter list of the skipping endpoint counts %v, want %d", page.Total, wantDead)
 	}
-	if n := e.count(`SELECT count(*) FROM ordering_keys WHERE subscription_id = $1 AND head_id IS NOT NULL`, sub.ID); n != 0 {
+	// The blocking endpoint's keys are listed as blocked; each dead head is resent, and then taken.
+	var heads []uuid.UUID
+	for cursor := ""; ; {
+		page, err := e.svc.BlockedKeys(e.ctx, e.tenant, blockSub.ID, cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range page.Items {
+			heads = append(heads, b.HeadDeliveryID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(heads) != blockedKeys {
+		t.Errorf("%d keys listed as blocked, want %d", len(heads), blockedKeys)
+	}
+	accept.Store(true)
+	for _, h := range heads {
+		if _, err := e.svc.Retry(e.ctx, e.tenant, h, deliveries.Actor{Admin: true}); err != nil {
+			t.Fatalf("resend %s: %v", h, err)
+		}
+	}
+	eventually(t, 5*time.Minute, "the blocked keys' deliveries delivered after the resends", func() bool {
+		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND state <> 'delivered'`, blockSub.ID) == 0
+	})
+	check(blockRC, "block, after the resends", func(k int) []int {
+		if !blocking(k) {
+			return nil
+		}
+		var want []int
+		for n := 1; n <= perKey; n++ {
+			want = append(want, n)
+		}
+		return want
+	})
+	if n := e.count(`SELECT count(*) FROM ordering_keys WHERE head_id IS NOT NULL`); n != 0 {
 		t.Errorf("%d keys still held once everything finished", n)
 	}
 }

@@ -298,7 +298,7 @@ func (p *Publisher) prepare(in PublishInput) (storedEvent, error) {
 	if !utf8.ValidString(in.IdempotencyKey) || strings.ContainsFunc(in.IdempotencyKey, unicode.IsControl) {
 		return storedEvent{}, fault.Invalid("Idempotency-Key must be printable UTF-8 text without control characters")
 	}
-	if err := ValidateOrderingKey(in.OrderingKey); err != nil {
+	if err := delivery.ValidateOrderingKey(in.OrderingKey); err != nil {
 		return storedEvent{}, err
 	}
 	// The request hash tells a retried publish from another request that reuses the key; it is taken over
@@ -421,19 +421,4 @@ func eventBody(eventType string, created time.Time, compacted []byte) []byte {
 	b = append(b, `","data":`...)
 	b = append(b, compacted...)
 	return append(b, '}')
-}
-
-// maxOrderingKey bounds an ordering key, in characters.
-const maxOrderingKey = 128
-
-// ValidateOrderingKey checks an event's ordering key: "" (none) or 1 to 128 printable characters.
-func ValidateOrderingKey(key string) error {
-	if key == "" {
-		return nil
-	}
-	if !utf8.ValidString(key) || utf8.RuneCountInString(key) > maxOrderingKey ||
-		strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
-		return fault.Invalid("ordering_key must be 1 to %d printable characters", maxOrderingKey)
-	}
-	return nil
 }
