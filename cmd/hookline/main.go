@@ -79,7 +79,7 @@ type opts struct {
 	from, to                          string
 	dryRun, archived                  bool
 	interval                          durationFlag
-	forwardTo, events                 string
+	forwardTo, events, name           string
 }
 
 func (c *command) usageLine() string {
