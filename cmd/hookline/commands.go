@@ -146,7 +146,7 @@ or from GET .../secret when it is used again (a call the activity log records as
 
 One line per delivery the local server answered: time, event type, delivery id, the local status, how
 long it took (--json: one JSON object per line). Any answer, even a 500, is printed and counts as
-handled; a page of deliveries (50 at most) is committed once every one has been answered. While the
+handled; a page of deliveries (20 at most) is committed once every one has been answered. While the
 local server cannot be reached (connection refused, no answer within 30 s) the same delivery is tried
 again with a backoff and nothing is committed; likewise while the API cannot be reached. Stopped (Ctrl-C),
 killed or disconnected and started again, it goes on from the committed cursor: nothing published

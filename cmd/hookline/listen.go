@@ -29,7 +29,7 @@ import (
 // dedupes by webhook-id, the event id), and nothing published meanwhile is lost.
 const (
 	// listenPage is how many deliveries a poll asks for: at most that many are forwarded again after a kill.
-	listenPage = 50
+	listenPage = 20
 	// listenForwardTimeout bounds one forward; a local server that takes longer has not answered.
 	listenForwardTimeout = 30 * time.Second
 	// The backoff between tries while the local server or the API cannot be reached.
