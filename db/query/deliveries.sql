@@ -52,6 +52,8 @@ WITH candidates AS (
         LIMIT 1
     ) first
     WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed - fin.finished < sqlc.arg('cap')::int
+      -- a polling subscription's deliveries are pulled by its consumers, never sent
+      AND s.type = 'webhook'
       AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= sqlc.arg('now')::timestamptz)
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, sqlc.arg('now')::timestamptz) >= 1, true)
     ORDER BY first.next_attempt_at, s.id
@@ -290,7 +292,7 @@ SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint
                      WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= sqlc.arg('now')::timestamptz
                      ORDER BY d.next_attempt_at, d.id LIMIT 1
                  ) first
-                 WHERE s.state = 'active' AND s.deleted_at IS NULL), 0)::float8 AS lag_seconds;
+                 WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.type = 'webhook'), 0)::float8 AS lag_seconds;
 
 -- name: GetDelivery :one
 SELECT * FROM webhook_deliveries WHERE id = @id AND tenant_id = @tenant_id;
@@ -391,7 +393,9 @@ UPDATE webhook_deliveries d
 SET state = 'pending', attempt_count = 0,
     manual_retries = d.manual_retries + CASE WHEN @count_manual::bool THEN 1 ELSE 0 END,
     next_attempt_at = @now::timestamptz, give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL,
-    traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent), updated_at = @now::timestamptz
+    traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent), updated_at = @now::timestamptz,
+    -- a polling delivery queued again gets a new position, after every cursor, so consumers get it again
+    poll_xid = CASE WHEN d.poll_xid IS NOT NULL THEN pg_current_xact_id()::text::bigint END
 WHERE d.id = @id AND d.tenant_id = @tenant_id AND d.state IN ('failed', 'expired', 'delivered') AND d.discarded_at IS NULL
   AND d.total_attempts = @seen_total_attempts::int AND d.updated_at = @seen_updated_at::timestamptz
   AND (@max_manual::int < 0 OR d.manual_retries < @max_manual::int)

@@ -96,7 +96,9 @@ WITH batch AS (
         next_attempt_at = sqlc.arg('now')::timestamptz + make_interval(0, 0, 0, 0, 0, 0, random() * sqlc.arg('spread_seconds')::int),
         give_up_at = @give_up_at::timestamptz, dead_reason = NULL, dead_at = NULL, last_status = NULL,
         last_error = NULL, last_response = NULL, replay_id = @replay_id::uuid, updated_at = @now::timestamptz,
-        traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent)
+        traceparent = coalesce(nullif(@traceparent::text, ''), d.traceparent),
+        -- a polling delivery queued again gets a new position, after every cursor, so consumers get it again
+        poll_xid = CASE WHEN d.poll_xid IS NOT NULL THEN pg_current_xact_id()::text::bigint END
     FROM batch
     WHERE d.id = batch.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
     RETURNING d.id

@@ -13,6 +13,7 @@ import (
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/params"
+	"github.com/hookline/hookline/internal/polling"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/principal"
 	"github.com/hookline/hookline/internal/publish"
@@ -35,6 +36,8 @@ type API struct {
 	Activity *activity.Log
 	// Catalogue is the event catalogue (global: the admin changes it, any token reads it).
 	Catalogue *catalogue.Service
+	// Polling serves polling subscriptions' consumers.
+	Polling *polling.Service
 }
 
 // caller is who is asking (authenticate put them in the context).
@@ -89,6 +92,10 @@ func (a *API) Routes() http.Handler {
 			r.With(need(principal.ScopeSubscriptionsWrite)).Get("/secret", a.subscriptionSecrets)
 			r.With(need(principal.ScopeSubscriptionsRead)).Get("/health", a.subscriptionHealth)
 			r.With(need(principal.ScopeDeliveriesWrite)).Post("/recover", a.recoverSubscription)
+			// Polling subscriptions' consumers (polling.go)
+			r.With(need(principal.ScopeDeliveriesRead)).Get("/poll", a.pollDeliveries)
+			r.With(need(principal.ScopeDeliveriesRead)).Get("/consumers", a.listConsumers)
+			r.With(need(principal.ScopeDeliveriesWrite)).Post("/consumers/{consumer}/commit", a.commitCursor)
 		})
 
 		r.With(need(principal.ScopeEventsWrite)).Post("/events", a.publish)

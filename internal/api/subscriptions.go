@@ -23,6 +23,8 @@ type subscriptionBody struct {
 	TLSClientCertificate json.RawMessage `json:"tls_client_certificate"`
 	Filter               json.RawMessage `json:"filter"`
 	RetrySchedule        json.RawMessage `json:"retry_schedule"`
+	// Type (webhook or polling) is read on create; a PATCH may only repeat it.
+	Type *string `json:"type"`
 }
 
 // nullable decodes a field that may be absent (false, false), null (true, false) or a value (false, true).
@@ -41,6 +43,7 @@ func nullable(raw json.RawMessage, name string, v any) (clear, set bool, err err
 
 func (b subscriptionBody) input() (subscriptions.Input, error) {
 	in := subscriptions.Input{URL: b.URL, EventTypes: b.EventTypes, Description: b.Description, Headers: b.Headers}
+	in.Type = b.Type
 	switch raw := string(b.RateLimitPerSecond); raw {
 	case "":
 	case "null":

@@ -38,6 +38,8 @@ WITH candidates AS (
         LIMIT 1
     ) first
     WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.claimed - fin.finished < $4::int
+      -- a polling subscription's deliveries are pulled by its consumers, never sent
+      AND s.type = 'webhook'
       AND (s.circuit_state = 'closed' OR s.circuit_probe_at <= $3::timestamptz)
       AND coalesce(rate_tokens_at(s.rate_limit_per_second, s.rate_tokens, s.rate_counted_at, $3::timestamptz) >= 1, true)
     ORDER BY first.next_attempt_at, s.id
@@ -624,7 +626,7 @@ func (q *Queries) DiscardDelivery(ctx context.Context, arg DiscardDeliveryParams
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent, poll_xid FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2
 `
 
 type GetDeliveryParams struct {
@@ -660,12 +662,13 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.PollXid,
 	)
 	return i, err
 }
 
 const getDeliveryDetail = `-- name: GetDeliveryDetail :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.poll_xid, e.body, e.created_at AS event_created_at, s.url AS subscription_url,
        s.deleted_at AS subscription_deleted_at,
        ARRAY(SELECT jsonb_object_keys(s.headers) ORDER BY 1)::text[] AS subscription_header_names
 FROM webhook_deliveries d
@@ -718,6 +721,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 		&i.WebhookDelivery.UpdatedAt,
 		&i.WebhookDelivery.DeadAt,
 		&i.WebhookDelivery.Traceparent,
+		&i.WebhookDelivery.PollXid,
 		&i.Body,
 		&i.EventCreatedAt,
 		&i.SubscriptionURL,
@@ -728,7 +732,7 @@ func (q *Queries) GetDeliveryDetail(ctx context.Context, arg GetDeliveryDetailPa
 }
 
 const getDeliveryToRetry = `-- name: GetDeliveryToRetry :one
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.poll_xid, s.url AS subscription_url, s.deleted_at AS subscription_deleted_at, s.circuit_state, s.circuit_probe_at
 FROM webhook_deliveries d
 JOIN subscriptions s ON s.id = d.subscription_id
 WHERE d.id = $1 AND d.tenant_id = $2
@@ -777,6 +781,7 @@ func (q *Queries) GetDeliveryToRetry(ctx context.Context, arg GetDeliveryToRetry
 		&i.WebhookDelivery.UpdatedAt,
 		&i.WebhookDelivery.DeadAt,
 		&i.WebhookDelivery.Traceparent,
+		&i.WebhookDelivery.PollXid,
 		&i.SubscriptionURL,
 		&i.SubscriptionDeletedAt,
 		&i.CircuitState,
@@ -786,7 +791,7 @@ func (q *Queries) GetDeliveryToRetry(ctx context.Context, arg GetDeliveryToRetry
 }
 
 const listAttempts = `-- name: ListAttempts :many
-SELECT delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, response_snippet, error, outcome, request_url, request_headers FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY attempt
+SELECT delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms, status, response_snippet, error, outcome, request_url, request_headers, consumer FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY attempt
 `
 
 type ListAttemptsParams struct {
@@ -816,6 +821,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 			&i.Outcome,
 			&i.RequestURL,
 			&i.RequestHeaders,
+			&i.Consumer,
 		); err != nil {
 			return nil, err
 		}
@@ -828,7 +834,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]W
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent, poll_xid FROM webhook_deliveries
 WHERE tenant_id = $1 AND discarded_at IS NULL
   AND ($2::uuid IS NULL OR subscription_id = $2::uuid)
   AND (cardinality($3::text[]) = 0 OR state = ANY ($3::text[]))
@@ -917,6 +923,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.UpdatedAt,
 			&i.DeadAt,
 			&i.Traceparent,
+			&i.PollXid,
 		); err != nil {
 			return nil, err
 		}
@@ -949,7 +956,7 @@ SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')::bigint
                      WHERE d.subscription_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= $1::timestamptz
                      ORDER BY d.next_attempt_at, d.id LIMIT 1
                  ) first
-                 WHERE s.state = 'active' AND s.deleted_at IS NULL), 0)::float8 AS lag_seconds
+                 WHERE s.state = 'active' AND s.deleted_at IS NULL AND s.type = 'webhook'), 0)::float8 AS lag_seconds
 `
 
 type QueueGaugesRow struct {
@@ -1101,12 +1108,14 @@ UPDATE webhook_deliveries d
 SET state = 'pending', attempt_count = 0,
     manual_retries = d.manual_retries + CASE WHEN $1::bool THEN 1 ELSE 0 END,
     next_attempt_at = $2::timestamptz, give_up_at = $3::timestamptz, dead_reason = NULL, dead_at = NULL,
-    traceparent = coalesce(nullif($4::text, ''), d.traceparent), updated_at = $2::timestamptz
+    traceparent = coalesce(nullif($4::text, ''), d.traceparent), updated_at = $2::timestamptz,
+    -- a polling delivery queued again gets a new position, after every cursor, so consumers get it again
+    poll_xid = CASE WHEN d.poll_xid IS NOT NULL THEN pg_current_xact_id()::text::bigint END
 WHERE d.id = $5 AND d.tenant_id = $6 AND d.state IN ('failed', 'expired', 'delivered') AND d.discarded_at IS NULL
   AND d.total_attempts = $7::int AND d.updated_at = $8::timestamptz
   AND ($9::int < 0 OR d.manual_retries < $9::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.deleted_at IS NULL)
-RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.poll_xid
 `
 
 type RetryDeliveryParams struct {
@@ -1167,6 +1176,7 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (W
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.PollXid,
 	)
 	return i, err
 }
@@ -1180,7 +1190,7 @@ WHERE d.id = $4 AND d.tenant_id = $5 AND d.state = 'pending' AND d.total_attempt
   AND d.total_attempts = $6::int AND d.updated_at = $7::timestamptz
   AND ($8::int < 0 OR d.manual_retries < $8::int)
   AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = d.subscription_id AND s.circuit_state = 'closed' AND s.deleted_at IS NULL)
-RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent
+RETURNING d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.poll_xid
 `
 
 type RetryNowDeliveryParams struct {
@@ -1236,6 +1246,7 @@ func (q *Queries) RetryNowDelivery(ctx context.Context, arg RetryNowDeliveryPara
 		&i.UpdatedAt,
 		&i.DeadAt,
 		&i.Traceparent,
+		&i.PollXid,
 	)
 	return i, err
 }

@@ -169,7 +169,11 @@ WITH input AS (
     -- inserted rows by (event, subscription), the answer was planned on generic plans' one-row estimates as a
     -- nested loop, 90,000 comparisons for 3 events to 100 subscriptions (17 of the statement's 23 ms).
     SELECT uuid_v7() AS delivery_id, i.id AS event_id, i.tenant_id, i.event_type, i.created_at, i.give_up_at,
-           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at, s.state = 'active' AS sendable
+           i.traceparent, s.id AS subscription_id, s.created_at AS subscription_created_at,
+           -- a polling subscription's deliveries wait to be pulled: no worker is woken for them
+           s.state = 'active' AND s.type = 'webhook' AS sendable,
+           -- a polling subscription's delivery gets its position: this transaction's id (00031's migration)
+           CASE WHEN s.type = 'polling' THEN pg_current_xact_id()::text::bigint END AS poll_xid
     FROM ev JOIN typed i ON i.id = ev.id
     JOIN subscriptions s ON s.tenant_id = i.tenant_id AND s.deleted_at IS NULL AND s.state <> 'disabled'
          AND (s.id = i.only_subscription_id OR (i.only_subscription_id = '00000000-0000-0000-0000-000000000000'
@@ -177,9 +181,9 @@ WITH input AS (
          AND (s.filter IS NULL OR s.id = ANY(i.passed))))
 ), fanned AS (
     INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
-                                    created_at, updated_at, traceparent)
+                                    created_at, updated_at, traceparent, poll_xid)
     SELECT m.delivery_id, m.tenant_id, m.event_id, m.subscription_id, m.event_type, m.created_at, m.give_up_at, m.created_at,
-           m.created_at, nullif(m.traceparent, '')
+           m.created_at, nullif(m.traceparent, ''), m.poll_xid
     FROM matching m
     RETURNING id
 )

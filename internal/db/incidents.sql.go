@@ -502,7 +502,7 @@ func (q *Queries) ExpiredEventsOfIncident(ctx context.Context, arg ExpiredEvents
 }
 
 const getSubscriptionAny = `-- name: GetSubscriptionAny :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type FROM subscriptions WHERE id = $1
 `
 
 // A subscription by id alone, deleted or not: incident messages name the endpoint that failed.
@@ -544,6 +544,7 @@ func (q *Queries) GetSubscriptionAny(ctx context.Context, id uuid.UUID) (Subscri
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }

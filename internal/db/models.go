@@ -229,6 +229,20 @@ type Subscription struct {
 	CertificateExpiryNotifiedAt *time.Time
 	Filter                      []byte
 	RetrySchedule               []int32
+	Type                        string
+}
+
+type SubscriptionConsumer struct {
+	SubscriptionID uuid.UUID
+	TenantID       uuid.UUID
+	Name           string
+	PositionXid    int64
+	PositionID     uuid.UUID
+	GivenXid       int64
+	GivenID        uuid.UUID
+	CommittedAt    *time.Time
+	LastPolledAt   *time.Time
+	CreatedAt      time.Time
 }
 
 type SubscriptionFinished struct {
@@ -276,6 +290,7 @@ type WebhookAttempt struct {
 	Outcome         string
 	RequestURL      string
 	RequestHeaders  []byte
+	Consumer        *string
 }
 
 type WebhookAttemptsLegacy struct {
@@ -345,4 +360,5 @@ type WebhookDelivery struct {
 	UpdatedAt      time.Time
 	DeadAt         *time.Time
 	Traceparent    *string
+	PollXid        *int64
 }

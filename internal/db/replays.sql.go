@@ -511,7 +511,7 @@ func (q *Queries) GetReplay(ctx context.Context, arg GetReplayParams) (GetReplay
 }
 
 const listDeadLetters = `-- name: ListDeadLetters :many
-SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, t.name AS tenant_name, s.url AS subscription_url, (s.deleted_at IS NOT NULL)::bool AS subscription_deleted
+SELECT d.id, d.tenant_id, d.event_id, d.subscription_id, d.event_type, d.state, d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at, d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at, d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent, d.poll_xid, t.name AS tenant_name, s.url AS subscription_url, (s.deleted_at IS NOT NULL)::bool AS subscription_deleted
 FROM webhook_deliveries d
 JOIN tenants t ON t.id = d.tenant_id
 JOIN subscriptions s ON s.id = d.subscription_id
@@ -610,6 +610,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 			&i.WebhookDelivery.UpdatedAt,
 			&i.WebhookDelivery.DeadAt,
 			&i.WebhookDelivery.Traceparent,
+			&i.WebhookDelivery.PollXid,
 			&i.TenantName,
 			&i.SubscriptionURL,
 			&i.SubscriptionDeleted,
@@ -625,7 +626,7 @@ func (q *Queries) ListDeadLetters(ctx context.Context, arg ListDeadLettersParams
 }
 
 const listReplayDeliveries = `-- name: ListReplayDeliveries :many
-SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent FROM webhook_deliveries
+SELECT id, tenant_id, event_id, subscription_id, event_type, state, attempt_count, total_attempts, manual_retries, next_attempt_at, give_up_at, lease_expires_at, lease_id, last_attempt_at, last_status, last_response, last_error, dead_reason, discarded_at, replay_id, created_at, updated_at, dead_at, traceparent, poll_xid FROM webhook_deliveries
 WHERE replay_id = $1
   AND ($2::timestamptz IS NULL
        OR (created_at, id) < ($2::timestamptz, $3::uuid))
@@ -680,6 +681,7 @@ func (q *Queries) ListReplayDeliveries(ctx context.Context, arg ListReplayDelive
 			&i.UpdatedAt,
 			&i.DeadAt,
 			&i.Traceparent,
+			&i.PollXid,
 		); err != nil {
 			return nil, err
 		}
@@ -838,7 +840,9 @@ WITH batch AS (
         next_attempt_at = $12::timestamptz + make_interval(0, 0, 0, 0, 0, 0, random() * $13::int),
         give_up_at = $14::timestamptz, dead_reason = NULL, dead_at = NULL, last_status = NULL,
         last_error = NULL, last_response = NULL, replay_id = $15::uuid, updated_at = $12::timestamptz,
-        traceparent = coalesce(nullif($16::text, ''), d.traceparent)
+        traceparent = coalesce(nullif($16::text, ''), d.traceparent),
+        -- a polling delivery queued again gets a new position, after every cursor, so consumers get it again
+        poll_xid = CASE WHEN d.poll_xid IS NOT NULL THEN pg_current_xact_id()::text::bigint END
     FROM batch
     WHERE d.id = batch.id AND d.state IN ('failed', 'expired') AND d.discarded_at IS NULL
     RETURNING d.id

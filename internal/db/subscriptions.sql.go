@@ -202,7 +202,7 @@ INSERT INTO subscriptions (tenant_id, url, description, event_types, headers, ra
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
         $12, $13)
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type
 `
 
 type CreateSubscriptionParams struct {
@@ -273,6 +273,7 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }
@@ -417,7 +418,7 @@ func (q *Queries) FailingRunAttempts(ctx context.Context, arg FailingRunAttempts
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
 `
 
 type GetSubscriptionParams struct {
@@ -463,12 +464,13 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }
 
 const getSubscriptionForUpdate = `-- name: GetSubscriptionForUpdate :one
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type FROM subscriptions WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
 type GetSubscriptionForUpdateParams struct {
@@ -516,12 +518,13 @@ func (q *Queries) GetSubscriptionForUpdate(ctx context.Context, arg GetSubscript
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
+SELECT id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type FROM subscriptions WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id
 `
 
 func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]Subscription, error) {
@@ -568,6 +571,7 @@ func (q *Queries) ListSubscriptions(ctx context.Context, tenantID uuid.UUID) ([]
 			&i.CertificateExpiryNotifiedAt,
 			&i.Filter,
 			&i.RetrySchedule,
+			&i.Type,
 		); err != nil {
 			return nil, err
 		}
@@ -629,7 +633,7 @@ SET state = $1, disabled_reason = $2, updated_at = now(),
     disabled_notified_at = CASE WHEN $1 = 'active' THEN NULL ELSE disabled_notified_at END
 WHERE id = $3 AND tenant_id = $4 AND deleted_at IS NULL
   AND state = ANY($5::text[])
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type
 `
 
 type SetSubscriptionStateParams struct {
@@ -686,6 +690,7 @@ func (q *Queries) SetSubscriptionState(ctx context.Context, arg SetSubscriptionS
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }
@@ -867,7 +872,7 @@ SET url = coalesce($1, url),
     retry_schedule = CASE WHEN $16::bool THEN $17::int[] ELSE retry_schedule END,
     updated_at = now()
 WHERE id = $18 AND tenant_id = $19 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule
+RETURNING id, tenant_id, url, description, event_types, state, disabled_reason, headers, rate_limit_per_second, circuit_state, circuit_opened_at, consecutive_failures, last_success_at, last_failure_at, failing_since, deleted_at, created_at, updated_at, claimed, circuit_probe_at, circuit_probe_ms, rate_tokens, rate_counted_at, resend_tokens, resend_counted_at, disabled_notified_at, auth, credentials, tls_certificate, tls_certificate_subject, tls_certificate_not_after, certificate_expiry_notified_at, filter, retry_schedule, type
 `
 
 type UpdateSubscriptionParams struct {
@@ -953,6 +958,7 @@ func (q *Queries) UpdateSubscription(ctx context.Context, arg UpdateSubscription
 		&i.CertificateExpiryNotifiedAt,
 		&i.Filter,
 		&i.RetrySchedule,
+		&i.Type,
 	)
 	return i, err
 }

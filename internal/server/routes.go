@@ -39,7 +39,7 @@ func (s *Server) routes() http.Handler {
 		r.Handle("/metrics", http.NotFoundHandler())
 	}
 	a := &api.API{Tenants: s.Tenants, Subscriptions: s.Subscriptions, Deliveries: s.Deliveries, Replays: s.Replays, Publisher: s.Publisher, Portal: s.Portal,
-		Activity: s.Activity, Catalogue: s.Catalogue,
+		Activity: s.Activity, Catalogue: s.Catalogue, Polling: s.Polling,
 		Limits: api.NewTokenLimits(s.Config.APIRatePerSecond, s.Config.APIBurst, s.Config.APIRateWait, s.now)}
 	r.Mount("/api/v1", a.Routes())
 	s.mountWeb(r)

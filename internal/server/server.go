@@ -31,6 +31,7 @@ import (
 	"github.com/hookline/hookline/internal/incidents"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/migrate"
+	"github.com/hookline/hookline/internal/polling"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/replays"
@@ -89,10 +90,12 @@ type Server struct {
 	Tenants       *tenants.Service
 	Subscriptions *subscriptions.Service
 	Deliveries    *deliveries.Service
-	Replays       *replays.Replays
-	ReplayRunner  *replays.ReplayRunner
-	Publisher     *publish.Publisher
-	Activity      *activity.Log
+	// Polling serves polling subscriptions' consumers (poll and commit).
+	Polling      *polling.Service
+	Replays      *replays.Replays
+	ReplayRunner *replays.ReplayRunner
+	Publisher    *publish.Publisher
+	Activity     *activity.Log
 	// LoginThrottle counts the dashboard's failed sign-ins (its old rows are pruned by the maintenance leader);
 	// Sessions is the dashboard's session store. Both are built once here and given to the dashboard.
 	LoginThrottle *tenants.LoginThrottle
@@ -246,6 +249,7 @@ func (s *Server) buildAccounts(ctx context.Context, allowAddrs []string) error {
 func (s *Server) buildDelivery(o Options) error {
 	cfg, log, tracer := s.Config, s.log, s.tracing.Tracer()
 	s.Deliveries = deliveries.NewService(s.Pool, s.Policy, s.now, cfg.MaxManualRetries, cfg.ResendPerMinute)
+	s.Polling = polling.NewService(s.Pool, s.now)
 	s.Replays = replays.NewReplays(s.Pool, s.Policy, s.now)
 	s.ReplayRunner = replays.NewReplayRunner(s.Replays, log.With("component", "replays"))
 	s.Replays.Started = s.ReplayRunner.Wake

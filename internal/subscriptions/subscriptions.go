@@ -48,7 +48,7 @@ const SecretOverlap = 24 * time.Hour
 type Subscription struct {
 	ID                 uuid.UUID `json:"id"`
 	TenantID           uuid.UUID `json:"tenant_id"`
-	URL                string    `json:"url"`
+	URL                string    `json:"-"` // in JSON as JSONURL (see below)
 	Description        string    `json:"description"`
 	EventTypes         []string  `json:"event_types"`
 	State              string    `json:"state"`
@@ -70,6 +70,11 @@ type Subscription struct {
 	RetrySchedule []string  `json:"retry_schedule"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+
+	// Type is webhook (Hookline POSTs to URL) or polling (consumers pull: polling.go, internal/polling).
+	Type string `json:"type"`
+	// JSONURL is URL as the API shows it: null for a polling subscription (whose URL is "").
+	JSONURL *string `json:"url"`
 }
 
 // Circuit is a subscription's circuit breaker as the API and dashboard show it.
@@ -110,6 +115,11 @@ func fromRow(r db.Subscription) Subscription {
 		s.Filter = json.RawMessage(r.Filter)
 	}
 	s.RetrySchedule = RetryScheduleText(r.RetrySchedule)
+	s.Type = r.Type
+	if s.Type != Polling {
+		u := s.URL
+		s.JSONURL = &u
+	}
 	return s
 }
 
@@ -128,6 +138,9 @@ type Input struct {
 	// KeepHeaderValues (the dashboard's form, which never shows stored values back) makes an empty value
 	// of a header already stored keep its stored value on Update; without it an empty value is stored.
 	KeepHeaderValues bool `json:"-"`
+
+	// Type is webhook (nil: the default) or polling, on create only (see polling.go).
+	Type *string `json:"-"`
 
 	// The receiver's fields: each nil leaves it as it is, its Clear removes it (the API's null).
 	Auth                   *AuthInput        `json:"-"`
@@ -405,13 +418,18 @@ func (s *Service) validate(in Input) error {
 
 // Create adds a subscription and returns it with its first signing secret, shown only here.
 func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Subscription, string, error) {
-	if in.URL == nil {
+	polling, err := checkCreateType(in)
+	if err != nil {
+		return Subscription{}, "", err
+	}
+	if !polling && in.URL == nil {
 		return Subscription{}, "", fieldError("url", "Enter the URL of your endpoint.", fault.Invalid("url is required"))
 	}
 	if err := s.validate(in); err != nil {
 		return Subscription{}, "", err
 	}
-	p := db.CreateSubscriptionParams{TenantID: tenantID, URL: *in.URL, EventTypes: []string{}, Headers: []byte("{}")}
+	// A polling subscription's url is '' (checkCreateType refused one given).
+	p := db.CreateSubscriptionParams{TenantID: tenantID, URL: valueOr(in.URL, ""), EventTypes: []string{}, Headers: []byte("{}")}
 	if in.EventTypes != nil {
 		p.EventTypes = dedupe(*in.EventTypes)
 	}
@@ -465,6 +483,11 @@ func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, in Input) (Sub
 		var err error
 		if row, err = q.CreateSubscription(ctx, p); err != nil {
 			return err
+		}
+		if polling {
+			if row, err = q.MakeSubscriptionPolling(ctx, db.MakeSubscriptionPollingParams{ID: row.ID, TenantID: tenantID}); err != nil {
+				return err
+			}
 		}
 		if row.Filter != nil {
 			if err := q.BumpFiltersVersion(ctx, tenantID); err != nil {
@@ -578,6 +601,9 @@ func (s *Service) Update(ctx context.Context, tenantID, id uuid.UUID, in Input) 
 			return fault.Missing("subscription")
 		}
 		if err != nil {
+			return err
+		}
+		if err := checkUpdateType(in, old); err != nil {
 			return err
 		}
 		var headers []byte
