@@ -272,9 +272,24 @@ func TestListenEndToEnd(t *testing.T) {
 		arrived  = map[string]int{} // webhook-id → requests
 		bad      []string
 	)
+	received := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(arrived)
+	}
 	progress := make(chan struct{}, 1)
+	// Once hold is armed, the next request waits (unanswered, not counted) until release: the listener is
+	// killed while it waits for the local server's answer, in the middle of a page.
+	var holdAt atomic.Int64
+	held, release := make(chan struct{}), make(chan struct{})
 	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if n := holdAt.Load(); n > 0 && received() >= int(n) && holdAt.CompareAndSwap(n, 0) {
+			close(held)
+			<-release
+			http.Error(w, "too late", http.StatusServiceUnavailable)
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if err := verifier.Verify(body, r.Header); err != nil {
@@ -294,11 +309,6 @@ func TestListenEndToEnd(t *testing.T) {
 	}
 	serve(t, ln, receiver)
 	target := "http://" + ln.Addr().String() + "/webhooks"
-	received := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrived)
-	}
 	// waitReceived waits until n distinct events have arrived.
 	waitReceived := func(what string, n int) {
 		t.Helper()
@@ -367,8 +377,14 @@ func TestListenEndToEnd(t *testing.T) {
 		}
 	}
 
-	waitReceived("the first events", 40)
-	l.kill() // kill -9: no chance to commit anything
+	holdAt.Store(40)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the first events did not arrive: %d did", received())
+	}
+	l.kill() // kill -9, waiting for the local server's answer in the middle of a page
+	close(release)
 	killedAt := publishedCount()
 	waitPublished(killedAt + 40) // published while nobody listens
 
@@ -391,13 +407,44 @@ func TestListenEndToEnd(t *testing.T) {
 	if err := <-publisherDone; err != nil {
 		t.Fatalf("publish: %v", err)
 	}
+	waitReceived("every event published", publishedCount())
+	// Every delivery committed, the listener only polls; the API connection drops then, and events are
+	// published meanwhile.
+	sub := uuid.MustParse(l.sub)
+	allCommitted := func() bool {
+		for d, err := range e.admin.Deliveries(ctx, tenant, &client.ListDeliveriesParams{SubscriptionID: &sub}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.State != client.DeliveryStateDelivered {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, "every delivery committed", allCommitted)
+	api.cut()
+	again.stderr.waitFor(t, "the failed poll reported", 30*time.Second, func(s string) bool {
+		return strings.Contains(s, `hookline listen: the API: Get "`)
+	})
+	for i := range 20 {
+		p, err := e.admin.Publish(ctx, tenant, "order.streamed", map[string]any{"after": i}, client.PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		published = append(published, p.ID)
+	}
+	api.restore()
 	total := publishedCount()
 	waitReceived("every event published", total)
-	again.stderr.waitFor(t, "the API connection back", 30*time.Second, func(s string) bool {
-		return strings.Contains(s, "hookline listen: the API answers again")
-	})
+	eventually(t, "every delivery committed", allCommitted)
+	if n := strings.Count(again.stderr.String(), "hookline listen: the API answers again"); n < 2 {
+		t.Errorf("the listener said %d times that the API answers again, want one per cut:\n%s", n, again.stderr)
+	}
+	again.interrupt(t)
 
 	mu.Lock()
+	defer mu.Unlock()
 	if len(bad) > 0 {
 		t.Errorf("%d requests did not verify with the Standard Webhooks library: %v", len(bad), bad[:min(len(bad), 5)])
 	}
@@ -411,22 +458,7 @@ func TestListenEndToEnd(t *testing.T) {
 	if len(arrived) != total {
 		t.Errorf("%d distinct events arrived, %d were published", len(arrived), total)
 	}
-	mu.Unlock()
 	t.Logf("%d events published, all arrived verified; %d forwarded again (a page uncommitted at the kill or the cut)", total, duplicates)
-	// Everything forwarded is committed: no delivery of the subscription is left waiting.
-	sub := uuid.MustParse(l.sub)
-	eventually(t, "every delivery committed", func() bool {
-		for d, err := range e.admin.Deliveries(ctx, tenant, &client.ListDeliveriesParams{SubscriptionID: &sub}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.State != client.DeliveryStateDelivered {
-				return false
-			}
-		}
-		return true
-	})
-	again.interrupt(t)
 }
 
 // cuttableProxy is a TCP proxy to the API that the test can cut: its connections closed, new ones
