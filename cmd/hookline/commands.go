@@ -160,7 +160,7 @@ per name. The token needs the scopes subscriptions:read and :write, deliveries:r
 					fs.StringVar(&o.events, "events", "", "only these event `types`, comma-separated (patterns such as order.* too); every type when absent")
 					fs.StringVar(&o.name, "name", "", "the listener's `name`: its subscription and consumer (default: the host name)")
 					o.interval.d = defaultListenInterval
-					fs.Var(&o.interval, "interval", "how long to wait before polling again when nothing is waiting (a `duration`)")
+					fs.Var(&o.interval, "interval", "wait this `duration` before polling again when nothing is waiting (1s by default)")
 				},
 				run: runListen,
 			},
