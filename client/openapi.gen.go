@@ -728,8 +728,11 @@ type ActivityPage struct {
 // Attempt defines model for Attempt.
 type Attempt struct {
 	// Attempt Grows over the delivery's life
-	Attempt    int `json:"attempt"`
-	DurationMs int `json:"duration_ms"`
+	Attempt int `json:"attempt"`
+
+	// Consumer For a polling subscription, the consumer whose commit delivered the delivery (no request was sent: no status, an empty `request_url`). Absent for attempts Hookline sent.
+	Consumer   *string `json:"consumer,omitempty"`
+	DurationMs int     `json:"duration_ms"`
 
 	// Error Error text (timeout
 	Error string `json:"error"`

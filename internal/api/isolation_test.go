@@ -77,6 +77,11 @@ var isolationRoutes = map[string]isoRoute{
 	"POST /api/v1/tenants/{}/subscriptions/{}/recover": {body: func(w *isoWorld) any {
 		return map[string]any{"since": w.since.Format(time.RFC3339)}
 	}},
+	"GET /api/v1/tenants/{}/subscriptions/{}/poll":      {},
+	"GET /api/v1/tenants/{}/subscriptions/{}/consumers": {},
+	"POST /api/v1/tenants/{}/subscriptions/{}/consumers/{}/commit": {body: func(*isoWorld) any {
+		return map[string]any{"cursor": "not-a-cursor"}
+	}},
 	"POST /api/v1/tenants/{}/events": {body: func(*isoWorld) any {
 		return map[string]any{"event_type": "iso.none", "payload": map[string]any{"n": 1}}
 	}},
@@ -107,6 +112,7 @@ var isolationRoutes = map[string]isoRoute{
 type isoTenant struct {
 	tenant, name                  string
 	sub, deadSub, pausedSub       string
+	pollSub                       string // a polling subscription, with a consumer that polled
 	delivered, dead               string
 	token                         string
 	recoverReplay, adminReplay    string
@@ -202,7 +208,7 @@ func TestIsolationWalkCoversEveryRoute(t *testing.T) {
 var paramNameRE = regexp.MustCompile(`\{([^}:]+)(?::[^}]*)?\}`)
 
 // isoParams are the path parameters the walk fills in.
-var isoParams = []string{"tenantID", "subscriptionID", "deliveryID", "replayID", "tokenID", "eventType"}
+var isoParams = []string{"tenantID", "subscriptionID", "deliveryID", "replayID", "tokenID", "eventType", "consumer"}
 
 // fill puts ids into a chi pattern (params: name → id) and drops the subrouter's trailing slash.
 func fill(pattern string, params map[string]string) string {
@@ -260,6 +266,9 @@ func newIsoTenant(w *isoWorld, label string) *isoTenant {
 	tn.pausedSub = p.ID
 	must[subscription](e, 200, "POST", "/tenants/"+tn.tenant+"/subscriptions/"+tn.pausedSub+"/pause", adminToken, nil)
 	tn.secrets = append(tn.secrets, s.Secret, d.Secret, p.Secret)
+	ps := e.newSubscription(tn.tenant, map[string]any{"type": "polling", "event_types": []string{"iso.ok"}})
+	tn.pollSub = ps.ID
+	tn.secrets = append(tn.secrets, ps.Secret)
 
 	ok := e.publish(tn.tenant, "iso.ok", map[string]any{"secret": "payload-" + mark})
 	bad := e.publish(tn.tenant, "iso.bad", map[string]any{"secret": "payload-" + mark})
@@ -267,6 +276,10 @@ func newIsoTenant(w *isoWorld, label string) *isoTenant {
 	tn.eventIDs = []string{ok.ID, bad.ID}
 	e.waitState(tn.tenant, tn.delivered, "delivered")
 	e.waitState(tn.tenant, tn.dead, "failed")
+	// The polling subscription's consumer pulls the iso.ok event and commits it: with nothing waiting, the
+	// maintenance leader leaves the subscription's row alone during the walk (it marks one nobody pulls).
+	pulled := e.pollFor(tn.tenant, tn.pollSub, "iso-consumer", 10, 1)
+	must[map[string]any](e, 204, "POST", commitPath(tn.tenant, tn.pollSub, "iso-consumer"), adminToken, map[string]any{"cursor": pulled.Cursor})
 
 	tok := must[struct {
 		ID    string `json:"id"`
@@ -295,12 +308,13 @@ func newIsoTenant(w *isoWorld, label string) *isoTenant {
 	tn.adminReplay = must[replay](e, 201, "POST", "/replays", adminToken, w.replayBody(tn.tenant)).ID
 
 	tn.ids = map[string][]string{
-		"subscriptionID": {tn.sub, tn.deadSub, tn.pausedSub},
+		"subscriptionID": {tn.sub, tn.deadSub, tn.pausedSub, tn.pollSub},
+		"consumer":       {"iso-consumer"},
 		"deliveryID":     {tn.delivered, tn.dead},
 		"replayID":       {tn.recoverReplay, tn.adminReplay},
 		"tokenID":        {tn.token},
 	}
-	tn.secrets = append(tn.secrets, tn.tenant, tn.name, mark, tn.description, tn.hdrValue, tn.sub, tn.deadSub, tn.pausedSub,
+	tn.secrets = append(tn.secrets, tn.tenant, tn.name, mark, tn.description, tn.hdrValue, tn.sub, tn.deadSub, tn.pausedSub, tn.pollSub,
 		tn.delivered, tn.dead, tn.token, tn.recoverReplay, tn.adminReplay, tn.full, mark+"@example.com")
 	tn.secrets = append(tn.secrets, tn.eventIDs...)
 	return tn
@@ -312,15 +326,16 @@ func (w *isoWorld) snapshot(tenantID string) map[string]string {
 	ctx := context.Background()
 	out := map[string]string{}
 	for table, where := range map[string]string{
-		"tenants":              "id = $1",
-		"api_tokens":           "tenant_id = $1",
-		"users":                "tenant_id = $1",
-		"subscriptions":        "tenant_id = $1",
-		"subscription_secrets": "subscription_id IN (SELECT id FROM subscriptions WHERE tenant_id = $1)",
-		"events":               "tenant_id = $1",
-		"replays":              "tenant_id = $1",
-		"webhook_deliveries":   "tenant_id = $1",
-		"webhook_attempts":     "tenant_id = $1",
+		"tenants":                "id = $1",
+		"api_tokens":             "tenant_id = $1",
+		"users":                  "tenant_id = $1",
+		"subscriptions":          "tenant_id = $1",
+		"subscription_secrets":   "subscription_id IN (SELECT id FROM subscriptions WHERE tenant_id = $1)",
+		"events":                 "tenant_id = $1",
+		"replays":                "tenant_id = $1",
+		"webhook_deliveries":     "tenant_id = $1",
+		"webhook_attempts":       "tenant_id = $1",
+		"subscription_consumers": "tenant_id = $1",
 	} {
 		var s string
 		q := fmt.Sprintf(`SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY to_jsonb(x)::text), '[]')::text FROM %s x WHERE %s`, table, where)

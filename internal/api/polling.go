@@ -17,25 +17,16 @@ func (a *API) pollDeliveries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	// Bad parameters are told after the subscription is found (Poll checks it first): another tenant's
+	// id is 404 whatever else is wrong.
 	q := r.URL.Query()
-	for k := range q {
-		if k != "consumer" && k != "limit" {
-			writeError(w, r, fault.Invalid("unknown query parameter %q: poll takes consumer and limit", k))
-			return
-		}
-	}
-	if !q.Has("consumer") {
-		writeError(w, r, fault.Invalid("consumer is required: the name of the consumer polling (1 to 64 letters, digits, '.', '_' or '-')"))
-		return
-	}
-	limit := polling.DefaultLimit
+	consumer, limit := q.Get("consumer"), polling.DefaultLimit
 	if raw := q.Get("limit"); q.Has("limit") {
-		if limit, err = strconv.Atoi(raw); err != nil || limit < 1 || limit > polling.MaxLimit {
-			writeError(w, r, fault.Invalid("limit must be a whole number from 1 to %d", polling.MaxLimit))
-			return
+		if limit, err = strconv.Atoi(raw); err != nil {
+			limit = 0 // refused by Poll
 		}
 	}
-	page, err := a.Polling.Poll(r.Context(), tenantID(r), id, q.Get("consumer"), limit)
+	page, err := a.Polling.Poll(r.Context(), tenantID(r), id, consumer, limit)
 	if err != nil {
 		writeError(w, r, err)
 		return

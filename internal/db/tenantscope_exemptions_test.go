@@ -46,6 +46,8 @@ var tenantExemptions = map[string]exemption{
 
 	// The maintenance leader's sweeps over every tenant.
 	"DeadLetterQueuedOfDeletedSubscriptions": {maintenance, "dead-letters the waiting deliveries of every deleted subscription"},
+	"ExpireUnpulledDeliveries":               {maintenance, "expires polling subscriptions' deliveries past their deadline, of any tenant"},
+	"MarkUnpulledSubscriptions":              {maintenance, "marks polling subscriptions nobody commits as failing (for incidents), of any tenant"},
 	"DisableFailingSubscriptions":            {maintenance, "auto-disable looks at every failing subscription"},
 	"OpenIncidents":                          {maintenance, "opens incidents for failing subscriptions of any tenant"},
 	"EndIncidents":                           {maintenance, "ends open incidents of any tenant"},

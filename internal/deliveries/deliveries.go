@@ -79,6 +79,9 @@ type Attempt struct {
 	Outcome         delivery.Outcome  `json:"outcome"`
 	RequestURL      string            `json:"request_url"`
 	RequestHeaders  map[string]string `json:"request_headers,omitempty"`
+	// Consumer names the polling consumer whose commit delivered the delivery (no HTTP request was made);
+	// absent for an attempt Hookline sent.
+	Consumer string `json:"consumer,omitempty"`
 }
 
 // FromRow is a stored delivery as the API and the dashboard show it (the replays' lists read the same rows).
@@ -141,6 +144,9 @@ func (s *Service) Get(ctx context.Context, tenantID, id uuid.UUID) (Detail, erro
 		if a.Status != nil {
 			st := int(*a.Status)
 			at.Status = &st
+		}
+		if a.Consumer != nil {
+			at.Consumer = *a.Consumer
 		}
 		_ = json.Unmarshal(a.RequestHeaders, &at.RequestHeaders)
 		d.Attempts = append(d.Attempts, at)

@@ -51,6 +51,9 @@ func (s *Service) RetryNow(ctx context.Context, tenantID, id uuid.UUID, actor Ac
 			if err := CanRetryNow(d, ep, actor.Admin, s.maxManual); err != nil {
 				return err
 			}
+			if ep.Polling {
+				return fault.New(fault.InvalidState, "this delivery is of a polling subscription: nothing is sent, it waits for a consumer to pull and commit it")
+			}
 			if hold := CircuitHold(ep.CircuitState, ep.CircuitProbeAt); hold != "" {
 				return fault.New(fault.InvalidState, "%s", hold)
 			}
@@ -175,6 +178,8 @@ type Endpoint struct {
 	// CircuitState and CircuitProbeAt are its circuit breaker (Retry now waits for the probe).
 	CircuitState   string
 	CircuitProbeAt *time.Time
+	// Polling says the delivery is a polling subscription's: pulled by consumers, never sent (no Retry now).
+	Polling bool
 }
 
 // Deleted reports whether the subscription was deleted.
@@ -203,7 +208,7 @@ func (s *Service) getToRetry(ctx context.Context, tenantID, id uuid.UUID) (db.We
 		return r.WebhookDelivery, Endpoint{}, fmt.Errorf("get delivery: %w", err)
 	}
 	return r.WebhookDelivery, Endpoint{URL: r.SubscriptionURL, DeletedAt: r.SubscriptionDeletedAt,
-		CircuitState: r.CircuitState, CircuitProbeAt: r.CircuitProbeAt}, nil
+		CircuitState: r.CircuitState, CircuitProbeAt: r.CircuitProbeAt, Polling: r.WebhookDelivery.PollXid != nil}, nil
 }
 
 // CheckRetryNow is the rule for Retry now: only a retrying delivery (pending after a failed attempt) of a

@@ -160,16 +160,17 @@ func pollingSubscription(ctx context.Context, q *db.Queries, tenantID, id uuid.U
 // consumer starts just before the subscription's oldest delivery not yet delivered (or after every
 // delivery when none waits). A paused or disabled subscription is 409: its deliveries wait until it is
 // resumed, as a paused endpoint's do.
+// The subscription is checked before the arguments: another tenant's id is 404 whatever else is wrong.
 func (s *Service) Poll(ctx context.Context, tenantID, subscriptionID uuid.UUID, consumer string, limit int) (Page, error) {
+	sub, err := pollingSubscription(ctx, s.q, tenantID, subscriptionID)
+	if err != nil {
+		return Page{}, err
+	}
 	if err := ValidName(consumer); err != nil {
 		return Page{}, err
 	}
 	if limit < 1 || limit > MaxLimit {
-		return Page{}, fault.Invalid("limit must be between 1 and %d", MaxLimit)
-	}
-	sub, err := pollingSubscription(ctx, s.q, tenantID, subscriptionID)
-	if err != nil {
-		return Page{}, err
+		return Page{}, fault.Invalid("limit must be a whole number from 1 to %d", MaxLimit)
 	}
 	if sub.State != "active" {
 		return Page{}, fault.New(fault.InvalidState, "the subscription is %s: its deliveries wait until it is resumed (POST .../resume)", sub.State)
@@ -246,18 +247,14 @@ func eventData(body []byte) (json.RawMessage, error) {
 // that does not decode, belongs to another subscription, or is beyond what polls could have given (this
 // consumer's furthest, or any poll's for a consumer that never polled) is 400.
 func (s *Service) Commit(ctx context.Context, tenantID, subscriptionID uuid.UUID, consumer, cursor string) error {
-	if err := ValidName(consumer); err != nil {
-		return err
-	}
-	pos, err := DecodeCursor(subscriptionID, cursor)
-	if err != nil {
-		return err
-	}
+	var err error
 	// Commits of one subscription are made one at a time (its row is locked first), but a delivery can
 	// still move between the queue and the history under one (an expiry, a resend): the commit is then
 	// made again, as other statements that meet a moved row are (pgfail.Moved).
 	for try := 1; ; try++ {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, pos) })
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			return s.commit(ctx, s.q.WithTx(tx), tenantID, subscriptionID, consumer, cursor)
+		})
 		if !pgfail.Moved(err) || try == pgfail.MovedTries {
 			break
 		}
@@ -268,7 +265,7 @@ func (s *Service) Commit(ctx context.Context, tenantID, subscriptionID uuid.UUID
 	return err
 }
 
-func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscriptionID uuid.UUID, consumer string, pos Position) error {
+func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscriptionID uuid.UUID, consumer, cursor string) error {
 	sub, err := q.LockPollingSubscription(ctx, db.LockPollingSubscriptionParams{ID: subscriptionID, TenantID: tenantID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fault.Missing("subscription")
@@ -278,6 +275,14 @@ func (s *Service) commit(ctx context.Context, q *db.Queries, tenantID, subscript
 	}
 	if sub.Type != "polling" {
 		return fault.Invalid("this is a webhook subscription: Hookline sends its deliveries to its URL; only a polling subscription's consumers commit")
+	}
+	// The arguments after the subscription: another tenant's id is 404 whatever else is wrong.
+	if err := ValidName(consumer); err != nil {
+		return err
+	}
+	pos, err := DecodeCursor(subscriptionID, cursor)
+	if err != nil {
+		return err
 	}
 	h, err := q.PollHorizon(ctx, db.PollHorizonParams{TenantID: tenantID, SubscriptionID: subscriptionID})
 	if err != nil {
@@ -362,4 +367,37 @@ func (s *Service) CommittedBy(ctx context.Context, tenantID, deliveryID uuid.UUI
 		return "", fmt.Errorf("committed by: %w", err)
 	}
 	return name, nil
+}
+
+// UpkeepInterval is how often Upkeep runs on the maintenance leader: as often as the incident checks.
+const UpkeepInterval = 5 * time.Second
+
+// expireBatch bounds one statement of Upkeep's expiry.
+const expireBatch = 1000
+
+// Upkeep is the maintenance leader's task for polling subscriptions:
+//   - pending deliveries not committed by their give_up_at expire (dead_reason deadline), as a webhook
+//     endpoint's do when their next attempt would come too late; paused subscriptions' wait;
+//   - an active polling subscription with a delivery waiting and no commit since is marked failing
+//     (failing_since: since the oldest waiting delivery, or the last commit when later), so that the
+//     incident rules and auto-disable treat a subscription nobody pulls as a failing endpoint. A commit
+//     that delivers clears it, which ends the incident.
+//
+// It returns how many deliveries expired.
+func (s *Service) Upkeep(ctx context.Context) (int, error) {
+	now, expired := s.now(), 0
+	for {
+		rows, err := s.q.ExpireUnpulledDeliveries(ctx, db.ExpireUnpulledDeliveriesParams{Now: now, MaxRows: expireBatch})
+		if err != nil {
+			return expired, fmt.Errorf("expire unpulled deliveries: %w", err)
+		}
+		expired += len(rows)
+		if len(rows) < expireBatch {
+			break
+		}
+	}
+	if _, err := s.q.MarkUnpulledSubscriptions(ctx); err != nil {
+		return expired, fmt.Errorf("mark unpulled subscriptions: %w", err)
+	}
+	return expired, nil
 }

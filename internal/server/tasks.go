@@ -9,6 +9,7 @@ import (
 	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/maintenance"
 	"github.com/hookline/hookline/internal/notify"
+	"github.com/hookline/hookline/internal/polling"
 	"github.com/hookline/hookline/internal/smtpurl"
 )
 
@@ -29,6 +30,15 @@ func (s *Server) buildMaintenance() error {
 		return history.Upkeep(ctx, s.Pool)
 	}})
 	s.maintainer.Register(maintenance.Task{Name: "incidents", Interval: maintenance.AutoDisableInterval, Run: s.Incidents.Check})
+	// Polling subscriptions: deliveries nobody committed in time expire, and a subscription nobody pulls is
+	// failing for the incident rules (internal/polling).
+	s.maintainer.Register(maintenance.Task{Name: "polling_upkeep", Interval: polling.UpkeepInterval, Run: func(ctx context.Context) error {
+		n, err := maintenance.Do(ctx, s.Polling.Upkeep)
+		if n > 0 {
+			mlog.Info("polling deliveries expired: not committed within their retry window", "count", n)
+		}
+		return err
+	}})
 	// Customer alert emails: their own task, so a slow mail server never holds up the incident checks.
 	smtp, err := smtpurl.Configured(cfg.SMTPURL)
 	if err != nil {
