@@ -140,7 +140,8 @@ webhook-timestamp and webhook-signature signed with the subscription's secret. D
 laptop, behind a firewall, against real events; it verifies them as it will in production.
 
 It uses a polling subscription of the tenant's, described "hookline listen: <name>": created at the
-first start, used again by every later start with the same --name (its event types set to --events).
+first start, used again by every later start with the same --name (its event types set to --events;
+resumed if the server disabled it; a paused one is refused).
 The signing secret is printed once at the start (on stderr): read from the new subscription's answer,
 or from GET .../secret when it is used again (a call the activity log records as secret.revealed).
 

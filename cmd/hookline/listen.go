@@ -163,6 +163,22 @@ func (l *listener) subscribe(ctx context.Context, filters []string) error {
 		fmt.Fprintf(stderr, "created the polling subscription %s for listener %s (%s)\n", l.sub, l.name, what)
 	} else {
 		l.sub = found.ID
+		switch found.State {
+		case client.SubscriptionStatePaused:
+			// Someone paused it on purpose (the dashboard, the API): theirs to undo, not listen's.
+			return fmt.Errorf("the polling subscription %s of listener %s is paused: resume it (the dashboard's Resume, or POST .../subscriptions/%s/resume) to listen", l.sub, l.name, l.sub)
+		case client.SubscriptionStateDisabled:
+			// Disabled by the server, most likely for being pulled by nobody while the listener was away
+			// (the incident rules): starting the listener is what resuming it is for.
+			res, err := l.c.ResumeSubscriptionWithResponse(ctx, l.tenant, l.sub, nil)
+			if err != nil {
+				return err
+			}
+			if _, err := answer(res, res.JSON200); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "resumed the polling subscription %s, which the server had disabled: %s\n", l.sub, found.DisabledReason)
+		}
 		if !sameFilters(found.EventTypes, filters) {
 			res, err := l.c.UpdateSubscriptionWithResponse(ctx, l.tenant, l.sub, nil, client.UpdateSubscriptionJSONRequestBody{EventTypes: &filters})
 			if err != nil {
@@ -187,9 +203,6 @@ func (l *listener) subscribe(ctx context.Context, filters []string) error {
 			return errors.New("the subscription has no signing secret")
 		}
 		fmt.Fprintf(stderr, "using the polling subscription %s of listener %s (%s), from its committed cursor\n", l.sub, l.name, what)
-		if found.State != client.SubscriptionStateActive {
-			fmt.Fprintf(stderr, "note: the subscription is %s\n", found.State)
-		}
 	}
 	fmt.Fprintf(stderr, "signing secret: %s (verify the forwarded requests with it, as in production)\n", l.secrets[0])
 	fmt.Fprintf(stderr, "forwarding to %s (Ctrl-C to stop)\n", l.target)

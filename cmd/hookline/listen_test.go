@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/hookline/hookline/client"
@@ -251,6 +253,56 @@ func TestListen(t *testing.T) {
 	second.interrupt(t)
 	if n := len(rec.requests()); n != 1 {
 		t.Errorf("the first local server got %d requests in all, want 1", n)
+	}
+}
+
+// A paused listener subscription is someone's decision: listen says so and exits 1. A disabled one (the
+// server disables a subscription nobody pulls, as one whose endpoint fails) is resumed by listen's start.
+func TestListenPausedOrDisabled(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newEnv(t, false)
+	tenant := e.newTenant("cli-listen-states")
+	token := e.newToken(tenant, allScopes...)
+	rec := newRecorder(http.StatusOK)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, ln, rec)
+	target := "http://" + ln.Addr().String() + "/hooks"
+	first := listen(t, e.base, token, "--forward-to", target, "--name", "states")
+	first.interrupt(t)
+
+	if _, err := e.admin.PauseSubscriptionWithResponse(ctx, tenant, first.sub, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Published while paused: the delivery waits, and is held while disabled (which takes no new ones).
+	p, err := e.admin.Publish(ctx, tenant, "order.waiting", map[string]any{}, client.PublishOptions{})
+	if err != nil || len(p.Deliveries) != 1 {
+		t.Fatalf("publish to the paused subscription: %v, %+v", err, p)
+	}
+	paused := e.run(token, "listen", "--forward-to", target, "--name", "states")
+	if paused.code != 1 || paused.stdout != "" || !strings.Contains(paused.stderr, "hookline: the polling subscription "+first.sub+
+		" of listener states is paused: resume it") || strings.Contains(paused.stderr, "signing secret") {
+		t.Errorf("listen of a paused subscription: %s", paused)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `UPDATE subscriptions SET state = 'disabled', disabled_reason = 'nobody pulled it for 3 days' WHERE id = $1`, first.sub); err != nil {
+		t.Fatal(err)
+	}
+	again := listen(t, e.base, token, "--forward-to", target, "--name", "states")
+	want(t, "listen of a disabled subscription", result{stderr: again.stderr.String()}, 0, nil, []string{
+		"resumed the polling subscription " + first.sub + ", which the server had disabled: nobody pulled it for 3 days"})
+	e.waitState(tenant, p.Deliveries[0].ID, client.DeliveryStateDelivered)
+	again.interrupt(t)
+	if got := rec.requests(); len(got) != 1 || got[0].header.Get("webhook-id") != p.ID {
+		t.Errorf("the local server got %d requests, want the one event's", len(got))
 	}
 }
 
