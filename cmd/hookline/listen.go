@@ -363,7 +363,15 @@ func (l *listener) print(at time.Time, d client.PulledDelivery, status int, took
 			EventType: d.EventType, Status: status, DurationMS: took.Milliseconds()})
 		return
 	}
-	fmt.Fprintf(l.in.stdout, "%s  %s  %s  HTTP %d  %dms\n", stamp(at), d.EventType, d.DeliveryID, status, took.Milliseconds())
+	fmt.Fprintf(l.in.stdout, "%s  %s  %s  HTTP %d  %s\n", stamp(at), d.EventType, d.DeliveryID, status, milliseconds(took))
+}
+
+// milliseconds is d in milliseconds, to a tenth below 10 ms (a local server often answers in less than one).
+func milliseconds(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
 }
 
 // retrier waits, with a growing backoff, between tries of something that cannot be reached, saying so once
@@ -387,7 +395,7 @@ func (r *retrier) wait(ctx context.Context, err error, then string) bool {
 		r.backoff = min(2*r.backoff, listenMaxBackoff)
 	}
 	if !r.failing {
-		fmt.Fprintf(r.stderr, "hookline listen: %s: %s; %s (every %s at most)\n",
+		fmt.Fprintf(r.stderr, "hookline listen: %s: %s; %s (backing off to every %s)\n",
 			r.what, strings.TrimPrefix(err.Error(), "client: "), then, listenMaxBackoff)
 		r.failing = true
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The default listener name is the host name made a consumer name, whatever the host name is.
@@ -45,5 +46,17 @@ func TestEventFilters(t *testing.T) {
 	}
 	if !sameFilters([]string{"b", "a"}, []string{"a", "b", "a"}) || sameFilters(nil, []string{"a"}) || !sameFilters(nil, []string{}) {
 		t.Error("sameFilters compares sets")
+	}
+}
+
+func TestMilliseconds(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		0: "0.0ms", 412 * time.Microsecond: "0.4ms", 9949 * time.Microsecond: "9.9ms", 10 * time.Millisecond: "10ms",
+		1234567 * time.Microsecond: "1234ms",
+	} {
+		if got := milliseconds(d); got != want {
+			t.Errorf("milliseconds(%s) = %s, want %s", d, got, want)
+		}
 	}
 }

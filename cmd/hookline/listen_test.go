@@ -173,7 +173,7 @@ func TestListen(t *testing.T) {
 	}
 	id := order.Deliveries[0].ID
 	first.stdout.waitFor(t, "the delivery's line", 30*time.Second, func(s string) bool {
-		return regexp.MustCompile(`(?m)^\S+Z  order\.created  ` + id + `  HTTP 200  \d+ms$`).MatchString(s)
+		return regexp.MustCompile(`(?m)^\S+Z  order\.created  ` + id + `  HTTP 200  \d+(\.\d)?ms$`).MatchString(s)
 	})
 	e.waitState(tenant, id, client.DeliveryStateDelivered)
 	got := rec.requests()
