@@ -244,7 +244,11 @@ func (l *listener) run(ctx context.Context) error {
 		}
 		api.ok()
 		for _, d := range page.Data {
-			if !l.forward(ctx, d) {
+			answered, err := l.forward(ctx, d)
+			if err != nil {
+				return err
+			}
+			if !answered {
 				// Stopped before the local server answered: nothing of this page is committed, so all of
 				// it is forwarded again at the next start.
 				return nil
@@ -295,28 +299,27 @@ func (l *listener) commit(ctx context.Context, api *retrier, cursor string) erro
 
 // forward POSTs one delivery to the local URL until the local server answers, and prints the answer. It
 // returns false when ctx ended first.
-func (l *listener) forward(ctx context.Context, d client.PulledDelivery) bool {
+func (l *listener) forward(ctx context.Context, d client.PulledDelivery) (bool, error) {
 	body, err := d.Body()
 	if err != nil {
-		// The server's payload is JSON: this is not expected, and forwarding something else would be worse.
-		fmt.Fprintf(l.in.stderr, "hookline listen: delivery %s: %v\n", d.DeliveryID, err)
-		return false
+		// The server's payloads are JSON: forwarding something else, or skipping it, would be worse.
+		return false, fmt.Errorf("delivery %s: %w", d.DeliveryID, err)
 	}
 	local := &retrier{stderr: l.in.stderr, what: "your server at " + l.target}
 	for {
 		start := time.Now()
 		status, err := l.post(ctx, d.EventID, body, start)
 		took := time.Since(start)
-		if ctx.Err() != nil {
-			return false
-		}
 		if err == nil {
 			local.ok()
 			l.print(start, d, status, took)
-			return true
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, nil
 		}
 		if !local.wait(ctx, fmt.Errorf("delivery %s not forwarded: %w", d.DeliveryID, err), "trying it again; nothing is committed until it answers") {
-			return false
+			return false, nil
 		}
 	}
 }
