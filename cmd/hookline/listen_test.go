@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -253,6 +254,25 @@ func TestListen(t *testing.T) {
 	second.interrupt(t)
 	if n := len(rec.requests()); n != 1 {
 		t.Errorf("the first local server got %d requests in all, want 1", n)
+	}
+}
+
+// Without --name, the listener is named for the host: its subscription's description and its consumer.
+func TestListenDefaultName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	tenant := e.newTenant("cli-listen-name")
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	name := defaultListenerName(host)
+	l := listen(t, e.base, e.newToken(tenant, allScopes...), "--forward-to", "http://127.0.0.1:9/hooks")
+	want(t, "listen without --name", result{stderr: l.stderr.String()}, 0, nil, []string{"for listener " + name + " (every event type)"})
+	l.interrupt(t)
+	sub, err := e.admin.GetSubscriptionWithResponse(t.Context(), tenant, l.sub, nil)
+	if err != nil || sub.JSON200.Description != "hookline listen: "+name {
+		t.Errorf("the subscription of a listener named for host %q: %v %+v", host, err, sub.JSON200)
 	}
 }
 
