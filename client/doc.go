@@ -19,7 +19,9 @@
 // (c.ListDeliveriesWithResponse, c.CreateSubscriptionWithResponse, ...). Every operation goes through
 // Client's HTTP layer, so any of them answers an error status as an *APIError rather than a response to
 // inspect. The rest is written by hand: New and its options, APIError, Publish, Me, the iterators over
-// lists (All, Deliveries, Subscriptions, EventTypes, Activity, Replays, TenantReplays) and Verify.
+// lists (All, Deliveries, Subscriptions, EventTypes, Activity, Replays, TenantReplays), Poll and Commit
+// (a polling subscription's payloads kept as sent), Verify, and Sign, SignWith and EventBody (a webhook's
+// headers and body as the server makes them).
 //
 // # Why oapi-codegen
 //

@@ -46,15 +46,19 @@ func (c *Client) Publish(ctx context.Context, tenantID, eventType string, payloa
 	if in.OrderingKey != "" {
 		return nil, errOrderingKey
 	}
-	body, err := json.Marshal(in)
-	if err != nil {
+	// Not json.Marshal, which writes <, >, & and U+2028/U+2029 in strings as \u escapes: the same JSON
+	// to a parser, but not the bytes the caller gave, and receivers' signatures are over the bytes.
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
 		return nil, fmt.Errorf("client: the payload is not JSON: %w", err)
 	}
 	var params PublishEventParams
 	if opts.IdempotencyKey != "" {
 		params.IdempotencyKey = &opts.IdempotencyKey
 	}
-	res, err := c.PublishEventWithBodyWithResponse(ctx, tenantID, &params, "application/json", bytes.NewReader(body))
+	res, err := c.PublishEventWithBodyWithResponse(ctx, tenantID, &params, "application/json", &body)
 	if err != nil {
 		return nil, err
 	}

@@ -131,14 +131,37 @@ make the exit status 1; the others are imported. --dry-run changes nothing and p
 			},
 			{
 				name:  "listen",
-				args:  "--forward-to <url> [--events types]",
-				short: "forward the tenant's events to a local URL (not available yet)",
+				args:  "--forward-to <url> [--events types] [--name n]",
+				short: "forward the tenant's events to a local URL, signed as in production",
 				long: `
-Not available yet: it needs polling subscriptions (events a client fetches rather than receives), which
-this server does not have.`,
+Pulls the tenant's events and POSTs each to --forward-to as the webhook Hookline would send: the same
+body ({"type", "timestamp", "data"}), content-type and user-agent, webhook-id (the event id), a fresh
+webhook-timestamp and webhook-signature signed with the subscription's secret. Develop a receiver on a
+laptop, behind a firewall, against real events; it verifies them as it will in production.
+
+It uses a polling subscription of the tenant's, described "hookline listen: <name>": created at the
+first start, used again by every later start with the same --name (its event types set to --events;
+resumed if the server disabled it; a paused one is refused).
+The signing secret is printed once at the start (on stderr): read from the new subscription's answer,
+or from GET .../secret when it is used again (a call the activity log records as secret.revealed).
+
+One line per delivery the local server answered: time, event type, delivery id, the local status, how
+long it took (--json: one JSON object per line). Any answer, even a 500, is printed and counts as
+handled; a page of deliveries (20 at most) is committed once every one has been answered. While the
+local server cannot be reached (connection refused, no answer within 30 s) the same delivery is tried
+again with a backoff and nothing is committed; likewise while the API cannot be reached. Stopped (Ctrl-C),
+killed or disconnected and started again, it goes on from the committed cursor: nothing published
+meanwhile is lost, and the deliveries of a page forwarded but not committed are forwarded again
+(at least once: dedupe by webhook-id).
+
+--name (default: this machine's host name) names the subscription and its consumer: run one listener
+per name. The token needs the scopes subscriptions:read and :write, deliveries:read and :write.`,
 				flags: func(fs *flag.FlagSet, o *opts) {
 					fs.StringVar(&o.forwardTo, "forward-to", "", "POST each event to this `url`, e.g. http://localhost:3000/webhooks")
-					fs.StringVar(&o.events, "events", "", "only these event `types`, comma-separated (patterns such as order.* too)")
+					fs.StringVar(&o.events, "events", "", "only these event `types`, comma-separated (patterns such as order.* too); every type when absent")
+					fs.StringVar(&o.name, "name", "", "the listener's `name`: its subscription and consumer (default: the host name)")
+					o.interval.d = defaultListenInterval
+					fs.Var(&o.interval, "interval", "wait this `duration` before polling again when nothing is waiting (1s by default)")
 				},
 				run: runListen,
 			},

@@ -452,6 +452,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"event-types", "import"}, []string{"the OpenAPI document (a file) is missing"}},
 		{[]string{"version", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"listen", "--port", "3000"}, []string{"unknown flag --port"}},
+		{[]string{"listen"}, []string{"--forward-to is missing"}},
+		{[]string{"listen", "--forward-to", "localhost:3000"}, []string{`--forward-to "localhost:3000" is not an http or https URL`}},
+		{[]string{"listen", "--forward-to", "http://localhost:3000", "--name", "my laptop"}, []string{`--name "my laptop" is not 1 to 64 letters`}},
+		{[]string{"listen", "--forward-to", "http://localhost:3000", "--interval", "0s"}, []string{`bad value "0s" for --interval: not a positive duration`}},
+		{[]string{"listen", "--forward-to", "http://localhost:3000", "extra"}, []string{`unexpected argument "extra"`}},
 	} {
 		r := e.run(token, c.args...)
 		want(t, "hookline "+strings.Join(c.args, " "), r, 2, nil, append(c.want, "usage: "))
@@ -482,7 +487,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"help", "deliveries", "list"}, []string{"usage: hookline deliveries list", "--state states"}},
 		{[]string{"deliveries", "list", "-h"}, []string{"usage: hookline deliveries list", "--cursor"}},
 		{[]string{"--help", "tail"}, []string{"usage: hookline tail", "--interval"}},
-		{[]string{"listen", "--help"}, []string{"usage: hookline listen --forward-to", "Not available yet"}},
+		{[]string{"listen", "--help"}, []string{"usage: hookline listen --forward-to", "--events types", "--name name", "signing secret", "at least once"}},
 	} {
 		r := runBinary(t, nil, nil, c.args...)
 		want(t, "hookline "+strings.Join(c.args, " "), r, 0, c.want, nil)
@@ -545,17 +550,6 @@ func TestAPIError(t *testing.T) {
 	// A server that cannot be reached is an error too, not bad usage.
 	unreachable := runBinary(t, []string{"HOOKLINE_URL=http://127.0.0.1:1", "HOOKLINE_TOKEN=x"}, nil, "deliveries", "list")
 	want(t, "an unreachable server", unreachable, 1, nil, []string{"hookline: ", "connection refused"})
-}
-
-// listen has its flags but is not available: the API has no polling subscriptions yet.
-func TestListen(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
-	token := e.newToken(e.newTenant("cli-listen"), allScopes...)
-	r := e.run(token, "listen", "--forward-to", "http://localhost:3000/webhooks", "--events", "order.*")
-	if r.code != 1 || r.stdout != "" || r.stderr != "hookline: not available yet: this server has no polling subscriptions\n" {
-		t.Errorf("listen: %s", r)
-	}
 }
 
 // version prints the build in the server's shape; the binary imports nothing of internal/, being built

@@ -56,7 +56,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.url, "url", "", "the server's base `URL`, e.g. https://hooks.example.com (default $HOOKLINE_URL)")
 	fs.StringVar(&g.token, "token", "", "an API `token` (hl_...) or the admin token (default $HOOKLINE_TOKEN)")
 	fs.StringVar(&g.tenant, "tenant", "", "the tenant (its `id`); needed with an admin token, else the token's own")
-	fs.BoolVar(&g.json, "json", false, "print the API's JSON (one object; tail: one object per line)")
+	fs.BoolVar(&g.json, "json", false, "print the API's JSON (one object; tail and listen: one object per line)")
 }
 
 // command is one command of the tree: a leaf runs, a parent dispatches to its subcommands.
@@ -79,7 +79,7 @@ type opts struct {
 	from, to                          string
 	dryRun, archived                  bool
 	interval                          durationFlag
-	forwardTo, events                 string
+	forwardTo, events, name           string
 }
 
 func (c *command) usageLine() string {
