@@ -100,10 +100,29 @@ func TestPublishIdempotent(t *testing.T) {
 		t.Errorf("the key with another payload: %+v, want 400 INVALID_REQUEST naming the Idempotency-Key, with a correlation id", ae)
 	}
 
-	// The ordering key is refused before anything is sent while the API does not take it.
-	if _, err := c.Publish(ctx, tenant, "invoice.paid", payload, client.PublishOptions{OrderingKey: "customer-1"}); err == nil ||
-		errors.As(err, new(*client.APIError)) {
-		t.Errorf("publish with an ordering key: %v, want the SDK's refusal", err)
+	// The ordering key travels with the event: its deliveries carry it; a bad one is the API's refusal.
+	ordered, err := c.Publish(ctx, tenant, "invoice.paid", payload, client.PublishOptions{OrderingKey: "customer-1"})
+	if err != nil {
+		t.Fatalf("publish with an ordering key: %v", err)
+	}
+	found := 0
+	for d, err := range c.Deliveries(ctx, tenant, nil) {
+		if err != nil {
+			t.Fatalf("deliveries: %v", err)
+		}
+		if d.EventID == ordered.ID {
+			found++
+			if d.OrderingKey == nil || *d.OrderingKey != "customer-1" {
+				t.Errorf("delivery %s has ordering key %v, want customer-1", d.ID, d.OrderingKey)
+			}
+		}
+	}
+	if found != len(subs) {
+		t.Errorf("%d deliveries of the ordered event, want %d", found, len(subs))
+	}
+	_, err = c.Publish(ctx, tenant, "invoice.paid", payload, client.PublishOptions{OrderingKey: "tab\there"})
+	if ae := asAPIError(t, "a bad ordering key", err); ae.Status != 400 || !strings.Contains(ae.Message, "ordering_key") {
+		t.Errorf("a bad ordering key: %+v, want 400 naming ordering_key", ae)
 	}
 }
 

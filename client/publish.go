@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -13,8 +12,8 @@ type PublishOptions struct {
 	// IdempotencyKey makes a repeated publish (same tenant, event type and payload) answer the first
 	// publish's answer and create nothing; the same key with another request is INVALID_REQUEST.
 	IdempotencyKey string
-	// OrderingKey orders the deliveries of the events that share it (1 to 128 printable characters). The
-	// API does not take it yet: Publish refuses a non-empty one rather than drop it unsaid.
+	// OrderingKey, when set, makes the event's deliveries to ordered subscriptions go after the earlier
+	// events of the same key, one at a time (1 to 128 printable characters).
 	OrderingKey string
 }
 
@@ -24,13 +23,8 @@ type PublishOptions struct {
 type publishRequest struct {
 	EventType string          `json:"event_type"`
 	Payload   json.RawMessage `json:"payload"`
-	// Not sent yet: the API refuses unknown fields. Once api/openapi.yaml's EventInput has ordering_key,
-	// the tag becomes `json:"ordering_key,omitempty"` and the check in Publish goes.
-	OrderingKey string `json:"-"`
+	OrderingKey string `json:"ordering_key,omitempty"`
 }
-
-// errOrderingKey is Publish's answer to an ordering key while the API does not take one.
-var errOrderingKey = errors.New("client: this version of the Hookline API takes no ordering key")
 
 // Publish publishes an event of eventType to tenantID's subscriptions. payload is a JSON object: a value
 // encoding/json makes one of (a map, a struct), or a json.RawMessage sent as it is.
@@ -43,9 +37,6 @@ func (c *Client) Publish(ctx context.Context, tenantID, eventType string, payloa
 		}
 	}
 	in := publishRequest{EventType: eventType, Payload: raw, OrderingKey: opts.OrderingKey}
-	if in.OrderingKey != "" {
-		return nil, errOrderingKey
-	}
 	// Not json.Marshal, which writes <, >, & and U+2028/U+2029 in strings as \u escapes: the same JSON
 	// to a parser, but not the bytes the caller gave, and receivers' signatures are over the bytes.
 	var body bytes.Buffer

@@ -84,6 +84,15 @@ func TestPublish(t *testing.T) {
 		t.Errorf("the payload from stdin is not the delivery's data: %s", d)
 	}
 
+	// --ordering-key goes with the event: its delivery carries it; a bad one is the API's refusal (exit 1).
+	keyed := e.run(token, "publish", "order.updated", "--data", "{}", "--ordering-key", "ord_1")
+	want(t, "publish --ordering-key", keyed, 0, []string{"published order.updated "}, nil)
+	if d := e.run(token, "deliveries", "get", e.onlyDelivery(tenant, publishedID(t, keyed)), "--json"); !strings.Contains(d.stdout, `"ordering_key":"ord_1"`) {
+		t.Errorf("the delivery does not carry the ordering key: %s", d)
+	}
+	bad := e.run(token, "publish", "order.updated", "--data", "{}", "--ordering-key", strings.Repeat("k", 129))
+	want(t, "publish --ordering-key too long", bad, 1, nil, []string{"ordering_key"})
+
 	// An admin token publishes to the tenant it names.
 	admin := e.run(adminToken, "publish", "order.created", "--data", "{}", "--tenant", tenant)
 	want(t, "publish with the admin token and --tenant", admin, 0, []string{"published order.created "}, nil)
