@@ -21,9 +21,9 @@ type PublishOptions struct {
 // round trip through the generated EventInput's map[string]any would reorder its keys and turn its
 // large integers into floats.
 type publishRequest struct {
-	EventType string          `json:"event_type"`
-	Payload   json.RawMessage `json:"payload"`
-	OrderingKey string `json:"ordering_key,omitempty"`
+	EventType   string          `json:"event_type"`
+	Payload     json.RawMessage `json:"payload"`
+	OrderingKey string          `json:"ordering_key,omitempty"`
 }
 
 // Publish publishes an event of eventType to tenantID's subscriptions. payload is a JSON object: a value
