@@ -19,6 +19,7 @@ import (
 // completers were tried: batches shrank, statements multiplied and CPU per delivery doubled.)
 func (w *Worker) complete() {
 	defer close(w.completerDone)
+	defer close(w.advance) // the completer is the advancer's only sender
 	// One batch buffer for the completer's life: growing a fresh one by appending was a tenth of the
 	// bytes the worker allocated in a drain.
 	batch := make([]attemptResult, 0, w.o.BatchSize)
@@ -121,15 +122,14 @@ func (w *Worker) Record(ctx context.Context, batch []attemptResult) error {
 			return fmt.Errorf("complete attempts: %w", err)
 		}
 	}
-	// The keys whose head finished with this batch go on: in a transaction of its own after the
-	// completion (which is one statement, planned for its batch or on a generic plan, for every batch; few
-	// batches hold ordered deliveries). Every finished ordered delivery of the batch is named, recorded by
-	// this try or an earlier one: advancing a key whose head still holds it changes nothing. Should this
-	// process stop in between, the maintenance leader advances the key (StuckOrderingKeys). The released
-	// deliveries are due now: the claim that follows this batch's freed slots takes them.
+	// The keys whose head finished with this batch go on, in a transaction of their own after the
+	// completion (see advancer). Every finished ordered delivery of the batch is named, recorded by this
+	// try or an earlier one: advancing a key whose head still holds it changes nothing.
 	if keys := finishedKeys(done.DeliveryIDs, byID); len(keys) > 0 {
-		if _, err := AdvanceKeysOnce(ctx, w.pool, done.Now, keys); err != nil {
-			return err
+		if w.advance != nil {
+			w.advance <- keys
+		} else if _, err := AdvanceKeysOnce(ctx, w.pool, done.Now, keys); err != nil {
+			return err // a worker not started (tests recording by hand): at once, in the caller's turn
 		}
 	}
 	if len(written) < len(done.DeliveryIDs) {

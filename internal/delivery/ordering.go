@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/bounded"
 	"github.com/hookline/hookline/internal/db"
 	"github.com/hookline/hookline/internal/fault"
 	"github.com/hookline/hookline/internal/pipeline"
@@ -191,4 +192,43 @@ func ValidateOrderingKey(key string) error {
 		return fault.Invalid("ordering_key must be 1 to %d printable characters", maxOrderingKey)
 	}
 	return nil
+}
+
+// advancer releases the next delivery of the ordering keys whose head the completer recorded finished,
+// batching whatever has arrived, until the completer closes w.advance. It runs beside the completer
+// rather than in its turn: the completer goes on with the next batch of results (and frees their slots)
+// while the keys of the last one are advanced, which took an ordered drain from 0.6 to 0.7 × an unordered
+// one. The released deliveries are due at once: the fetcher is woken for them. A batch that cannot be
+// written after a few tries is left to the maintenance leader (StuckOrderingKeys), which finds the keys
+// within seconds; a delivery is never lost, only later.
+func (w *Worker) advancer() {
+	defer close(w.advancerDone)
+	var keys []OrderingKey
+	for first := range w.advance {
+		keys = append(keys[:0], first...)
+	drain:
+		for len(keys) < w.o.BatchSize {
+			select {
+			case more, ok := <-w.advance:
+				if !ok {
+					break drain
+				}
+				keys = append(keys, more...)
+			default:
+				break drain
+			}
+		}
+		var released int
+		err := bounded.Do(w.recordCtx, bounded.Policy{PerTry: w.recordTry, Tries: recordTries}, func(ctx context.Context) (err error) {
+			released, err = AdvanceKeysOnce(ctx, w.pool, w.o.Now(), keys)
+			return err
+		})
+		if err != nil {
+			w.log.Error("advancing ordering keys failed; the maintenance leader will", "err", err, "keys", len(keys))
+			continue
+		}
+		if released > 0 {
+			w.Wake()
+		}
+	}
 }

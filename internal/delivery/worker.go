@@ -142,7 +142,11 @@ type Worker struct {
 	loops         sync.WaitGroup // fetcher, listener
 	attempts      sync.WaitGroup
 	completerDone chan struct{}
-	stopOnce      sync.Once
+	// advance carries the ordering keys whose head finished from the completer to the advancer, which
+	// releases each key's next delivery (ordering.go); nil until Start.
+	advance      chan []OrderingKey
+	advancerDone chan struct{}
+	stopOnce     sync.Once
 	// runMu guards running and publishClaiming: a publish's claim for this worker starts its attempts only
 	// while the worker runs, counted before Stop waits for them (see publishclaim.go).
 	runMu           sync.Mutex
@@ -185,9 +189,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stopClaiming, w.stopSending, w.sendCtx = stopClaiming, stopSending, sendCtx
 	w.recordCtx, w.stopRecording = context.WithCancel(context.WithoutCancel(ctx))
 	w.completerDone = make(chan struct{})
+	w.advance, w.advancerDone = make(chan []OrderingKey, w.o.Concurrency), make(chan struct{})
 	w.runMu.Lock()
 	w.running = true
 	w.runMu.Unlock()
+	go w.advancer()
 	go w.complete()
 	w.loops.Add(2)
 	go func() { defer w.loops.Done(); w.fetch(claimCtx) }()
@@ -227,6 +233,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 		close(w.results)
 		select {
 		case <-w.completerDone:
+			select {
+			case <-w.advancerDone:
+			case <-ctx.Done():
+				// the keys not advanced are the maintenance leader's (StuckOrderingKeys)
+				err = fmt.Errorf("worker: ordering keys not all advanced: %w", ctx.Err())
+			}
 		case <-ctx.Done():
 			err = fmt.Errorf("worker: results not all recorded: %w", ctx.Err())
 		}
