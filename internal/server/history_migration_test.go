@@ -165,7 +165,7 @@ func historyChecksums(t *testing.T, pool *pgxpool.Pool, partitioned bool) map[st
 		               d.attempt_count, d.total_attempts, d.manual_retries, d.next_attempt_at, d.give_up_at, d.lease_expires_at,
 		               d.lease_id, d.last_attempt_at, d.last_status, d.last_response, d.last_error, d.dead_reason, d.discarded_at,
 		               d.replay_id, d.created_at, d.updated_at, d.dead_at, d.traceparent)::text, ',' ORDER BY d.id)) FROM webhook_deliveries d`,
-		"events":     `SELECT count(*), md5(string_agg(row(e.*)::text, ',' ORDER BY e.id)) FROM events e`,
+		"events": `SELECT count(*), md5(string_agg(row(e.*)::text, ',' ORDER BY e.id)) FROM events e`,
 		"attempts": `SELECT count(*), md5(string_agg(row(delivery_id, tenant_id, subscription_id, attempt, started_at, duration_ms,
 		             status, response_snippet, error, outcome, request_url, request_headers)::text, ',' ORDER BY delivery_id, attempt))
 		             FROM webhook_attempts`,
