@@ -267,7 +267,9 @@ func TestBlockedKeysSkip(t *testing.T) {
 			if got := text(one(t, row[0], "waiting")); got != "waits for an earlier delivery of its key" {
 				t.Errorf("%s: the parked row's next attempt says %q", path, got)
 			}
-			if findAll(row[0], func(n *html.Node) bool { return hasAttr(n, "datetime") && strings.HasPrefix(attr(n, "datetime"), "9999") }) != nil {
+			if findAll(row[0], func(n *html.Node) bool {
+				return hasAttr(n, "datetime") && strings.HasPrefix(attr(n, "datetime"), "9999")
+			}) != nil {
 				t.Errorf("%s: a parked row shows the year 9999", path)
 			}
 		}
