@@ -34,7 +34,7 @@ func orderingSection(p EndpointFormPage) templ.Component {
 			templ_7745c5c3_Var1 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<fieldset class=\"field receiver-section ordering-section\" data-testid=\"ordering-section\" aria-describedby=\"ordering-hint\"><legend>Ordering</legend><p class=\"small muted hint\" id=\"ordering-hint\">Events are normally sent as soon as they can be, several at a time, so they may arrive out of order. An event published with an <code>ordering_key</code> (an order or customer id, say) can instead wait for the earlier events of its key: they are sent one at a time, each once the one before it is delivered. Different keys still go in parallel; events without a key are never held.</p><div class=\"check\"><input type=\"checkbox\" id=\"ordering-ordered\" name=\"ordered\" value=\"1\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<fieldset class=\"field receiver-section ordering-section\" data-testid=\"ordering-section\" aria-describedby=\"ordering-hint\"><legend>Ordering</legend><p class=\"small muted hint\" id=\"ordering-hint\">Events are normally sent as soon as they can be, several at a time, so they may arrive out of order. An event published with an <code>ordering_key</code> (an order or customer id, say) can instead wait for the earlier events of its key: they are sent one at a time, each once the one before it is done. Different keys still go in parallel; events without a key are never held.</p><div class=\"check\"><input type=\"checkbox\" id=\"ordering-ordered\" name=\"ordered\" value=\"1\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -264,20 +264,20 @@ func BlockedKeysCard(p *BlockedKeysPanel, readOnly bool) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\"><td data-label=\"Ordering key\" class=\"mono blocked-key-name\" data-testid=\"blocked-key-name\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\"><td data-label=\"Ordering key\" class=\"blocked-key-name\"><span class=\"mono\" data-testid=\"blocked-key-name\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var9 string
 					templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(k.Key)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `endpoint_ordering.templ`, Line: 96, Col: 107}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `endpoint_ordering.templ`, Line: 96, Col: 121}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</td><td data-label=\"Dead delivery\"><span class=\"blocked-head\"><a href=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</span></td><td data-label=\"Dead delivery\"><span class=\"blocked-head\"><a href=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -40,7 +40,7 @@ func (h *Handler) orderingOfDelivery(ctx context.Context, p *templates.DeliveryP
 			return err
 		}
 	}
-	p.StateText = "pending: waiting behind the earlier deliveries of its ordering key; it has no attempt time until they are done."
+	p.StateText = "pending: not tried yet. The deliveries of its ordering key are sent one at a time, in order."
 	// Retry now and Resend have nothing to do: it is sent once the delivery before it is done.
 	p.RetryNow, p.Resend = templates.Action{}, templates.Action{}
 	p.CanResend, p.ResendNote = false, ""
