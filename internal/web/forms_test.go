@@ -30,6 +30,7 @@ var postFields = map[string][]string{
 	"/subscriptions/{id}/delete":                {},
 	"/subscriptions/{id}/secret":                {},
 	"/subscriptions/{id}/rotate-secret":         {},
+	"/subscriptions/{id}/skip-key":              {"delivery_id", "ordering_key"},
 	"/deliveries/{id}/resend":                   {},
 	"/deliveries/{id}/retry-now":                {},
 	"/admin/tenants/{id}/tokens/{token}/revoke": {},
@@ -45,7 +46,8 @@ var postFields = map[string][]string{
 var endpointFormFields = []string{"url", "description", "event_types", "header_name", "header_value", "rate_limit_per_second",
 	"auth_type", "auth_username", "auth_password", "auth_token_url", "auth_client_id", "auth_client_secret", "auth_scopes",
 	"auth_audience", "auth_client_auth", "tls_certificate", "tls_private_key", "remove_client_certificate", "filter",
-	"filter_test_type", "filter_test_event_type", "filter_test_payload", "retry_schedule_kind", "retry_schedule"}
+	"filter_test_type", "filter_test_event_type", "filter_test_payload", "retry_schedule_kind", "retry_schedule",
+	"ordered", "on_dead"}
 
 // largeForms are the routes that take more than 16 KiB, with their bound: the endpoint form carries a
 // client certificate chain with its key, a filter and a payload to test it on.

@@ -89,7 +89,11 @@ var webIsolationRoutes = map[string]webRoute{
 	// Send example to B's subscription: the 404 page, and nothing sent.
 	"POST /event-types/{name}/send": {access: "customer", params: map[string]string{"name": eventTypeParam}, status: http.StatusNotFound,
 		form: func(w *webIsoWorld) url.Values { return url.Values{"subscription_id": {w.b.active.String()}} }},
-	"POST /deliveries/{id}/resend":    {access: "customer", params: idParam("delivery")},
+	"POST /deliveries/{id}/resend": {access: "customer", params: idParam("delivery")},
+	// Skip a blocked key of B's subscription, naming B's dead delivery: the 404 page, nothing discarded.
+	"POST /subscriptions/{id}/skip-key": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
+		return url.Values{"delivery_id": {w.b.deadDelivery.String()}, "ordering_key": {"iso-key"}}
+	}},
 	"POST /deliveries/{id}/retry-now": {access: "customer", params: idParam("delivery")},
 	"POST /subscriptions/{id}/recover": {access: "customer", params: idParam("subscription"), form: func(w *webIsoWorld) url.Values {
 		return url.Values{"since": {w.since}, "action": {"confirm"}}

@@ -211,6 +211,7 @@ func (h *Handler) customerRoutes(r chi.Router) {
 	r.Post("/subscriptions/{id}/pause", s.Pause)
 	r.Post("/subscriptions/{id}/resume", s.Resume)
 	r.Post("/subscriptions/{id}/test", s.SendTest)
+	r.Post("/subscriptions/{id}/skip-key", s.SkipKey)
 	r.Get("/find", d.Find)
 	r.Get("/events/{id}", d.Event)
 	r.Get("/deliveries", d.DeliveriesPage)

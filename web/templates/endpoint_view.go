@@ -44,6 +44,10 @@ type EndpointFormPage struct {
 	// SecretsNote, on a form shown again, says that the secrets typed (a password, a client secret, a
 	// private key) are not sent back into the page and must be typed again.
 	SecretsNote string
+
+	// Ordering is the Ordering section (ordered delivery per key), with its refusal beside it.
+	Ordering      OrderingFields
+	OrderingError FieldError
 }
 
 // Authentication types as the form posts them ("" is none).

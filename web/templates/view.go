@@ -174,6 +174,9 @@ type Subscription struct {
 	// Filter is its payload filter, indented ("" for none); Schedule its retry schedule in words.
 	Filter   string
 	Schedule string
+	// Ordered and OnDead are its ordered delivery per key and what a dead delivery does to its key.
+	Ordered bool
+	OnDead  string
 }
 
 // Name is what a subscription is called in titles: its description, else its URL.
@@ -260,6 +263,8 @@ type SubscriptionPage struct {
 	Recover    RecoverForm
 	// Incidents are its latest incidents, newest first.
 	Incidents []IncidentRow
+	// BlockedKeys are its keys held by a dead delivery (nil: not ordered with on_dead block).
+	BlockedKeys *BlockedKeysPanel
 }
 
 // KV is one header.
@@ -331,6 +336,8 @@ type DeliveryPage struct {
 	ManualRetries  int
 	MaxManual      int
 	ActionBase     string // /deliveries/{id}
+	// Ordering is its ordering key and what it waits for, if parked.
+	Ordering DeliveryOrdering
 }
 
 // ErrorPage is a 404, 403 or 500 page.

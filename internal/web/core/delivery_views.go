@@ -31,6 +31,10 @@ func (h *Handler) DeliveryRow(d deliveries.Delivery) templates.DeliveryRow {
 	if d.State == delivery.Pending {
 		row.Next = h.TimePtr(d.NextAttemptAt)
 	}
+	if d.Parked {
+		// Parked behind its key's head (ordered delivery): it has no attempt time until that one is done.
+		row.Waiting = "waits for an earlier delivery of its key"
+	}
 	return row
 }
 

@@ -163,6 +163,7 @@ func (h *Handler) SubscriptionView(s subscriptions.Subscription) templates.Subsc
 		v.RateLimit = "at most " + templates.Plural(int64(*r), "request", "requests") + " a second"
 	}
 	v.Auth, v.Certificate, v.Schedule = AuthText(s.Auth), h.CertificateLine(s.TLSClientCertificate), h.ScheduleText(s.RetrySchedule)
+	v.Ordered, v.OnDead = s.Ordered, s.OnDead
 	if len(s.Filter) > 0 {
 		v.Filter = PrettyJSON(s.Filter)
 	}

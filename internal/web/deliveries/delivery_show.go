@@ -95,6 +95,10 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Summary.Note += ". Retry now cannot skip that wait, so it is off until then."
 	}
+	if err := h.orderingOfDelivery(r.Context(), &p, tenantID, d, sub); err != nil {
+		h.Fail(w, r, err)
+		return
+	}
 	h.Render(w, r, http.StatusOK, templates.DeliveryView(p))
 }
 

@@ -30,6 +30,8 @@ type endpointForm struct {
 
 	// The receiver's sections (see receiverForm).
 	receiver receiverForm
+	// The Ordering section (see orderingForm).
+	ordering orderingForm
 }
 
 // problem reports whether the form's own reading found something to fix before the service sees it.
@@ -87,6 +89,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		f.headers[name] = value
 	}
 	f.receiver = readReceiverForm(r)
+	f.ordering = readOrderingForm(r)
 	f.certError = f.receiver.certificateProblem()
 	return f
 }
@@ -99,6 +102,7 @@ func (f endpointForm) input(sub *subscriptions.Subscription) (subscriptions.Inpu
 	in := subscriptions.Input{URL: &f.url, Description: &f.description, EventTypes: &f.eventTypes, Headers: &f.headers,
 		KeepHeaderValues: sub != nil}
 	f.receiver.apply(&in, sub)
+	f.ordering.apply(&in)
 	if f.rate == "" {
 		in.ClearRateLimit = true
 		return in, ""
@@ -122,6 +126,7 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 		AllEvents: len(f.eventTypes) == 0, Groups: groupEventTypes(choices, f.eventTypes),
 		MaxRate: subscriptions.MaxRatePerSecond, MaxHeaders: subscriptions.MaxHeaders,
 		HeadersError: f.headersError, RateLimitError: f.rateError, CertificateError: f.certError,
+		Ordering: f.ordering.fields(),
 	}
 	if err := h.receiverSections(r, &p, f, sub); err != nil {
 		return templates.EndpointFormPage{}, err
@@ -158,7 +163,7 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 // formOf is a stored subscription as the form shows it (header values never).
 func formOf(s subscriptions.Subscription) endpointForm {
 	f := endpointForm{url: s.URL, description: s.Description, eventTypes: s.EventTypes, headerNames: s.HeaderNames,
-		receiver: receiverOf(s)}
+		receiver: receiverOf(s), ordering: orderingOf(s)}
 	if s.RateLimitPerSecond != nil {
 		f.rate = strconv.Itoa(*s.RateLimitPerSecond)
 	}
@@ -201,6 +206,8 @@ func (h *Handler) refuseEndpointForm(w http.ResponseWriter, r *http.Request, ten
 			p.FilterError = field.Message
 		case "retry_schedule":
 			p.ScheduleError = field.Message
+		case "on_dead":
+			p.OrderingError = field.Message
 		default:
 			p.FormError = field.Message
 		}

@@ -28,6 +28,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 	ctx := r.Context()
 	q := r.URL.Query()
 	q.Del("recover_since")
+	q.Del(blockedKeysCursor)
 	subs, err := h.deliveries.TenantSubscriptions(ctx, tenantID)
 	if err != nil {
 		h.Fail(w, r, err)
@@ -65,6 +66,11 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		h.Fail(w, r, err)
 		return
 	}
+	if p.BlockedKeys, err = h.blockedKeysPanel(r, tenantID, s); err != nil {
+		h.Fail(w, r, err)
+		return
+	}
+	p.Contract = orderingContract(p.Contract, s)
 	if s.State != subscriptions.Active {
 		p.Waiting = core.CountText(states.Pending.N, states.Pending.AtLeast)
 	}
