@@ -127,3 +127,12 @@ WHERE (k.subscription_id, k.ordering_key) IN (
     WHERE i.head_id IS NULL AND i.updated_at < @before::timestamptz
     LIMIT @max_keys::int
 ) AND k.head_id IS NULL;
+
+-- name: KeyHeldByDeadHead :one
+-- How many deliveries wait behind a dead delivery that holds its ordering key (on_dead block); no row when
+-- it does not hold it.
+SELECT (k.published - k.head_seq)::bigint AS waiting
+FROM ordering_keys k
+JOIN subscriptions s ON s.id = k.subscription_id AND s.tenant_id = k.tenant_id
+WHERE k.tenant_id = @tenant_id AND k.subscription_id = @subscription_id AND k.ordering_key = @ordering_key
+  AND k.head_id = @head_id::uuid AND s.on_dead = 'block';

@@ -183,6 +183,35 @@ func (q *Queries) HeldOrderingKeysOfSubscription(ctx context.Context, arg HeldOr
 	return items, nil
 }
 
+const keyHeldByDeadHead = `-- name: KeyHeldByDeadHead :one
+SELECT (k.published - k.head_seq)::bigint AS waiting
+FROM ordering_keys k
+JOIN subscriptions s ON s.id = k.subscription_id AND s.tenant_id = k.tenant_id
+WHERE k.tenant_id = $1 AND k.subscription_id = $2 AND k.ordering_key = $3
+  AND k.head_id = $4::uuid AND s.on_dead = 'block'
+`
+
+type KeyHeldByDeadHeadParams struct {
+	TenantID       uuid.UUID
+	SubscriptionID uuid.UUID
+	OrderingKey    string
+	HeadID         uuid.UUID
+}
+
+// How many deliveries wait behind a dead delivery that holds its ordering key (on_dead block); no row when
+// it does not hold it.
+func (q *Queries) KeyHeldByDeadHead(ctx context.Context, arg KeyHeldByDeadHeadParams) (int64, error) {
+	row := q.db.QueryRow(ctx, keyHeldByDeadHead,
+		arg.TenantID,
+		arg.SubscriptionID,
+		arg.OrderingKey,
+		arg.HeadID,
+	)
+	var waiting int64
+	err := row.Scan(&waiting)
+	return waiting, err
+}
+
 const listBlockedKeys = `-- name: ListBlockedKeys :many
 SELECT k.ordering_key, k.head_id::uuid AS head_id, d.dead_at, (k.published - k.head_seq)::bigint AS waiting,
        d.event_type, d.state, d.dead_reason

@@ -34,6 +34,23 @@ type BlockedKeyPage struct {
 	NextCursor string       `json:"next_cursor"`
 }
 
+// HeldKeyWaiting says, for a dead delivery that holds its ordering key (on_dead block), how many of the
+// key's deliveries wait behind it; held is false when it holds no key.
+func (s *Service) HeldKeyWaiting(ctx context.Context, tenantID uuid.UUID, d Delivery) (waiting int64, held bool, err error) {
+	if d.OrderingKey == nil || !d.State.Dead() || d.Discarded {
+		return 0, false, nil
+	}
+	waiting, err = s.q.KeyHeldByDeadHead(ctx, db.KeyHeldByDeadHeadParams{TenantID: tenantID, SubscriptionID: d.SubscriptionID,
+		OrderingKey: *d.OrderingKey, HeadID: d.ID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("key held by a dead delivery: %w", err)
+	}
+	return waiting, true, nil
+}
+
 // BlockedKeys lists a subscription's blocked keys after cursor (a next_cursor, "" for the first page).
 // An unknown, deleted or other tenant's subscription is NOT_FOUND.
 func (s *Service) BlockedKeys(ctx context.Context, tenantID, subscriptionID uuid.UUID, cursor string, limit int) (BlockedKeyPage, error) {

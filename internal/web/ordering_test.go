@@ -252,8 +252,15 @@ func TestBlockedKeysSkip(t *testing.T) {
 	if got := text(one(t, dp.Doc, "summary-headline")); got != "Blocked: an earlier delivery of its key is dead" {
 		t.Errorf("the parked delivery's headline %q", got)
 	}
-	if got := text(one(t, c.get("/deliveries/"+dead.String()).Doc, "ordering-key")); got != key {
+	headPage := c.get("/deliveries/" + dead.String())
+	if got := text(one(t, headPage.Doc, "ordering-key")); got != key {
 		t.Errorf("the dead head's ordering key %q", got)
+	}
+	if got := text(one(t, headPage.Doc, "held-key-note")); !strings.Contains(got, "This delivery holds its ordering key: 2 later deliveries of the key wait") {
+		t.Errorf("the dead head's page says %q, want that it holds its key with 2 waiting", got)
+	}
+	if byTestID(c.get("/deliveries/"+free.String()).Doc, "held-key-note") != nil {
+		t.Error("a delivered delivery says it holds its key")
 	}
 
 	// Lists: no attempt time for the parked ones, but what they wait for.

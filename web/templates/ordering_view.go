@@ -51,4 +51,7 @@ type DeliveryOrdering struct {
 	HeadShort  string
 	HeadBlocks bool
 	SubHref    string
+	// Holds: this dead delivery holds its key (on_dead block); HoldsWaiting wait behind it.
+	Holds        bool
+	HoldsWaiting int64
 }

@@ -20,14 +20,21 @@ func (h *Handler) orderingOfDelivery(ctx context.Context, p *templates.DeliveryP
 	if d.OrderingKey != nil {
 		p.Ordering.Key = *d.OrderingKey
 	}
+	if sub != nil {
+		p.Ordering.SubHref = "/subscriptions/" + sub.ID.String()
+	}
+	if !d.Endpoint.Deleted() {
+		waiting, held, err := h.Dels.HeldKeyWaiting(ctx, tenantID, d.Delivery)
+		if err != nil {
+			return err
+		}
+		p.Ordering.Holds, p.Ordering.HoldsWaiting = held, waiting
+	}
 	if !d.Parked || d.Endpoint.Deleted() {
 		return nil
 	}
 	o := &p.Ordering
 	o.Parked = true
-	if sub != nil {
-		o.SubHref = "/subscriptions/" + sub.ID.String()
-	}
 	if d.WaitingFor != nil {
 		o.HeadHref, o.HeadShort = "/deliveries/"+d.WaitingFor.String(), core.ShortID(*d.WaitingFor)
 		head, err := h.Dels.Get(ctx, tenantID, *d.WaitingFor)
