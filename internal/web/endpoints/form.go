@@ -210,6 +210,7 @@ func (h *Handler) refuseEndpointForm(w http.ResponseWriter, r *http.Request, ten
 		default:
 			p.FormError = field.Message
 		}
+		pollingRefusal(&p, field)
 	case fe != nil:
 		p.FormError = fe.Message + "."
 	}

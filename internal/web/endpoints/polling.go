@@ -130,3 +130,16 @@ func (f endpointForm) applyType(in *subscriptions.Input, sub *subscriptions.Subs
 		}
 	}
 }
+
+// pollingRefusal puts a refusal of a sending field at the top of a stored polling subscription's form,
+// which has no such field to show it beside (only a post no form makes can carry one).
+func pollingRefusal(p *templates.EndpointFormPage, field *subscriptions.FieldError) {
+	if !p.Type.Fixed || !p.Type.Polling() {
+		return
+	}
+	switch field.Field {
+	case "description", "event_types", "filter":
+	default:
+		p.FormError = field.Message
+	}
+}
