@@ -13,6 +13,10 @@ const (
 // PollingName is what pages call a polling subscription without a description (it has no URL to show).
 const PollingName = "Polling subscription"
 
+// Branded says the pages carry a platform's own name: they then name neither Hookline nor its command
+// line (hookline listen), which the platform's customers do not have.
+func (l Layout) Branded() bool { return l.Brand != "" && l.Brand != "Hookline" }
+
 // TypeFields are the endpoint form's type choice: Type is webhook or polling; Fixed (a stored
 // subscription) shows the type without offering to change it.
 type TypeFields struct {
