@@ -74,6 +74,9 @@ func compose(ctx context.Context, kind string, raw []byte, brand string) (messag
 // view words one step. The endpoint is named by its description when it has one, its URL otherwise;
 // brand is the product's name (HOOKLINE_BRAND_NAME).
 func view(kind string, d stepData, brand string) (templates.Email, error) {
+	if d.polling() {
+		return pollingView(kind, d, brand)
+	}
 	v := templates.Email{LinkLabel: "Open the endpoint in " + brand,
 		Footer: "You get this email because you are a user of this " + brand + " account. " + brand + " sends one email per step of an " +
 			"incident (it opens, a day later, before deliveries expire, when they expired, when the endpoint recovers), " +

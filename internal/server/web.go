@@ -26,7 +26,7 @@ func (s *Server) mountWeb(r chi.Router) {
 		Publisher: s.Publisher, Policy: s.Policy, AttemptTimeout: s.Config.AttemptTimeout,
 		MaxManualRetries: s.Config.MaxManualRetries, Now: s.now, Log: s.log.With("component", "dashboard"),
 		PublicURL: s.Config.PublicURL, TrustedProxies: proxies, Brand: s.Brand, FrameAncestors: origins,
-		History: s.historyMonitor,
+		History: s.historyMonitor, Polling: s.Polling,
 	})
 	r.Mount("/", h.Routes())
 }

@@ -13,6 +13,9 @@ const (
 	Polling = "polling"
 )
 
+// PollingName is what pages call a polling subscription without a description: it has no URL.
+const PollingName = "Polling subscription"
+
 // pushOnly names the fields that only mean something when Hookline sends the request: a polling
 // subscription refuses them rather than keeping settings that would silently do nothing.
 func pushOnly(in Input) string {

@@ -599,6 +599,9 @@ func (s *Service) Names(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID
 		if n.Name == "" {
 			n.Name = r.URL
 		}
+		if n.Name == "" { // a polling subscription without a description: no URL to name it by
+			n.Name = PollingName
+		}
 		out[r.ID] = n
 	}
 	return out, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/polling"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/replays"
@@ -66,6 +67,8 @@ type Options struct {
 	Portal *portal.Service
 	// History, when set, is the delivery history /admin shows (partitions, retention).
 	History *history.Monitor
+	// Polling, when set, lists polling subscriptions' consumers on their pages.
+	Polling *polling.Service
 	// Policy is the server's retry schedule, told to customers in plain words.
 	Policy delivery.RetryPolicy
 	// AttemptTimeout and MaxManualRetries complete the delivery contract shown on pages.
@@ -126,7 +129,7 @@ func New(o Options) *Handler {
 		Tenants: o.Tenants, Subs: o.Subscriptions, Dels: o.Deliveries, Replays: o.Replays, Publisher: o.Publisher,
 		Policy: o.Policy, Timeout: o.AttemptTimeout, MaxManual: o.MaxManualRetries, Now: o.Now, Log: o.Log,
 		Incidents: o.Incidents, Portal: o.Portal, Catalogue: o.Catalogue, Activity: o.Activity, History: o.History,
-		Brand: o.Brand, FrameAncestors: o.FrameAncestors,
+		Brand: o.Brand, FrameAncestors: o.FrameAncestors, Polling: o.Polling,
 	}
 	if c.Brand.Name == "" {
 		c.Brand.Name = brand.DefaultName

@@ -174,6 +174,29 @@
     }
   }
 
+  // The endpoint form's type choice ([data-type-choice]): while "I pull deliveries" is chosen, the fields
+  // that only mean something when Hookline sends ([data-push-only]: the URL, headers, rate limit,
+  // authentication, client certificate, retry schedule) are hidden and disabled, so not posted. A part
+  // holding a refusal stays shown, with its message. Without script every part shows with a note, and the
+  // server refuses any of them filled in for a polling subscription.
+  function followType() {
+    const choice = document.querySelector("[data-type-choice]");
+    if (!choice) return;
+    const radios = [...choice.querySelectorAll("input[name=type]")];
+    const parts = [...document.querySelectorAll("[data-push-only]")];
+    for (const note of document.querySelectorAll("[data-push-only-note]")) note.hidden = true;
+    const show = () => {
+      const pulled = radios.some((r) => r.checked && r.value === "polling");
+      for (const part of parts) {
+        const off = pulled && !part.querySelector(".field-error");
+        part.hidden = off;
+        part.disabled = off;
+      }
+    };
+    for (const r of radios) r.addEventListener("change", show);
+    show();
+  }
+
   // [data-live] with an id: while it is there, fetch the page every few seconds and swap that element when
   // its data-version changed; the server drops data-live once the delivery is final.
   function follow() {
@@ -253,6 +276,7 @@
     filterTypes();
     followWildcards();
     followChoices();
+    followType();
     setInterval(() => updateTimes(document), 5000);
     follow();
   }

@@ -9,6 +9,8 @@ type EndpointFormPage struct {
 	Action string
 	Cancel string
 	URL    string
+	// Type chooses a webhook or a polling subscription (shown, not offered, when editing).
+	Type TypeFields
 	// Description and RateLimit are as typed ("" for no rate limit).
 	Description string
 	RateLimit   string

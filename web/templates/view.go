@@ -164,6 +164,8 @@ type Subscription struct {
 	// HeaderNames are the custom headers every request carries, spelled as stored (canonical, X-Api-Key) and
 	// so as the endpoint form shows them; their values are never shown.
 	HeaderNames []string
+	// Polling says it is a polling subscription: no URL, its consumers pull its deliveries.
+	Polling bool
 	// RateLimit says the endpoint's rate limit in words ("at most 10 requests a second"); "" when none.
 	RateLimit string
 	// Auth says how the endpoint authenticates us beyond the signature, without its secret ("Basic auth
@@ -179,10 +181,14 @@ type Subscription struct {
 	OnDead  string
 }
 
-// Name is what a subscription is called in titles: its description, else its URL.
+// Name is what a subscription is called in titles: its description, else its URL (PollingName for a
+// polling subscription, which has none).
 func (s Subscription) Name() string {
 	if s.Description != "" {
 		return s.Description
+	}
+	if s.Polling {
+		return PollingName
 	}
 	return s.URL
 }
@@ -256,6 +262,8 @@ type SubscriptionPage struct {
 	CanTest   bool
 	TestType  string
 	List      DeliveryList
+	// Polling is a polling subscription's how-to-pull and consumers (nil for a webhook subscription).
+	Polling *PollingPanel
 	// Waiting counts a paused or disabled subscription's waiting deliveries ("214", "1,000+").
 	Waiting    string
 	Contract   []string
@@ -309,6 +317,8 @@ type DeliveryPage struct {
 	GiveUp       Time
 	LastAttempt  Time
 	DeadAt       Time
+	// Polling is set for a polling subscription's delivery: nothing is sent, a consumer commits it.
+	Polling *PollingDelivery
 	// Replay says which replay put it back in the queue ("bulk replay 0192…"); ReplayHref links it for admins.
 	Replay      string
 	ReplayHref  string

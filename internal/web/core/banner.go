@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"time"
@@ -25,10 +26,7 @@ func (h *Handler) IncidentBanners(r *http.Request, tenantID uuid.UUID) []templat
 	now := h.Now()
 	out := make([]templates.IncidentBanner, 0, len(open))
 	for _, in := range open {
-		name := in.Description
-		if name == "" {
-			name = in.SubscriptionURL
-		}
+		name := cmp.Or(in.Description, in.SubscriptionURL, templates.PollingName)
 		out = append(out, templates.IncidentBanner{
 			Href: "/subscriptions/" + in.SubscriptionID.String(), Name: name, Text: bannerText(now, in),
 		})
@@ -40,6 +38,10 @@ func (h *Handler) IncidentBanners(r *http.Request, tenantID uuid.UUID) []templat
 // of it expires (the customer's deadline to fix it before anything is lost).
 func bannerText(now time.Time, in incidents.Incident) string {
 	s := fmt.Sprintf("has failed every attempt since %s (%s).", clock(now, in.FailingSince), roughly(now.Sub(in.FailingSince)))
+	if in.SubscriptionURL == "" { // a polling subscription (it has no URL): nobody commits what waits
+		s = fmt.Sprintf("has had nothing committed since %s (%s): no consumer is pulling its deliveries.", clock(now, in.FailingSince),
+			roughly(now.Sub(in.FailingSince)))
+	}
 	expiry := ""
 	if in.FirstExpiry != nil {
 		if d := in.FirstExpiry.Sub(now); d > 0 {

@@ -132,10 +132,13 @@ func (h *Handler) AttemptsView(as []deliveries.Attempt) []templates.Attempt {
 		if a.Status != nil {
 			v.Status = strconv.Itoa(*a.Status)
 		}
-		switch a.Outcome {
-		case delivery.OutcomeDelivered:
+		switch {
+		case a.Consumer != "":
+			// A polling consumer's commit: no request was made, so no status and no time taken.
+			v.Status, v.Duration, v.Class, v.Outcome = "committed", "", "ok", "committed by consumer "+a.Consumer
+		case a.Outcome == delivery.OutcomeDelivered:
 			v.Class, v.Outcome = "ok", "delivered"
-		case delivery.OutcomeFailed:
+		case a.Outcome == delivery.OutcomeFailed:
 			v.Class, v.Outcome = "fail", "permanent error, not retried"
 		default:
 			v.Class, v.Outcome = "retry", "temporary error, retried"

@@ -17,6 +17,7 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/history"
 	"github.com/hookline/hookline/internal/incidents"
+	"github.com/hookline/hookline/internal/polling"
 	"github.com/hookline/hookline/internal/portal"
 	"github.com/hookline/hookline/internal/publish"
 	"github.com/hookline/hookline/internal/replays"
@@ -40,6 +41,8 @@ type Handler struct {
 	Portal *portal.Service
 	// History, when set, is the delivery history's partitions and retention that /admin shows.
 	History *history.Monitor
+	// Polling, when set, answers a polling subscription's consumers for its page.
+	Polling *polling.Service
 	// Policy, Timeout and MaxManual are the delivery contract pages tell.
 	Policy    delivery.RetryPolicy
 	Timeout   time.Duration

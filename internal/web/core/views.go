@@ -157,7 +157,7 @@ func (h *Handler) SubscriptionView(s subscriptions.Subscription) templates.Subsc
 	v := templates.Subscription{
 		ID: s.ID.String(), Href: "/subscriptions/" + s.ID.String(), URL: s.URL, Description: s.Description,
 		EventTypes: s.EventTypes, State: s.State, StateClass: SubStateClass(s.State), StateReason: s.DisabledReason,
-		Created: h.TimeView(s.CreatedAt), HeaderNames: s.HeaderNames,
+		Created: h.TimeView(s.CreatedAt), HeaderNames: s.HeaderNames, Polling: s.Type == subscriptions.Polling,
 	}
 	if r := s.RateLimitPerSecond; r != nil {
 		v.RateLimit = "at most " + templates.Plural(int64(*r), "request", "requests") + " a second"

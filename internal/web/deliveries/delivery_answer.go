@@ -162,6 +162,9 @@ func endpointDeletedText(d deliveries.Detail, description string) string {
 	if description != "" {
 		s = "Its subscription " + description + " (" + httpx.RedactURL(d.Endpoint.URL) + ", " + d.SubscriptionID.String() + ") was deleted"
 	}
+	if d.Endpoint.URL == "" { // a polling subscription: no URL to name it by
+		s = "Its polling subscription " + strings.TrimSpace(description+" ("+d.SubscriptionID.String()+")") + " was deleted"
+	}
 	if d.Endpoint.DeletedAt != nil {
 		s += " on " + d.Endpoint.DeletedAt.UTC().Format(core.TimeLayout)
 	}

@@ -48,7 +48,7 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 			h.Fail(w, r, err)
 			return
 		}
-		subName, subHref = cmp.Or(deletedDesc, httpx.RedactURL(d.Endpoint.URL))+" (deleted)", ""
+		subName, subHref = cmp.Or(deletedDesc, httpx.RedactURL(d.Endpoint.URL), templates.PollingName)+" (deleted)", ""
 	}
 	label, class := core.DeliveryState(d.Delivery)
 	p := templates.DeliveryPage{
@@ -81,6 +81,9 @@ func (h *Handler) Delivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.answerFirst(&p, d, subState, circuit, core.Caller(r).Admin, wait)
+	if isPolling(d, sub) {
+		h.pollingAnswer(&p, tenantID, d, subState)
+	}
 	if d.Endpoint.Deleted() {
 		p.EndpointDeleted = endpointDeletedText(d, deletedDesc)
 	}

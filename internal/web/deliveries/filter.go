@@ -1,6 +1,7 @@
 package deliveries
 
 import (
+	"cmp"
 	"maps"
 	"net/url"
 	"slices"
@@ -101,7 +102,10 @@ func subscriptionOptions(subs map[uuid.UUID]subscriptions.Subscription, current 
 	found := current == ""
 	for _, s := range list {
 		name := s.URL
-		if s.Description != "" {
+		switch {
+		case s.Type == subscriptions.Polling:
+			name = cmp.Or(s.Description, templates.PollingName) + " (polling)"
+		case s.Description != "":
 			name = s.Description + " (" + s.URL + ")"
 		}
 		sel := s.ID.String() == current

@@ -197,6 +197,11 @@ func (h *Handler) listRow(d deliveries.Delivery, subs map[uuid.UUID]subscription
 		case d.State == delivery.Pending && s.State != subscriptions.Active:
 			row.Waiting = s.State + ": waits until resumed"
 			row.Next = templates.Time{}
+		case d.State == delivery.Pending && s.Type == subscriptions.Polling:
+			// Nothing is sent to a polling subscription: it has no next attempt, a consumer pulls it.
+			row.Waiting = "waits to be pulled"
+			row.Next = templates.Time{}
+			row.State, row.StateClass = "pending", "badge-info" // a resent one is not retrying: nothing was sent
 		case d.State == delivery.Pending && s.Circuit.State == delivery.CircuitOpen && d.NextAttemptAt != nil && !d.NextAttemptAt.After(h.Now()):
 			// Due, but held by the open circuit: not overdue either.
 			row.Waiting = "circuit open: waits for the endpoint to recover"

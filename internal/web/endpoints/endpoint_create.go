@@ -17,6 +17,7 @@ func (h *Handler) CreateEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	f := readEndpointForm(r)
 	in, rateError := f.input(nil)
+	f.applyType(&in, nil)
 	f.rateError = rateError
 	var err error
 	var s subscriptions.Subscription
@@ -25,7 +26,11 @@ func (h *Handler) CreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		s, _, err = h.Subs.Create(r.Context(), tenantID, in)
 	}
 	if err == nil && !f.problem() {
-		h.SetFlash(r, "success", "Endpoint added. It receives events from now on; reveal its signing secret below to check their signatures.")
+		if s.Type == subscriptions.Polling {
+			h.SetFlash(r, "success", "Polling subscription added. Its deliveries wait from now on until a consumer pulls and commits them: see How to pull below.")
+		} else {
+			h.SetFlash(r, "success", "Endpoint added. It receives events from now on; reveal its signing secret below to check their signatures.")
+		}
 		http.Redirect(w, r, "/subscriptions/"+s.ID.String(), http.StatusSeeOther)
 		return
 	}

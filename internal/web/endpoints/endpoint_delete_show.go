@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/hookline/hookline/internal/subscriptions"
 	"github.com/hookline/hookline/internal/web/core"
 	"github.com/hookline/hookline/internal/web/deliveries"
 	"github.com/hookline/hookline/web/templates"
@@ -26,9 +27,13 @@ func (h *Handler) DeleteEndpointPage(w http.ResponseWriter, r *http.Request) {
 	st := states[s.ID]
 	waiting, inFlight := core.CountText(st.Pending.N, st.Pending.AtLeast), core.CountText(st.InFlight.N, st.InFlight.AtLeast)
 	base := "/subscriptions/" + s.ID.String()
+	url := s.URL
+	if s.Type == subscriptions.Polling {
+		url = "Pulled by consumers (polling)"
+	}
 	h.Render(w, r, http.StatusOK, templates.DeleteEndpoint(templates.DeleteEndpointPage{
 		Layout: h.TenantLayout(r, tenantID, "Delete "+subName(s), append(h.TenantCrumbs(r, tenantID),
 			templates.Crumb{Label: subName(s), Href: base}, templates.Crumb{Label: "Delete"})...),
-		Name: subName(s), URL: s.URL, Action: base + "/delete", Back: base, Waiting: waiting, InFlight: inFlight,
+		Name: subName(s), URL: url, Action: base + "/delete", Back: base, Waiting: waiting, InFlight: inFlight,
 	}))
 }

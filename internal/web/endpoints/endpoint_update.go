@@ -15,6 +15,8 @@ func (h *Handler) UpdateEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	f := readEndpointForm(r)
 	in, rateError := f.input(&s)
+	f.applyType(&in, &s)
+	f.typ = s.Type
 	f.rateError = rateError
 	if !f.problem() {
 		_, err = h.Subs.Update(r.Context(), tenantID, s.ID, in)

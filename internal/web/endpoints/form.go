@@ -20,6 +20,8 @@ const emptyHeaderRows = 2
 
 // endpointForm is what the form posted, read but not yet checked.
 type endpointForm struct {
+	// typ is the type chosen (subscriptions.Webhook or Polling; on edit, the stored one's).
+	typ                    string
 	url, description, rate string
 	eventTypes             []string
 	headerNames            []string
@@ -43,6 +45,7 @@ func (f endpointForm) problem() bool {
 // of them, as none chosen is; a group's "Every … event" box posts its wildcard ("invoice.*").
 func readEndpointForm(r *http.Request) endpointForm {
 	f := endpointForm{
+		typ:         cmp.Or(strings.TrimSpace(r.PostFormValue("type")), subscriptions.Webhook),
 		url:         strings.TrimSpace(r.PostFormValue("url")),
 		description: strings.TrimSpace(r.PostFormValue("description")),
 		rate:        strings.TrimSpace(r.PostFormValue("rate_limit_per_second")),
@@ -131,6 +134,7 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 	if err := h.receiverSections(r, &p, f, sub); err != nil {
 		return templates.EndpointFormPage{}, err
 	}
+	p.Type = templates.TypeFields{Type: f.typ, Fixed: sub != nil}
 	stored := map[string]bool{}
 	if sub != nil {
 		for _, n := range sub.HeaderNames {
@@ -162,7 +166,7 @@ func (h *Handler) formPage(r *http.Request, tenantID uuid.UUID, f endpointForm, 
 
 // formOf is a stored subscription as the form shows it (header values never).
 func formOf(s subscriptions.Subscription) endpointForm {
-	f := endpointForm{url: s.URL, description: s.Description, eventTypes: s.EventTypes, headerNames: s.HeaderNames,
+	f := endpointForm{typ: s.Type, url: s.URL, description: s.Description, eventTypes: s.EventTypes, headerNames: s.HeaderNames,
 		receiver: receiverOf(s), ordering: orderingOf(s)}
 	if s.RateLimitPerSecond != nil {
 		f.rate = strconv.Itoa(*s.RateLimitPerSecond)
@@ -190,6 +194,8 @@ func (h *Handler) refuseEndpointForm(w http.ResponseWriter, r *http.Request, ten
 		switch field.Field {
 		case "url":
 			p.URLError = field.Message
+		case "type":
+			p.Type.Error = field.Message
 		case "description":
 			p.DescriptionError = field.Message
 		case "event_types":
@@ -211,6 +217,7 @@ func (h *Handler) refuseEndpointForm(w http.ResponseWriter, r *http.Request, ten
 		default:
 			p.FormError = field.Message
 		}
+		pollingRefusal(&p, field)
 	case fe != nil:
 		p.FormError = fe.Message + "."
 	}
@@ -231,7 +238,8 @@ func headersNote(edit bool) string {
 	return "Header values are never shown again: type the values you had typed once more before saving."
 }
 
-// subName is what pages call a subscription: its description, else its URL (as templates.Subscription.Name).
+// subName is what pages call a subscription: its description, else its URL, else (a polling subscription)
+// templates.PollingName, as templates.Subscription.Name.
 func subName(s subscriptions.Subscription) string {
-	return cmp.Or(s.Description, s.URL)
+	return cmp.Or(s.Description, s.URL, templates.PollingName)
 }

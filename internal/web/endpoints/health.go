@@ -52,9 +52,10 @@ func (h *Handler) SubscriptionsWithHealth(ctx context.Context, tenantID uuid.UUI
 	for _, s := range subs {
 		v := h.SubscriptionView(s)
 		if s.FailingSince != nil {
-			v.FailingSince = core.FailingText(*s.FailingSince, runs[s.ID], h.Now())
+			v.FailingSince = h.failingText(s, runs[s.ID])
 		}
 		v.Health = h.healthView(health[s.ID], series[s.ID], states[s.ID], rg, v.Href)
+		pollingHealth(&v)
 		out = append(out, v)
 	}
 	return out, nil
@@ -85,9 +86,10 @@ func (h *Handler) subscriptionWithHealth(r *http.Request, tenantID uuid.UUID, s 
 	}
 	v := h.SubscriptionView(s)
 	if s.FailingSince != nil {
-		v.FailingSince = core.FailingText(*s.FailingSince, runs[s.ID], h.Now())
+		v.FailingSince = h.failingText(s, runs[s.ID])
 	}
 	v.Health = h.healthView(health[s.ID], series[s.ID], states, rg, v.Href)
+	pollingHealth(&v)
 	for _, o := range subscriptions.Ranges {
 		v.Health.Ranges = append(v.Health.Ranges, templates.RangeOption{
 			Value: o.Name, Label: rangeLabels[o.Name], Href: v.Href + "?range=" + o.Name, Current: o.Name == rg.Name,

@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -41,10 +42,7 @@ func (h *Handler) RecoverPage(w http.ResponseWriter, r *http.Request) {
 	tenantID, subID := *rep.TenantID, *rep.SubscriptionID
 	subName := core.ShortID(subID)
 	if s, err := h.Subs.Get(ctx, tenantID, subID); err == nil {
-		subName = s.URL
-		if s.Description != "" {
-			subName = s.Description
-		}
+		subName = cmp.Or(s.Description, s.URL, templates.PollingName)
 	} else if !fault.Is(err, fault.NotFound) {
 		h.Fail(w, r, err)
 		return

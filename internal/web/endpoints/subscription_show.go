@@ -54,9 +54,17 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, ten
 		Sub:    sv, ActionBase: base, Contract: h.Contract(),
 		CanPause:  s.State == subscriptions.Active,
 		CanResume: s.State == subscriptions.Paused || s.State == subscriptions.Disabled,
-		CanTest:   s.State != subscriptions.Disabled,
+		CanTest:   s.State != subscriptions.Disabled && s.Type != subscriptions.Polling,
 		TestType:  h.Brand.TestEventType(),
 		List:      l,
+	}
+	// A polling subscription: how to pull and its consumers, and its own contract (nothing is sent).
+	if p.Polling, err = h.pollingPanel(ctx, tenantID, s); err != nil {
+		h.Fail(w, r, err)
+		return
+	}
+	if p.Polling != nil {
+		p.Contract = h.pollingContract()
 	}
 	if p.Incidents, err = h.incidentRows(r, tenantID, s.ID); err != nil {
 		h.Fail(w, r, err)

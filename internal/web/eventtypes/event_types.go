@@ -111,7 +111,7 @@ func isJSONNull(b []byte) bool {
 func sendTargets(subs []subscriptions.Subscription) []templates.SendTarget {
 	out := make([]templates.SendTarget, 0, len(subs))
 	for _, s := range subs {
-		t := templates.SendTarget{ID: s.ID.String(), Label: cmp.Or(s.Description, s.URL)}
+		t := templates.SendTarget{ID: s.ID.String(), Label: cmp.Or(s.Description, s.URL, templates.PollingName)}
 		switch s.State {
 		case subscriptions.Paused:
 			t.Label += " (paused: it waits until you resume)"
