@@ -98,7 +98,7 @@ DELETE FROM ordering_keys WHERE subscription_id = @subscription_id AND tenant_id
 -- An ordered subscription's keys held by a dead head (on_dead = 'block'), by key, after @after_key.
 -- waiting counts the key's deliveries behind the head (every later one is parked).
 SELECT k.ordering_key, k.head_id::uuid AS head_id, d.dead_at, (k.published - k.head_seq)::bigint AS waiting,
-       d.event_type, d.state, d.dead_reason
+       d.event_type, d.state, d.dead_reason, d.last_status
 FROM ordering_keys k
 JOIN subscriptions s ON s.id = k.subscription_id AND s.tenant_id = k.tenant_id
 JOIN webhook_deliveries d ON d.id = k.head_id AND d.tenant_id = k.tenant_id
@@ -117,16 +117,18 @@ JOIN (SELECT unnest(@subscription_ids::uuid[]) AS subscription_id, unnest(@order
 WHERE k.tenant_id = @tenant_id AND k.head_id IS NOT NULL;
 
 -- name: PruneIdleOrderingKeys :execrows
--- Forgets keys nobody holds that were last used before @before, at most @max_keys a run: a key is a row
--- for as long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing
--- of it waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is
--- free, and held then. Across tenants: the maintenance leader runs it.
+-- Forgets keys nobody holds that were last used before @before, and every key of a deleted subscription
+-- (whose waiting deliveries were dead-lettered with it), at most @max_keys a run: a key is a row for as
+-- long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing of it
+-- waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is free, and
+-- held then. Across tenants: the maintenance leader runs it.
 DELETE FROM ordering_keys k
 WHERE (k.subscription_id, k.ordering_key) IN (
     SELECT i.subscription_id, i.ordering_key FROM ordering_keys i
-    WHERE i.head_id IS NULL AND i.updated_at < @before::timestamptz
+    WHERE (i.head_id IS NULL AND i.updated_at < @before::timestamptz)
+       OR i.subscription_id IN (SELECT s.id FROM subscriptions s WHERE s.deleted_at IS NOT NULL)
     LIMIT @max_keys::int
-) AND k.head_id IS NULL;
+) AND (k.head_id IS NULL OR k.subscription_id IN (SELECT s.id FROM subscriptions s WHERE s.deleted_at IS NOT NULL));
 
 -- name: KeyHeldByDeadHead :one
 -- How many deliveries wait behind a dead delivery that holds its ordering key (on_dead block); no row when

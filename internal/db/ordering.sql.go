@@ -214,7 +214,7 @@ func (q *Queries) KeyHeldByDeadHead(ctx context.Context, arg KeyHeldByDeadHeadPa
 
 const listBlockedKeys = `-- name: ListBlockedKeys :many
 SELECT k.ordering_key, k.head_id::uuid AS head_id, d.dead_at, (k.published - k.head_seq)::bigint AS waiting,
-       d.event_type, d.state, d.dead_reason
+       d.event_type, d.state, d.dead_reason, d.last_status
 FROM ordering_keys k
 JOIN subscriptions s ON s.id = k.subscription_id AND s.tenant_id = k.tenant_id
 JOIN webhook_deliveries d ON d.id = k.head_id AND d.tenant_id = k.tenant_id
@@ -240,6 +240,7 @@ type ListBlockedKeysRow struct {
 	EventType   string
 	State       string
 	DeadReason  *string
+	LastStatus  *int32
 }
 
 // An ordered subscription's keys held by a dead head (on_dead = 'block'), by key, after @after_key.
@@ -266,6 +267,7 @@ func (q *Queries) ListBlockedKeys(ctx context.Context, arg ListBlockedKeysParams
 			&i.EventType,
 			&i.State,
 			&i.DeadReason,
+			&i.LastStatus,
 		); err != nil {
 			return nil, err
 		}
@@ -325,9 +327,10 @@ const pruneIdleOrderingKeys = `-- name: PruneIdleOrderingKeys :execrows
 DELETE FROM ordering_keys k
 WHERE (k.subscription_id, k.ordering_key) IN (
     SELECT i.subscription_id, i.ordering_key FROM ordering_keys i
-    WHERE i.head_id IS NULL AND i.updated_at < $1::timestamptz
+    WHERE (i.head_id IS NULL AND i.updated_at < $1::timestamptz)
+       OR i.subscription_id IN (SELECT s.id FROM subscriptions s WHERE s.deleted_at IS NOT NULL)
     LIMIT $2::int
-) AND k.head_id IS NULL
+) AND (k.head_id IS NULL OR k.subscription_id IN (SELECT s.id FROM subscriptions s WHERE s.deleted_at IS NOT NULL))
 `
 
 type PruneIdleOrderingKeysParams struct {
@@ -335,10 +338,11 @@ type PruneIdleOrderingKeysParams struct {
 	MaxKeys int32
 }
 
-// Forgets keys nobody holds that were last used before @before, at most @max_keys a run: a key is a row
-// for as long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing
-// of it waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is
-// free, and held then. Across tenants: the maintenance leader runs it.
+// Forgets keys nobody holds that were last used before @before, and every key of a deleted subscription
+// (whose waiting deliveries were dead-lettered with it), at most @max_keys a run: a key is a row for as
+// long as it is used, not for ever. A publish of a key forgotten meanwhile starts it afresh (nothing of it
+// waits). A key a publish takes meanwhile is not deleted: the row is read again once its lock is free, and
+// held then. Across tenants: the maintenance leader runs it.
 func (q *Queries) PruneIdleOrderingKeys(ctx context.Context, arg PruneIdleOrderingKeysParams) (int64, error) {
 	result, err := q.db.Exec(ctx, pruneIdleOrderingKeys, arg.Before, arg.MaxKeys)
 	if err != nil {

@@ -26,6 +26,7 @@ type BlockedKey struct {
 	EventType  string  `json:"-"`
 	State      string  `json:"-"`
 	DeadReason *string `json:"-"`
+	LastStatus *int    `json:"-"`
 }
 
 // BlockedKeyPage is a page of blocked keys, by key.
@@ -77,6 +78,10 @@ func (s *Service) BlockedKeys(ctx context.Context, tenantID, subscriptionID uuid
 		}
 		k := BlockedKey{OrderingKey: r.OrderingKey, HeadDeliveryID: r.HeadID, Waiting: r.Waiting, EventType: r.EventType,
 			State: r.State, DeadReason: r.DeadReason}
+		if r.LastStatus != nil {
+			st := int(*r.LastStatus)
+			k.LastStatus = &st
+		}
 		if r.DeadAt != nil {
 			k.DeadAt = *r.DeadAt
 		}

@@ -577,6 +577,16 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 	if got := o.delivered(2); !slices.Equal(got, []int{1, 2, 3, 4}) {
 		t.Errorf("key 2 delivered %v after it was forgotten and used again, want [1 2 3 4]", got)
 	}
+	// A deleted subscription's keys go, held or not.
+	if err := o.subs.Delete(o.ctx, o.tenant, o.sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.w.PruneIdleKeys(o.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := o.count(`SELECT count(*) FROM ordering_keys WHERE subscription_id = $1`, o.sub.ID); n != 0 {
+		t.Errorf("%d keys of a deleted subscription kept", n)
+	}
 }
 
 // failOnErrorLog is a logger that fails t on an error the engine logs (and drops the rest).

@@ -226,6 +226,9 @@ func TestBlockedKeysSkip(t *testing.T) {
 	if got := text(rows[0]); !strings.Contains(got, "order.updated") {
 		t.Errorf("the row does not name the head's event type: %q", got)
 	}
+	if got := text(one(t, rows[0], "blocked-key-reason")); !strings.Contains(got, "422") {
+		t.Errorf("the row says the head died of %q, want its 422", got)
+	}
 	if len(byTestID(rows[0], "skip-key")) != 1 {
 		t.Error("no Skip on the blocked key")
 	}

@@ -45,7 +45,7 @@ func (h *Handler) blockedKeysPanel(r *http.Request, tenantID uuid.UUID, s subscr
 			Waiting: templates.Plural(k.Waiting, "delivery", "deliveries"),
 		}
 		if k.DeadReason != nil {
-			row.DeadReason = delivery.DeadReasonText(*k.DeadReason, nil)
+			row.DeadReason = delivery.DeadReasonText(*k.DeadReason, k.LastStatus)
 		}
 		p.Rows = append(p.Rows, row)
 	}
