@@ -62,6 +62,15 @@ func TestPublishClaimsForTheIdleLocalWorker(t *testing.T) {
 			err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`).Scan(&delivered)
 			return err == nil && delivered == i+1
 		})
+		// The completer gives the attempt's slot back just after its outcome is stored: the worker is idle
+		// again once a publish could reserve its slots (given straight back here).
+		eventually(t, 5*time.Second, "the worker idle again", func() bool {
+			c, ok := w.ReserveForPublish()
+			if ok {
+				w.StartClaimed(c, nil)
+			}
+			return ok
+		})
 	}
 }
 
