@@ -3241,8 +3241,9 @@ type ClientInterface interface {
 	// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
 	// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
 	// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
-	// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
-	// subscription.
+	// gets a position before that poll's cursor: nothing is skipped. A page also ends before its payloads
+	// pass 4 MiB (its first delivery is always in it); `done` is then `false`. `400 INVALID_REQUEST` for a
+	// webhook subscription.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
 	PollDeliveries(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4499,8 +4500,9 @@ func (c *GeneratedClient) PauseSubscription(ctx context.Context, tenantID Tenant
 // Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
 // consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
 // pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
-// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
-// subscription.
+// gets a position before that poll's cursor: nothing is skipped. A page also ends before its payloads
+// pass 4 MiB (its first delivery is always in it); `done` is then `false`. `400 INVALID_REQUEST` for a
+// webhook subscription.
 //
 // Corresponds with GET /api/v1/tenants/{tenant_id}/subscriptions/{subscription_id}/poll (the `PollDeliveries` operationId).
 func (c *GeneratedClient) PollDeliveries(ctx context.Context, tenantID TenantID, subscriptionID SubscriptionID, params *PollDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8503,8 +8505,9 @@ type ClientWithResponsesInterface interface {
 	// Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
 	// consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
 	// pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
-	// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
-	// subscription.
+	// gets a position before that poll's cursor: nothing is skipped. A page also ends before its payloads
+	// pass 4 MiB (its first delivery is always in it); `done` is then `false`. `400 INVALID_REQUEST` for a
+	// webhook subscription.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14906,8 +14909,9 @@ func (c *ClientWithResponses) PauseSubscriptionWithResponse(ctx context.Context,
 // Up to `limit` deliveries from just after the consumer's committed cursor, oldest position first. A new
 // consumer starts at the oldest delivery not yet delivered. Pulled but not committed deliveries are
 // pulled again by the next poll (at least once). A delivery whose transaction commits after a poll never
-// gets a position before that poll's cursor: nothing is skipped. `400 INVALID_REQUEST` for a webhook
-// subscription.
+// gets a position before that poll's cursor: nothing is skipped. A page also ends before its payloads
+// pass 4 MiB (its first delivery is always in it); `done` is then `false`. `400 INVALID_REQUEST` for a
+// webhook subscription.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -42,6 +42,9 @@ RETURNING *;
 -- delivery); dead and discarded ones are left out. Only rows below the statement's snapshot xmin are
 -- answered (see PollHorizon). The page is found first (the position index of each partition, merged), then
 -- its events are read by primary key.
+-- The page also stops before its bodies pass @max_bytes (its first delivery is always answered): 500
+-- bodies of 256 KiB would be 128 MiB in one answer. in_page is how many the page had before that cut
+-- (octet_length reads a stored body's size without reading the body; the bodies cut are never read).
 WITH page AS (
     SELECT d.id, d.event_id, d.event_type, d.poll_xid::bigint AS poll_xid
     FROM webhook_deliveries d
@@ -51,10 +54,16 @@ WITH page AS (
       AND d.state IN ('pending', 'delivered') AND d.discarded_at IS NULL
     ORDER BY d.poll_xid, d.id
     LIMIT @max_rows::int
+), sized AS (
+    SELECT p.id, p.event_id, p.event_type, p.poll_xid, e.created_at,
+           sum(octet_length(e.body)) OVER (ORDER BY p.poll_xid, p.id) - octet_length(e.body) AS before_bytes,
+           count(*) OVER () AS in_page
+    FROM page p JOIN events e ON e.id = p.event_id AND e.tenant_id = @tenant_id
 )
-SELECT p.id, p.event_id, p.event_type, p.poll_xid, e.body, e.created_at AS event_created_at
-FROM page p JOIN events e ON e.id = p.event_id AND e.tenant_id = @tenant_id
-ORDER BY p.poll_xid, p.id;
+SELECT s.id, s.event_id, s.event_type, s.poll_xid, e.body, s.created_at AS event_created_at, s.in_page::int AS in_page
+FROM sized s JOIN events e ON e.id = s.event_id AND e.tenant_id = @tenant_id
+WHERE s.before_bytes = 0 OR s.before_bytes + octet_length(e.body) <= @max_bytes::bigint
+ORDER BY s.poll_xid, s.id;
 
 -- name: MarkConsumerPolled :exec
 -- A poll handed the consumer everything up to @given: the furthest position it may commit grows.

@@ -419,3 +419,36 @@ func TestPollUnderConcurrentPublishers(t *testing.T) {
 	}
 	t.Logf("%d events, %d polls (%d with deliveries; %d pages left uncommitted and pulled again)", len(want), polls, nonEmpty, skipped)
 }
+
+// A poll's answer holds at most 4 MiB of payloads (its first delivery always): 20 payloads of 240 KiB
+// come over two pages whatever the limit, the first saying it is not done.
+func TestPollPageIsBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, httpOnly)
+	tn := e.newTenant("poll page bytes")
+	sub := e.newSubscription(tn, map[string]any{"type": "polling"})
+	big := strings.Repeat("x", 240<<10)
+	for i := range 20 {
+		e.publish(tn, "order.placed", map[string]any{"n": i, "pad": big})
+	}
+	e.pollFor(tn, sub.ID, "sizer", 500, 1) // every publish visible to polls
+	var first pollPage
+	if !eventually(10*time.Second, 10*time.Millisecond, func() bool {
+		first = must[pollPage](e, 200, "GET", pollPath(tn, sub.ID, "sizer", 500), adminToken, nil)
+		return len(first.Data) >= 16
+	}) {
+		t.Fatalf("first page: %d deliveries", len(first.Data))
+	}
+	size := 0
+	for _, d := range first.Data {
+		size += len(d.Payload)
+	}
+	if len(first.Data) >= 20 || size > 4<<20 || first.Done {
+		t.Fatalf("first page: %d deliveries, %d payload bytes, done %v; want fewer than 20, at most 4 MiB, not done", len(first.Data), size, first.Done)
+	}
+	must[map[string]any](e, 204, "POST", commitPath(tn, sub.ID, "sizer"), adminToken, map[string]any{"cursor": first.Cursor})
+	rest := must[pollPage](e, 200, "GET", pollPath(tn, sub.ID, "sizer", 500), adminToken, nil)
+	if len(first.Data)+len(rest.Data) != 20 || !rest.Done {
+		t.Errorf("second page: %d deliveries (done %v) after %d; want the other %d, done", len(rest.Data), rest.Done, len(first.Data), 20-len(first.Data))
+	}
+}

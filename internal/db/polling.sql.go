@@ -530,20 +530,27 @@ const pollDeliveries = `-- name: PollDeliveries :many
 WITH page AS (
     SELECT d.id, d.event_id, d.event_type, d.poll_xid::bigint AS poll_xid
     FROM webhook_deliveries d
-    WHERE d.tenant_id = $1 AND d.subscription_id = $2 AND d.poll_xid IS NOT NULL
-      AND (d.poll_xid, d.id) > ($3::bigint, $4::uuid)
+    WHERE d.tenant_id = $1 AND d.subscription_id = $3 AND d.poll_xid IS NOT NULL
+      AND (d.poll_xid, d.id) > ($4::bigint, $5::uuid)
       AND d.poll_xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
       AND d.state IN ('pending', 'delivered') AND d.discarded_at IS NULL
     ORDER BY d.poll_xid, d.id
-    LIMIT $5::int
+    LIMIT $6::int
+), sized AS (
+    SELECT p.id, p.event_id, p.event_type, p.poll_xid, e.created_at,
+           sum(octet_length(e.body)) OVER (ORDER BY p.poll_xid, p.id) - octet_length(e.body) AS before_bytes,
+           count(*) OVER () AS in_page
+    FROM page p JOIN events e ON e.id = p.event_id AND e.tenant_id = $1
 )
-SELECT p.id, p.event_id, p.event_type, p.poll_xid, e.body, e.created_at AS event_created_at
-FROM page p JOIN events e ON e.id = p.event_id AND e.tenant_id = $1
-ORDER BY p.poll_xid, p.id
+SELECT s.id, s.event_id, s.event_type, s.poll_xid, e.body, s.created_at AS event_created_at, s.in_page::int AS in_page
+FROM sized s JOIN events e ON e.id = s.event_id AND e.tenant_id = $1
+WHERE s.before_bytes = 0 OR s.before_bytes + octet_length(e.body) <= $2::bigint
+ORDER BY s.poll_xid, s.id
 `
 
 type PollDeliveriesParams struct {
 	TenantID       uuid.UUID
+	MaxBytes       int64
 	SubscriptionID uuid.UUID
 	AfterXid       int64
 	AfterID        uuid.UUID
@@ -557,6 +564,7 @@ type PollDeliveriesRow struct {
 	PollXid        int64
 	Body           []byte
 	EventCreatedAt time.Time
+	InPage         int32
 }
 
 // Up to @max_rows of a subscription's deliveries after the position, oldest position first: pending ones
@@ -564,9 +572,13 @@ type PollDeliveriesRow struct {
 // delivery); dead and discarded ones are left out. Only rows below the statement's snapshot xmin are
 // answered (see PollHorizon). The page is found first (the position index of each partition, merged), then
 // its events are read by primary key.
+// The page also stops before its bodies pass @max_bytes (its first delivery is always answered): 500
+// bodies of 256 KiB would be 128 MiB in one answer. in_page is how many the page had before that cut
+// (octet_length reads a stored body's size without reading the body; the bodies cut are never read).
 func (q *Queries) PollDeliveries(ctx context.Context, arg PollDeliveriesParams) ([]PollDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, pollDeliveries,
 		arg.TenantID,
+		arg.MaxBytes,
 		arg.SubscriptionID,
 		arg.AfterXid,
 		arg.AfterID,
@@ -586,6 +598,7 @@ func (q *Queries) PollDeliveries(ctx context.Context, arg PollDeliveriesParams) 
 			&i.PollXid,
 			&i.Body,
 			&i.EventCreatedAt,
+			&i.InPage,
 		); err != nil {
 			return nil, err
 		}

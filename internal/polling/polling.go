@@ -32,6 +32,9 @@ import (
 const (
 	DefaultLimit = 100
 	MaxLimit     = 500
+	// MaxPageBytes bounds the payloads of one poll's answer (its first delivery is always in it, up to the
+	// API's 256 KiB): a page of the most deliveries at the most size would be 128 MiB.
+	MaxPageBytes = 4 << 20
 	// LagUpTo is where a consumer's lag stops counting.
 	LagUpTo = 10000
 )
@@ -191,12 +194,16 @@ func (s *Service) Poll(ctx context.Context, tenantID, subscriptionID uuid.UUID, 
 		return Page{}, fmt.Errorf("get consumer: %w", err)
 	}
 	rows, err := s.q.PollDeliveries(ctx, db.PollDeliveriesParams{TenantID: tenantID, SubscriptionID: subscriptionID,
-		AfterXid: c.PositionXid, AfterID: c.PositionID, MaxRows: int32(limit)})
+		AfterXid: c.PositionXid, AfterID: c.PositionID, MaxRows: int32(limit), MaxBytes: MaxPageBytes})
 	if err != nil {
 		return Page{}, fmt.Errorf("poll: %w", err)
 	}
 	last := Position{Xid: c.PositionXid, ID: c.PositionID}
+	// Done: fewer than limit were ready, and none was left out for the page's size.
 	page := Page{Data: make([]Item, 0, len(rows)), Done: len(rows) < limit}
+	if len(rows) > 0 && int(rows[0].InPage) > len(rows) {
+		page.Done = false
+	}
 	for _, r := range rows {
 		payload, err := eventData(r.Body)
 		if err != nil {
