@@ -14,14 +14,14 @@ import (
 
 const advanceOrderingKeys = `-- name: AdvanceOrderingKeys :many
 WITH keys AS (
-    SELECT k.subscription_id, k.ordering_key, k.head_id, s.on_dead
+    SELECT k.subscription_id, k.ordering_key, k.head_id, k.head_seq, s.on_dead
     FROM (SELECT unnest($2::uuid[]) AS subscription_id, unnest($3::text[]) AS ordering_key) AS i
     JOIN ordering_keys k ON k.subscription_id = i.subscription_id AND k.ordering_key = i.ordering_key
     JOIN subscriptions s ON s.id = k.subscription_id
 ), free AS (
     -- Two lookups rather than one over every state, so that each reads one partition: a head in the
     -- queue (pending, in flight), and, only where dead heads block, a dead one.
-    SELECT k.subscription_id, k.ordering_key FROM keys k
+    SELECT k.subscription_id, k.ordering_key, k.head_seq FROM keys k
     WHERE k.head_id IS NULL
        OR (NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = k.head_id AND d.state IN ('pending', 'in_flight'))
            AND NOT (k.on_dead = 'block' AND EXISTS (
@@ -32,8 +32,11 @@ WITH keys AS (
     FROM free f
     LEFT JOIN LATERAL (
         SELECT d.id, d.ordering_seq FROM webhook_deliveries d
+        -- from just after the head: the key's earlier entries in the index (finished, waiting to be
+        -- vacuumed) are not walked again at every release, which made a key's drain quadratic
         WHERE d.subscription_id = f.subscription_id AND d.ordering_key = f.ordering_key
-          AND d.state = 'pending' AND d.ordering_seq IS NOT NULL AND d.next_attempt_at = parked_until()
+          AND d.ordering_seq > coalesce(f.head_seq, 0)
+          AND d.state = 'pending' AND d.next_attempt_at = parked_until()
         ORDER BY d.ordering_seq
         LIMIT 1
     ) n ON true
