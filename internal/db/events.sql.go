@@ -203,17 +203,21 @@ WITH input AS (
     RETURNING k.subscription_id, k.ordering_key, k.published, k.head_id
 ), placed AS (
     -- each ordered delivery's ordering_seq (the batch's in event order, after the key's earlier ones), and
-    -- whether it holds its key (due now) or waits behind an earlier one (parked)
-    SELECT q.subscription_id, q.ordering_key, q.head_id, q.published - o.n AS seq_before
-    FROM sequenced q JOIN orders o ON o.subscription_id = q.subscription_id AND o.ordering_key = q.ordering_key
+    -- the key's head, which it may be (due now) or wait behind (parked). Over the ordered deliveries only:
+    -- a publish to unordered subscriptions sorts nothing here.
+    SELECT m.delivery_id, q.head_id,
+           q.published - o.n + row_number() OVER (PARTITION BY m.subscription_id, m.ordering_key ORDER BY m.event_id) AS seq
+    FROM matching m
+    JOIN sequenced q ON q.subscription_id = m.subscription_id AND q.ordering_key = m.ordering_key
+    JOIN orders o ON o.subscription_id = m.subscription_id AND o.ordering_key = m.ordering_key
+    WHERE m.in_order
 ), fanned AS (
     INSERT INTO webhook_deliveries (id, tenant_id, event_id, subscription_id, event_type, next_attempt_at, give_up_at,
                                     created_at, updated_at, traceparent, poll_xid, ordering_key, ordering_seq)
     SELECT m.delivery_id, m.tenant_id, m.event_id, m.subscription_id, m.event_type,
-           CASE WHEN NOT m.in_order OR p.head_id = m.delivery_id THEN m.created_at ELSE parked_until() END,
-           m.give_up_at, m.created_at, m.created_at, nullif(m.traceparent, ''), m.poll_xid, m.ordering_key,
-           CASE WHEN m.in_order THEN p.seq_before + row_number() OVER (PARTITION BY m.subscription_id, m.ordering_key ORDER BY m.event_id) END
-    FROM matching m LEFT JOIN placed p ON m.in_order AND p.subscription_id = m.subscription_id AND p.ordering_key = m.ordering_key
+           CASE WHEN p.delivery_id IS NULL OR p.head_id = m.delivery_id THEN m.created_at ELSE parked_until() END,
+           m.give_up_at, m.created_at, m.created_at, nullif(m.traceparent, ''), m.poll_xid, m.ordering_key, p.seq
+    FROM matching m LEFT JOIN placed p ON p.delivery_id = m.delivery_id
     RETURNING id
 )
 SELECT a.event_id, a.delivery_id, a.subscription_id, a.sendable, a.stale FROM (
